@@ -1,0 +1,63 @@
+"""Command line: `python -m wtb_local [COMMAND] ...`.
+
+Subcommands live in sibling modules and are imported only when invoked, so `--help` and `score` start
+fast and never import torch or vllm. `python -m wtb_local --model M ...` (options first, no command) is
+the main job and means `python -m wtb_local run --model M ...`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+# name -> (module, attribute, one-line help shown by --help without importing the module)
+_COMMANDS: dict[str, tuple[str, str, str]] = {
+    "run": ("wtb_local.cli.run", "run", "Run a model on WildToolBench, score it, print its table row (the main job)."),
+    "score": ("wtb_local.cli.score", "score", "Score a result file with the benchmark's evaluator."),
+    "data": ("wtb_local.cli.data", "data", "Fetch, verify and describe the dataset."),
+    "render": ("wtb_local.cli.render", "render", "Print the exact prompt a model is sent for one step."),
+    "parsers": ("wtb_local.cli.parsers", "parsers", "List tool-call parsers; parse raw completions."),
+    "report": ("wtb_local.cli.report", "report", "Print the Table 6 row(s) of scored runs next to the paper."),
+}
+
+
+class _LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(name for name, spec in _COMMANDS.items() if _available(spec))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        spec = _COMMANDS.get(cmd_name)
+        if spec is None or not _available(spec):
+            return None
+        module = importlib.import_module(spec[0])
+        return getattr(module, spec[1])
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, _COMMANDS[name][2]) for name in self.list_commands(ctx)]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+def _available(spec: tuple[str, str, str]) -> bool:
+    return importlib.util.find_spec(spec[0]) is not None
+
+
+@click.group(
+    cls=_LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110},
+    epilog="Main job: python -m wtb_local --model Qwen/Qwen3-8B  (same as `run --model ...`).",
+)
+@click.version_option(package_name="wtb-local")
+def cli() -> None:
+    """wtb_local: evaluate open-weight LLMs on WildToolBench, locally, with the benchmark's own verdicts."""
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = list(sys.argv[1:] if argv is None else argv)
+    # Options without a command mean the main job.
+    if args and args[0].startswith("-") and args[0] not in ("-h", "--help", "--version"):
+        args.insert(0, "run")
+    cli.main(args=args, prog_name="python -m wtb_local", auto_envvar_prefix="WTB")
