@@ -1,0 +1,100 @@
+"""Reading a dataset file (or a named one: the embedded sample, the release) into `Session`s."""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from pathlib import Path
+
+from wtb_local.dataset.errors import DatasetError
+from wtb_local.dataset.validate import validate_line
+from wtb_local.schema import Session
+
+SAMPLE_NAME = "sample"
+RELEASE_NAME = "release"
+DATASET_NAMES = (SAMPLE_NAME, RELEASE_NAME)
+
+
+def read_dataset(path: str | Path) -> tuple[list[Session], list[str]]:
+    """Validate every line of a JSON-lines file; blank lines are skipped. Returns the sessions and the
+    warnings (one line each). Raises `DatasetError` at the first line that breaks the schema."""
+    label = str(path)
+    try:
+        raw = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise DatasetError(label, "no such file") from None
+    except OSError as exc:
+        raise DatasetError(label, f"cannot read: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise DatasetError(label, f"not UTF-8 text (byte {exc.start})", line=line) from None
+    sessions: list[Session] = []
+    warnings: list[str] = []
+    for lineno, line_text in enumerate(text.splitlines(), start=1):
+        if not line_text.strip():
+            continue
+        session, line_warnings = validate_line(line_text, path=label, line=lineno, position=len(sessions))
+        sessions.append(session)
+        warnings.extend(line_warnings)
+    if not sessions:
+        raise DatasetError(label, "empty dataset (no sessions)")
+    return sessions, warnings
+
+
+def resolve_dataset(path_or_name: str | Path | None, *, quiet: bool = False) -> Path:
+    """The file behind a dataset argument: `"sample"`, `"release"`/None, or a path.
+
+    The release is fetched into the user cache when absent; when that is impossible (offline, no network)
+    the embedded sample is used instead, with a warning on stderr."""
+    from wtb_local.resources import sample_dataset_path
+
+    if path_or_name is None or (isinstance(path_or_name, str) and path_or_name == RELEASE_NAME):
+        return _release_or_sample(quiet=quiet)
+    if isinstance(path_or_name, str) and path_or_name == SAMPLE_NAME:
+        return sample_dataset_path()
+    path = Path(path_or_name)
+    if not path.is_file():
+        names = ", ".join(DATASET_NAMES)
+        raise DatasetError(str(path_or_name), f"no such file (or use a dataset name: {names})")
+    return path
+
+
+def _release_or_sample(*, quiet: bool) -> Path:
+    from wtb_local.dataset.fetch import FetchError, fetch_release, release_path
+    from wtb_local.resources import sample_dataset_path
+
+    path = release_path()
+    if path.is_file():
+        return path
+    try:
+        return fetch_release()
+    except FetchError as exc:
+        if not quiet:
+            print(
+                f"warning: release dataset unavailable, using the embedded sample {sample_dataset_path()} "
+                f"instead: {exc}",
+                file=sys.stderr,
+            )
+        return sample_dataset_path()
+
+
+def load_dataset(path_or_name: str | Path | None = RELEASE_NAME, *, quiet: bool = False) -> list[Session]:
+    """Load and validate a dataset: a path, `"sample"` (the embedded sample) or `"release"`/None (the
+    release file in the user cache, see `wtb_local.dataset.fetch`). Warnings go to stderr unless `quiet`.
+    Raises `DatasetError` (a `ValueError`) with a one-line message naming file, line, session and field."""
+    sessions, warnings = read_dataset(resolve_dataset(path_or_name, quiet=quiet))
+    if not quiet:
+        for warning in warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+    return sessions
+
+
+def dataset_sha256(path: str | Path) -> str:
+    """sha256 of the file's bytes (recorded in run manifests)."""
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 16), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
