@@ -1,1 +1,30 @@
-"""reports"""
+"""Reports: the paper's Table 6 / Table 7 rows of scored runs, next to the paper's own rows.
+
+- `report_rows(metric, label=None, thinking=None)`, `print_tables(rows)`, `format_plain(rows, table)`
+- `paper_name(model_id, thinking=None)`, `paper_rows(table)`: the paper's names and printed values
+"""
+
+from __future__ import annotations
+
+from wtb_local.reports.paper import paper_name, paper_rows
+from wtb_local.reports.table import (
+    ReportRow,
+    format_plain,
+    metric_row,
+    metric_values,
+    paper_row,
+    print_tables,
+    report_rows,
+)
+
+__all__ = [
+    "ReportRow",
+    "format_plain",
+    "metric_row",
+    "metric_values",
+    "paper_name",
+    "paper_row",
+    "paper_rows",
+    "print_tables",
+    "report_rows",
+]

@@ -1,0 +1,49 @@
+"""`report RUN_DIR_OR_METRIC_FILE...`: Table 6 and Table 7 rows of scored runs, side by side, each followed
+by the paper's row for the same model when the paper has one."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command(name="report")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option(
+    "--table",
+    "tables",
+    type=click.Choice(["6", "7"]),
+    multiple=True,
+    envvar="WTB_REPORT_TABLES",
+    help="Which table(s) to print (repeatable; default both).",
+)
+@click.option(
+    "--paper/--no-paper",
+    default=True,
+    show_default=True,
+    envvar="WTB_REPORT_PAPER",
+    help="Show the paper's row under each run when the paper has the model.",
+)
+@click.option(
+    "--thinking/--no-thinking",
+    default=None,
+    envvar="WTB_THINKING",
+    help="Which of a Qwen3 model's paper rows to show.",
+)
+def report(paths: tuple[str, ...], tables: tuple[str, ...], paper: bool, thinking: bool | None) -> None:
+    """Print the table rows of scored runs (run directories or metric.json files)."""
+    from wtb_local.reports import metric_row, paper_row, print_tables
+    from wtb_local.scoring import ScoringError, read_metric
+
+    rows = []
+    shown_paper: set[str] = set()
+    for path in paths:
+        try:
+            metric = read_metric(path)
+        except ScoringError as exc:
+            raise click.ClickException(str(exc)) from None
+        rows.append(metric_row(metric))
+        known = paper_row(str(metric.get("model_name", "")), thinking) if paper else None
+        if known is not None and known.label not in shown_paper:
+            shown_paper.add(known.label)
+            rows.append(known)
+    print_tables(rows, tuple(int(t) for t in tables) or (6, 7))

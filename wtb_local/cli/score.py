@@ -1,0 +1,70 @@
+"""`score RESULT_FILE`: score a result file with the benchmark's evaluator, write the score and metric
+files like the reference (`DIR/score/<model>/Wild-Tool-Bench_{score.jsonl,metric.json}`), print Table 6/7.
+
+Imports only the scorer (no torch, vllm or transformers): scoring a 1,024-task file takes about a second.
+"""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command(name="score")
+@click.argument("result_file", type=click.Path(dir_okay=False))
+@click.option(
+    "--dataset",
+    "dataset",
+    default="sample",
+    show_default=True,
+    envvar="WTB_DATASET",
+    help="Dataset the results belong to: a path, `sample` or `release`.",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    default=".",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    envvar="WTB_OUT",
+    help="Directory to write score/<model>/ under.",
+)
+@click.option(
+    "--model-name",
+    default=None,
+    envvar="WTB_MODEL_NAME",
+    help="Model name for the metric and folder (default: the rows' model_name, else the folder).",
+)
+@click.option(
+    "--thinking/--no-thinking",
+    default=None,
+    envvar="WTB_THINKING",
+    help="Which of a Qwen3 model's paper rows to show next to ours.",
+)
+def score(
+    result_file: str, dataset: str, out_dir: str, model_name: str | None, thinking: bool | None
+) -> None:
+    """Score RESULT_FILE (a result file, or a score file to re-count) and print its table rows."""
+    from wtb_local.dataset import DatasetError, load_dataset
+    from wtb_local.reports import print_tables, report_rows
+    from wtb_local.scoring import ScoringError, score_file, write_score_files
+
+    try:
+        sessions = load_dataset(dataset)
+        scored = score_file(result_file, sessions, model_name)
+        score_path, metric_path = write_score_files(
+            out_dir, scored.model_name, scored.score_rows, scored.metric
+        )
+    except (DatasetError, ScoringError) as exc:
+        raise click.ClickException(str(exc)) from None
+    except OSError as exc:
+        raise click.ClickException(
+            f"{exc.filename or out_dir}: cannot write: {exc.strerror or exc}"
+        ) from None
+
+    if scored.already_scored:
+        click.echo(f"{result_file} is a score file: labels re-counted, not scored again", err=True)
+    if len(scored.score_rows) < len(sessions):
+        click.echo(f"note: {len(scored.score_rows)} of {len(sessions)} sessions in {result_file}", err=True)
+    click.echo(f"score:  {score_path}")
+    click.echo(f"metric: {metric_path}")
+    print_tables(report_rows(scored.metric, scored.model_name, thinking))

@@ -1,0 +1,121 @@
+"""Result, score and metric files (spec §7): JSON lines read with one-line errors, written like the
+reference lays them out (`score/<model>/Wild-Tool-Bench_score.jsonl`, `..._metric.json`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+RESULT_FILE_NAME = "Wild-Tool-Bench_result.jsonl"
+SCORE_FILE_NAME = "Wild-Tool-Bench_score.jsonl"
+METRIC_FILE_NAME = "Wild-Tool-Bench_metric.json"
+
+
+class ScoringError(ValueError):
+    """Bad scoring input; the message is one line naming file, line and field."""
+
+
+def model_dir_name(model_name: str) -> str:
+    """The reference's folder name for a model: `/` replaced by `_`."""
+    return model_name.replace("/", "_")
+
+
+def score_dir(out_dir: str | Path, model_name: str) -> Path:
+    return Path(out_dir) / "score" / model_dir_name(model_name)
+
+
+def read_jsonl(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
+    """(line number, object) for every non-blank line. Raises ScoringError naming file and line."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScoringError(f"{path}: cannot read: {_one_line(exc)}") from None
+    rows: list[tuple[int, dict[str, Any]]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            raise ScoringError(f"{path}:{number}: malformed JSON: {_one_line(exc)}") from None
+        if not isinstance(row, dict):
+            raise ScoringError(f"{path}:{number}: expected a JSON object, got {type(row).__name__}")
+        rows.append((number, row))
+    return rows
+
+
+def read_result_rows(path: str | Path) -> list[dict[str, Any]]:
+    """The rows of a result file (one session per line). Structure is checked when scoring."""
+    return [row for _, row in read_jsonl(path)]
+
+
+def write_result_rows(path: str | Path, rows: Iterable[dict[str, Any]]) -> Path:
+    """Write result rows as JSON lines (`ensure_ascii=False`), atomically."""
+    return _write_atomic(Path(path), "".join(_json_line(row) for row in rows))
+
+
+def append_result_row(path: str | Path, row: dict[str, Any]) -> None:
+    """Append one session's row and fsync, so a killed run keeps every finished session."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(_json_line(row))
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def write_score_files(
+    out_dir: str | Path, model_name: str, score_rows: list[dict[str, Any]], metric: dict[str, Any]
+) -> tuple[Path, Path]:
+    """Write `score/<model>/Wild-Tool-Bench_score.jsonl` and `..._metric.json` under `out_dir`."""
+    folder = score_dir(out_dir, model_name)
+    score_path = _write_atomic(folder / SCORE_FILE_NAME, "".join(_json_line(row) for row in score_rows))
+    metric_path = _write_atomic(
+        folder / METRIC_FILE_NAME, json.dumps(metric, indent=4, ensure_ascii=False) + "\n"
+    )
+    return score_path, metric_path
+
+
+def read_metric(path: str | Path) -> dict[str, Any]:
+    """A metric.json file, or the metric file of a run/score directory (searched recursively)."""
+    path = Path(path)
+    if path.is_dir():
+        found = sorted(path.rglob(METRIC_FILE_NAME)) or sorted(path.rglob("*metric*.json"))
+        if not found:
+            raise ScoringError(f"{path}: no {METRIC_FILE_NAME} found in this directory")
+        path = found[0]
+    try:
+        metric = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScoringError(f"{path}: cannot read: {_one_line(exc)}") from None
+    except ValueError as exc:
+        raise ScoringError(f"{path}: malformed JSON: {_one_line(exc)}") from None
+    if not isinstance(metric, dict) or "total_info" not in metric:
+        raise ScoringError(f"{path}: total_info: missing (not a metric file)")
+    return metric
+
+
+def _json_line(row: dict[str, Any]) -> str:
+    return json.dumps(row, ensure_ascii=False) + "\n"
+
+
+def _write_atomic(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
