@@ -1,0 +1,401 @@
+"""The step loop of one task as a state machine (spec §4), driven from outside.
+
+The runner keeps thousands of `Episode`s in flight: `request()` gives the conversation to send now,
+`accept(reply)` judges the reply by action names, extends the conversation and records the step in the
+task's `inference_log` exactly as the reference's result file does (spec §7).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from wtb_local.evaluator.conversation import GoldNode, gold_nodes, session_prefixes
+from wtb_local.evaluator.ids import make_call_id
+from wtb_local.evaluator.paths import Step, TaskGraph
+from wtb_local.evaluator.tools import convert_tools
+from wtb_local.schema import ASK_ACTION, PREPARE_ACTION, PSEUDO_ACTIONS, Session
+
+ERROR_EMPTY = "tool_calls and content are None or empty"
+ERROR_NO_CANDIDATE = "action name not in candidate_answer_function_list"
+ERROR_PARSE = "parse tool_calls failed, error: {}"
+ERROR_BEYOND = "current step: {}, idx_list is None"
+
+# spec §7 [defined here]: a step that had no candidates to compare still carries a readable answer.
+_EMPTY_ANSWER = {"candidate_0_answer_function_list": {"action": []}}
+
+
+class Episode:
+    """One task of one session: gold history + the model's own steps for this task."""
+
+    def __init__(
+        self,
+        session_id: str,
+        task_idx: int,
+        nodes: Sequence[Any],
+        messages: Sequence[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        *,
+        graph: TaskGraph | None = None,
+        id_style: str = "openai",
+    ) -> None:
+        """`messages` is the conversation at step 0 (ending with the task's user message); `tools` the
+        converted tools; `nodes` the task's gold nodes (release dicts, `Node` models or `GoldNode`s)."""
+        self.session_id = session_id
+        self.task_idx = task_idx
+        self.nodes: list[GoldNode] = [n if isinstance(n, GoldNode) else gold_nodes([n])[0] for n in nodes]
+        self.graph = graph if graph is not None else TaskGraph(
+            [n.name for n in self.nodes], [n.dependency_list for n in self.nodes]
+        )
+        self.id_style = id_style
+        self.tools = tools
+        self.done = False
+        self.step = 0
+        self._messages: list[dict[str, Any]] = copy.deepcopy(list(messages))
+        self._label = "error"
+        self._accepted: dict[int, Step] = {}  # tool steps: they narrow the paths
+        self._asked: dict[int, Step] = {}  # text steps taken as ask: they do not narrow (spec §4)
+        self._log: dict[str, Any] = {
+            "task_idx": task_idx,
+            "begin_of_current_task": copy.deepcopy(self._messages[-1]) if self._messages else None,
+        }
+        self._latency: list[float] = []
+        self._input_tokens: list[int] = []
+        self._output_tokens: list[int] = []
+
+    # --- driving ----------------------------------------------------------------------------------------
+
+    def request(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """(messages, tools) to send now: fresh message dicts, the same converted tools every step."""
+        return copy.deepcopy(self._messages), self.tools
+
+    def accept(
+        self,
+        reply: Mapping[str, Any],
+        *,
+        error_reason: str | None = None,
+        latency: float = 0.0,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Judge the reply to the current step and advance (spec §4)."""
+        if self.done:
+            raise RuntimeError(f"{self.session_id} task {self.task_idx}: accept() after the task ended")
+        content = reply.get("content")
+        tool_calls = copy.deepcopy(reply.get("tool_calls"))
+        reasoning = reply.get("reasoning_content")
+        output: dict[str, Any] = {
+            "reasoning_content": reasoning,
+            "content": content,
+            "tool_calls": copy.deepcopy(tool_calls),
+        }
+        record: dict[str, Any] = {
+            "inference_input": {"messages": copy.deepcopy(self._messages), "tools": self.tools},
+            "inference_output": output,
+        }
+        self._log[f"step_{self.step}"] = record
+        self._latency.append(latency)
+        self._input_tokens.append(input_tokens)
+        self._output_tokens.append(output_tokens)
+
+        if error_reason is not None:
+            self._fail(record, error_reason, None)
+        elif not tool_calls:
+            self._judge_text(record, content)
+        else:
+            self._judge_calls(record, reasoning, content, tool_calls)
+
+        for key, value in (extra or {}).items():
+            output.setdefault(key, value)  # reference keys win; extras follow them
+
+    def _judge_text(self, record: dict[str, Any], content: Any) -> None:
+        if content is None or content == "":
+            self._fail(record, ERROR_EMPTY, None)
+            return
+        if self.step >= len(self.nodes):
+            self._fail(record, ERROR_BEYOND.format(self.step), None)
+            return
+        candidates = self.graph.candidates(self.step, self._accepted)
+        for candidate in candidates:
+            names = [self.nodes[i].name for i in candidate]
+            if ASK_ACTION in names:
+                ask = self.nodes[candidate[names.index(ASK_ACTION)]]
+                self._messages.append({"role": "assistant", "content": content})
+                self._messages.append({"role": "user", "content": ask.user_input})
+                answer = self._answer(candidate)
+                answer["observation"] = ask.observation
+                answer["user_input"] = ask.user_input
+                self._asked[self.step] = candidate
+                self._pass(record, answer, finished=False)
+                return
+            if PREPARE_ACTION in names:
+                prepare = self.nodes[candidate[names.index(PREPARE_ACTION)]]
+                self._messages.append({"role": "assistant", "content": content})
+                answer = self._answer(candidate)
+                answer["observation"] = prepare.observation
+                self._pass(record, answer, finished=True)
+                return
+        self._fail(record, ERROR_NO_CANDIDATE, candidates)
+
+    def _judge_calls(self, record: dict[str, Any], reasoning: Any, content: Any, tool_calls: Any) -> None:
+        ids: list[Any] = []
+        names: list[Any] = []
+        try:
+            for call in tool_calls:
+                call_id = call["id"]
+                function = call["function"]
+                name = function["name"]
+                _ = function["arguments"]  # a call must carry arguments (spec §4 B)
+                ids.append(call_id)
+                names.append(name)
+        except (KeyError, TypeError, IndexError) as exc:  # reported with Python's own message ("'id'")
+            self._fail(record, ERROR_PARSE.format(exc), None)
+            return
+        if not all(isinstance(name, str) for name in names):
+            self._fail(record, ERROR_PARSE.format("tool name is not a string"), None)
+            return
+        predicted = sorted(names)
+        if self.step >= len(self.nodes):
+            self._fail(record, ERROR_BEYOND.format(self.step), None)
+            return
+        candidates = self.graph.candidates(self.step, self._accepted)
+        for candidate in candidates:
+            if [self.nodes[i].name for i in candidate] != predicted:
+                continue
+            message: dict[str, Any] = {"role": "assistant"}
+            if reasoning is not None:
+                message["reasoning_content"] = reasoning
+            message["content"] = content
+            message["tool_calls"] = tool_calls
+            self._messages.append(message)
+            for j, position in enumerate(candidate):
+                observation = self.nodes[position].observation
+                if not isinstance(observation, str):
+                    observation = json.dumps(observation, ensure_ascii=False)
+                # Reference quirk: the j-th observation (candidate order) takes the model's j-th id.
+                self._messages.append({"role": "tool", "content": observation, "tool_call_id": ids[j]})
+            self._accepted[self.step] = candidate
+            # [defined here] an accepted prepare_to_answer call ends the task as correct.
+            finished = any(self.nodes[i].name == PREPARE_ACTION for i in candidate)
+            self._pass(record, self._answer(candidate), finished=finished)
+            return
+        self._fail(record, ERROR_NO_CANDIDATE, candidates)
+
+    def _answer(self, candidate: Step) -> dict[str, Any]:
+        return {
+            "action": [
+                {"arguments": self.nodes[i].gold_text, "name": self.nodes[i].name} for i in candidate
+            ]
+        }
+
+    def _listing(self, candidate: Step) -> dict[str, Any]:
+        """An error step's view of one compared candidate (pseudo-actions show their observation)."""
+        answer = self._answer(candidate)
+        for i in candidate:
+            node = self.nodes[i]
+            if node.name == ASK_ACTION:
+                answer["observation"] = node.observation
+                answer["user_input"] = node.user_input
+            elif node.name == PREPARE_ACTION:
+                answer["observation"] = node.observation
+        return answer
+
+    def _pass(self, record: dict[str, Any], answer: dict[str, Any], *, finished: bool) -> None:
+        record["inference_output"]["current_action_name_label"] = "correct"
+        record["inference_answer"] = {"candidate_0_answer_function_list": answer}
+        if finished:
+            self._label = "correct"
+            self.done = True
+        else:
+            self.step += 1
+
+    def _fail(self, record: dict[str, Any], reason: str, candidates: Sequence[Step] | None) -> None:
+        record["inference_output"]["current_action_name_label"] = "error"
+        record["inference_output"]["error_reason"] = reason
+        if candidates:
+            record["inference_answer"] = {
+                f"candidate_{i}_answer_function_list": self._listing(c) for i, c in enumerate(candidates)
+            }
+        else:
+            record["inference_answer"] = copy.deepcopy(_EMPTY_ANSWER)
+        self._label = "error"
+        self.done = True
+
+    # --- oracle and results -----------------------------------------------------------------------------
+
+    def gold_path(self) -> tuple[Step, ...]:
+        """The first shortest path agreeing with every accepted step (ask steps included here, so the
+        oracle keeps to one path); falls back to tool steps only, then to the first optimal path."""
+        path = self.graph.shortest_path({**self._accepted, **self._asked})
+        if path is None:
+            path = self.graph.shortest_path(self._accepted)
+        return path if path is not None else self.graph.first_optimal_path
+
+    def gold_reply(self) -> dict[str, Any]:
+        """The reply an oracle gives now: the next gold step as tool calls (node-position order,
+        deterministic ids) or, where a pseudo-action alone is due, its observation as text.
+
+        The loop compares names only and takes the first matching candidate, so the step is chosen
+        among those the loop will actually take, to finish in the fewest steps (normally simply the
+        next step of `gold_path()`).
+        """
+        planned = _Planner(self.graph, self.nodes).best(self.step, self._accepted, self._asked)
+        if planned is not None:
+            kind, step = planned[1]
+        else:
+            path = self.gold_path()
+            if self.step >= len(path):
+                return {"content": "", "reasoning_content": None, "tool_calls": None}
+            step = path[self.step]
+            kind = "text" if len(step) == 1 and self.nodes[step[0]].name in PSEUDO_ACTIONS else "tool"
+        if kind == "text":
+            names = [self.nodes[i].name for i in step]
+            pseudo = ASK_ACTION if ASK_ACTION in names else PREPARE_ACTION
+            text = self.nodes[step[names.index(pseudo)]].observation
+            if not isinstance(text, str):
+                text = json.dumps(text, ensure_ascii=False)
+            return {"content": text, "reasoning_content": None, "tool_calls": None}
+        # A pseudo-action sharing a step with calls can only be matched as a call (names are compared).
+        calls = []
+        for k, position in enumerate(sorted(step)):
+            node = self.nodes[position]
+            call_id = make_call_id(f"{self.session_id}/{self.task_idx}/{self.step}/{k}", self.id_style)
+            calls.append(
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": node.name, "arguments": node.gold_text},
+                }
+            )
+        return {"content": None, "reasoning_content": None, "tool_calls": calls}
+
+    @property
+    def taken_steps(self) -> dict[int, Step]:
+        """The candidate matched at each accepted step (tool and ask steps), as node positions."""
+        return dict(sorted({**self._accepted, **self._asked}.items()))
+
+    @property
+    def action_name_label(self) -> str:
+        return self._label
+
+    @property
+    def is_optimal(self) -> bool:
+        return self._label == "correct" and self.step == self.graph.min_length - 1
+
+    def result(self) -> dict[str, Any]:
+        """The task's result-file entry (spec §7), as fresh dicts."""
+        return {
+            "action_name_label": self._label,
+            "is_optimal": self.is_optimal,
+            "inference_log": copy.deepcopy(self._log),
+            "latency": list(self._latency),
+            "input_token_count": list(self._input_tokens),
+            "output_token_count": list(self._output_tokens),
+        }
+
+
+# Bounds the oracle's look-ahead; beyond it the shortest-path bound is trusted (never hit by real tasks).
+_PLAN_BUDGET = 2000
+
+Option = tuple[str, Step]  # ("tool" | "text", the candidate the loop takes)
+
+
+class _Planner:
+    """Which reply makes the loop (names only, first match wins, asks in text do not narrow) finish in
+    the fewest steps: a small branch-and-bound search over the loop's own states."""
+
+    def __init__(self, graph: TaskGraph, nodes: Sequence[GoldNode]) -> None:
+        self.graph = graph
+        self.names = [node.name for node in nodes]
+        self.budget = _PLAN_BUDGET
+
+    def _options(self, step: int, accepted: dict[int, Step]) -> list[Option]:
+        """Per distinct name list the first candidate (a tool reply takes it); the first candidate with
+        a pseudo-action (a text reply takes it)."""
+        options: list[Option] = []
+        seen: set[tuple[str, ...]] = set()
+        text: Option | None = None
+        for candidate in self.graph.candidates(step, accepted):
+            key = tuple(self.names[i] for i in candidate)  # candidates are already in name order
+            if key not in seen:
+                seen.add(key)
+                options.append(("tool", candidate))
+            if text is None and any(self.names[i] in PSEUDO_ACTIONS for i in candidate):
+                text = ("text", candidate)
+        if text is not None:
+            options.append(text)
+        return options
+
+    def _after(
+        self, option: Option, step: int, accepted: dict[int, Step], asked: dict[int, Step]
+    ) -> tuple[bool, dict[int, Step], dict[int, Step]]:
+        kind, candidate = option
+        names = {self.names[i] for i in candidate}
+        if kind == "text":
+            if ASK_ACTION in names:
+                return False, accepted, {**asked, step: candidate}
+            return True, accepted, asked
+        return PREPARE_ACTION in names, {**accepted, step: candidate}, asked
+
+    def best(self, step: int, accepted: dict[int, Step], asked: dict[int, Step]) -> tuple[int, Option] | None:
+        """(steps to the end, the option to take now), or None when the loop cannot finish correctly."""
+        if step >= len(self.names):
+            return None
+        path = self.graph.shortest_path({**accepted, **asked})
+        if path is None or len(path) <= step:
+            return None
+        options = self._options(step, accepted)
+        wanted = path[step]
+        wanted_kind = "text" if len(wanted) == 1 and self.names[wanted[0]] in PSEUDO_ACTIONS else "tool"
+        preferred = [o for o in options if o[0] == wanted_kind and set(o[1]) == set(wanted)]
+        ordered = preferred + [o for o in options if o not in preferred]
+        best: tuple[int, Option] | None = None
+        for option in ordered:
+            ends, next_accepted, next_asked = self._after(option, step, accepted, asked)
+            if ends:
+                length: int | None = step + 1
+            else:
+                bound = self.graph.best_length({**next_accepted, **next_asked})
+                if bound is None or (best is not None and bound >= best[0]):
+                    continue
+                if self.budget <= 0:
+                    length = bound
+                else:
+                    self.budget -= 1
+                    sub = self.best(step + 1, next_accepted, next_asked)
+                    length = None if sub is None else sub[0]
+            if length is not None and (best is None or length < best[0]):
+                best = (length, option)
+                if length <= len(path):
+                    break  # nothing agreeing with the steps so far is shorter
+        return best
+
+
+def session_episodes(session: Session, *, id_style: str = "openai") -> list[Episode]:
+    """One Episode per task of the session; the gold history is built once per session."""
+    tools = convert_tools(session.english_tools)
+    nodes_per_task = [gold_nodes(nodes) for nodes in session.english_answer_list]
+    graphs = [
+        TaskGraph([n.name for n in nodes], [n.dependency_list for n in nodes]) for nodes in nodes_per_task
+    ]
+    prefixes = session_prefixes(
+        session.id,
+        session.english_env_info,
+        session.english_tasks,
+        nodes_per_task,
+        graphs,
+        id_style=id_style,
+    )
+    return [
+        Episode(session.id, i, nodes_per_task[i], prefixes[i], tools, graph=graphs[i], id_style=id_style)
+        for i in range(len(session.english_tasks))
+    ]
+
+
+def session_result(session: Session, episodes: Sequence[Episode], model_name: str) -> dict[str, Any]:
+    """One result-file line: {"id", "model_name", "result": [task results in task order]}."""
+    ordered = sorted(episodes, key=lambda episode: episode.task_idx)
+    return {"id": session.id, "model_name": model_name, "result": [e.result() for e in ordered]}
