@@ -1,1 +1,179 @@
-"""parsers"""
+"""Tool-call parser registry: every module of this package holding a `ToolParser` subclass with a `name`
+registers itself (nothing to list by hand), plus auto-selection of the parser for a model.
+
+Selection order (`select_parser`): the chat template's markers first (a model's template decides what it
+was prompted to write, e.g. Llama-3.2 with a pythonic template writes pythonic calls), then regexes on the
+lowercased model id (any `::variant` suffix removed), then `config` hints (architectures / model_type);
+within one stage the highest `priority` wins, then the longest matching marker/pattern, then the name.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+import traceback
+from functools import cache
+from typing import Any
+
+from wtb_local.parsers.base import ToolParser
+from wtb_local.schema import ParseResult
+
+__all__ = [
+    "ToolParser",
+    "get_parser",
+    "normalize_model_id",
+    "parse_completion",
+    "parser_class",
+    "parser_names",
+    "select_parser",
+]
+
+
+@cache
+def _registry() -> dict[str, type[ToolParser]]:
+    found: dict[str, type[ToolParser]] = {}
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if info.name.startswith("_") or info.name == "base":
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        for obj in vars(module).values():
+            if (
+                isinstance(obj, type)
+                and issubclass(obj, ToolParser)
+                and obj.__module__ == module.__name__
+                and isinstance(obj.__dict__.get("name"), str)
+                and not getattr(obj, "__abstractmethods__", None)
+            ):
+                if obj.name in found and found[obj.name] is not obj:
+                    raise RuntimeError(
+                        f"parser name {obj.name!r} defined twice ({found[obj.name].__module__}, "
+                        f"{obj.__module__})"
+                    )
+                found[obj.name] = obj
+    return dict(sorted(found.items()))
+
+
+def parser_names() -> list[str]:
+    return list(_registry())
+
+
+def parser_class(name: str) -> type[ToolParser]:
+    try:
+        return _registry()[name]
+    except KeyError:
+        raise ValueError(f"unknown parser {name!r}; known parsers: {', '.join(parser_names())}") from None
+
+
+def get_parser(name: str, **options: Any) -> ToolParser:
+    """An instance of the named parser (`options` are parser-specific, e.g. `thinking=True`)."""
+    return parser_class(name)(**options)
+
+
+def normalize_model_id(model_id: str) -> str:
+    """Lowercased id without the `::variant` suffix our template file uses (`deepseek-ai/X::vllm`)."""
+    return model_id.split("::", 1)[0].strip().lower()
+
+
+def _best(matches: list[tuple[int, int, str]]) -> str | None:
+    # (priority, specificity, name): highest priority, then longest match, then name for determinism.
+    if not matches:
+        return None
+    return min(matches, key=lambda m: (-m[0], -m[1], m[2]))[2]
+
+
+def _template_match(template: str) -> str | None:
+    matches = []
+    for name, cls in _registry().items():
+        hits = [len(m) for m in cls.template_markers if m and m in template]
+        if hits:
+            matches.append((cls.priority, max(hits), name))
+    return _best(matches)
+
+
+def _model_id_match(model_id: str) -> str | None:
+    matches = []
+    for name, cls in _registry().items():
+        hits = [len(p) for p in cls.model_patterns if re.search(p, model_id)]
+        if hits:
+            matches.append((cls.priority, max(hits), name))
+    return _best(matches)
+
+
+# HF `model_type` (underscores removed, also matched against architectures minus their head suffix) ->
+# parser, for local checkpoints whose path says nothing. Used only when the parser is registered.
+_MODEL_TYPES = {
+    "qwen2": "hermes",
+    "qwen3": "hermes",
+    "qwen3moe": "hermes",
+    "llama": "llama3_json",
+    "llama4": "pythonic",
+    "gemma3": "pythonic",
+    "glm4moe": "glm45",
+    "kimik2": "kimi_k2",
+    "deepseekv3": "deepseek_v3",
+    "gptoss": "gpt_oss",
+    "minimaxm2": "minimax_m2",
+    "seedoss": "seed_oss",
+    "mistral": "mistral",
+}
+_HEADS = ("forcausallm", "forconditionalgeneration", "model")
+
+
+def _config_match(config: dict[str, Any]) -> str | None:
+    names = [str(config[k]) for k in ("_name_or_path", "name_or_path") if config.get(k)]
+    for name in names:
+        found = _model_id_match(normalize_model_id(name))
+        if found:
+            return found
+    kinds = [str(config.get("model_type") or "")] + [str(a) for a in config.get("architectures") or []]
+    for kind in kinds:
+        key = kind.lower().replace("_", "").replace("-", "")
+        for head in _HEADS:
+            key = key.removesuffix(head)
+        if _MODEL_TYPES.get(key) in _registry():
+            return _MODEL_TYPES[key]
+    return None
+
+
+def select_parser(
+    model_id: str, *, chat_template: str | None = None, config: dict[str, Any] | None = None
+) -> str:
+    """The parser name for a model; ValueError (suggesting `--parser`) when nothing matches."""
+    if chat_template:
+        found = _template_match(chat_template)
+        if found:
+            return found
+    found = _model_id_match(normalize_model_id(model_id))
+    if found:
+        return found
+    found = _config_match(config or {})
+    if found:
+        return found
+    raise ValueError(
+        f"no tool-call parser matches model {model_id!r}; pass --parser NAME "
+        f"(one of: {', '.join(parser_names())})"
+    )
+
+
+def parse_completion(
+    parser: ToolParser,
+    text: str,
+    *,
+    tools: list[dict[str, Any]] | None = None,
+    finish_reason: str | None = None,
+) -> ParseResult:
+    """`parser.parse`, with any unexpected exception turned into an error result: a malformed reply must
+    never crash a run (parsers are written not to raise; this is the second line of defence)."""
+    try:
+        result = parser.parse(text, tools=tools, finish_reason=finish_reason)
+        if not isinstance(result, ParseResult):
+            raise TypeError(f"parser returned {type(result).__name__}, not ParseResult")
+        return result
+    except Exception as exc:  # noqa: BLE001 - defence in depth, the error becomes data
+        where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+        loc = f" at {where.filename.rsplit('/', 1)[-1]}:{where.lineno}" if where else ""
+        return ParseResult(
+            content=(text or "").strip() or None,
+            errors=[(f"parser {getattr(parser, 'name', '?')} crashed: {type(exc).__name__}: {exc}{loc}")],
+        )

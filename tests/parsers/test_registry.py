@@ -1,0 +1,193 @@
+"""Parser registry and auto-selection (the selection table)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from wtb_local.parsers import (
+    get_parser,
+    normalize_model_id,
+    parse_completion,
+    parser_class,
+    parser_names,
+    select_parser,
+)
+from wtb_local.parsers.base import ToolParser
+from wtb_local.schema import ParseResult
+
+TEMPLATES = json.loads(
+    (Path(__file__).resolve().parents[1] / "fixtures" / "parsers" / "chat_templates.json").read_text(
+        encoding="utf-8"
+    )
+)
+
+# Every template of chat_templates.json -> the parser its format needs (selected from the template).
+BY_TEMPLATE = {
+    "Qwen/Qwen2.5-7B-Instruct": "hermes",
+    "Qwen/Qwen3-0.6B": "hermes",
+    "meta-llama/Llama-3.1-8B-Instruct": "llama3_json",
+    "meta-llama/Llama-3.2-3B-Instruct": "llama3_json",
+    "meta-llama/Llama-3.3-70B-Instruct": "llama3_json",
+    "deepseek-ai/DeepSeek-V3.1": "deepseek_v31",
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B": "deepseek_r1",
+    "deepseek-ai/DeepSeek-R1-Distill-Llama-8B": "deepseek_r1",
+    "moonshotai/Kimi-K2-Instruct": "kimi_k2",
+    "zai-org/GLM-4.6": "glm45",
+    "openai/gpt-oss-120b": "gpt_oss",
+    "Qwen/Qwen3-Coder-30B-A3B-Instruct": "qwen3_coder",
+    "MiniMaxAI/MiniMax-M2": "minimax_m2",
+    "ByteDance-Seed/Seed-OSS-36B-Instruct": "seed_oss",
+    "ibm-granite/granite-3.3-2b-instruct": "granite",
+    "ibm-granite/granite-4.0-h-small": "granite4",
+    "mistralai/Mistral-Nemo-Instruct-2407": "mistral",
+    "mistralai/Mistral-Small-3.2-24B-Instruct-2506": "mistral_v11",
+    "NousResearch/Hermes-2-Pro-Llama-3-8B::tool_use": "hermes",
+    "deepseek-ai/DeepSeek-V3-0324::vllm": "deepseek_v3",
+    "deepseek-ai/DeepSeek-R1-0528::vllm": "deepseek_r1",
+    "deepseek-ai/DeepSeek-V3.1::vllm": "deepseek_v31",
+    "Team-ACE/ToolACE-2-8B::vllm": "pythonic",
+    "Salesforce/Llama-xLAM-2-8b-fc-r::vllm": "xlam",
+    "Salesforce/xLAM-2-32b-fc-r::vllm": "xlam",
+    "meta-llama/Llama-3.1-8B-Instruct::vllm": "llama3_json",
+    "meta-llama/Llama-3.2-3B-Instruct::vllm-pythonic": "pythonic",  # the template decides, not the id
+    "meta-llama/Llama-4-Scout-17B-16E-Instruct::vllm": "pythonic",
+    "google/gemma-3-27b-it::vllm": "pythonic",
+    "microsoft/Phi-4-mini-instruct::vllm": "phi4_mini",
+    "tencent/Hunyuan-A13B-Instruct::vllm": "hunyuan",
+    "mistralai/Mistral-7B-Instruct-v0.3::vllm-parallel": "mistral",
+    "ibm-granite/granite-3.0-8b-instruct::vllm": "granite",
+    "NousResearch/Hermes-2-Pro-Llama-3-8B::vllm": "hermes",
+    "MadeAgents/Hammer2.1-7b": "hammer",
+}
+
+# Model ids alone (no template): the paper's open-weight models, then the extras.
+BY_MODEL_ID = {
+    "Qwen/Qwen2.5-0.5B-Instruct": "hermes",
+    "Qwen/Qwen2.5-7B-Instruct": "hermes",
+    "Qwen/Qwen2.5-72B-Instruct": "hermes",
+    "Qwen/Qwen3-0.6B": "hermes",
+    "Qwen/Qwen3-8B": "hermes",
+    "Qwen/Qwen3-32B": "hermes",
+    "Qwen/Qwen3-30B-A3B": "hermes",
+    "Qwen/Qwen3-235B-A22B-Thinking-2507": "hermes",
+    "Qwen/QwQ-32B": "hermes",
+    "NousResearch/Hermes-3-Llama-3.1-8B": "hermes",
+    "meta-llama/Llama-3.1-8B-Instruct": "llama3_json",
+    "meta-llama/Meta-Llama-3.1-70B-Instruct": "llama3_json",
+    "meta-llama/Llama-3.2-1B-Instruct": "llama3_json",
+    "meta-llama/Llama-3.2-3B-Instruct": "llama3_json",
+    "meta-llama/Llama-3.3-70B-Instruct": "llama3_json",
+    "zai-org/GLM-4.5": "glm45",
+    "zai-org/GLM-4.5-Air": "glm45",
+    "zai-org/GLM-4.6": "glm45",
+    "moonshotai/Kimi-K2-Instruct": "kimi_k2",
+    "moonshotai/Kimi-K2-Instruct-0905": "kimi_k2",
+    "deepseek-ai/DeepSeek-V3": "deepseek_v3",
+    "deepseek-ai/DeepSeek-V3-0324": "deepseek_v3",
+    "deepseek-ai/DeepSeek-R1": "deepseek_r1",
+    "deepseek-ai/DeepSeek-R1-0528": "deepseek_r1",
+    "deepseek-ai/DeepSeek-V3.1": "deepseek_v31",
+    "Salesforce/Llama-xLAM-2-8b-fc-r": "xlam",
+    "Salesforce/Llama-xLAM-2-70b-fc-r": "xlam",
+    "Salesforce/xLAM-2-1b-fc-r": "xlam",
+    "Salesforce/xLAM-2-3b-fc-r": "xlam",
+    "Salesforce/xLAM-2-32b-fc-r": "xlam",
+    "Team-ACE/ToolACE-2-8B": "pythonic",
+    "watt-ai/watt-tool-8B": "pythonic",
+    "watt-ai/watt-tool-70B": "pythonic",
+    "MadeAgents/Hammer2.1-0.5b": "hammer",
+    "MadeAgents/Hammer2.1-1.5b": "hammer",
+    "MadeAgents/Hammer2.1-3b": "hammer",
+    "MadeAgents/Hammer2.1-7b": "hammer",
+    # extras
+    "meta-llama/Llama-4-Scout-17B-16E-Instruct": "pythonic",
+    "google/gemma-3-27b-it": "pythonic",
+    "Qwen/Qwen3-Coder-30B-A3B-Instruct": "qwen3_coder",
+    "Qwen/Qwen3.5-397B-A17B": "qwen3_coder",
+    "mistralai/Mistral-7B-Instruct-v0.3": "mistral",
+    "mistralai/Mistral-Small-3.2-24B-Instruct-2506": "mistral_v11",
+    "openai/gpt-oss-20b": "gpt_oss",
+    "ibm-granite/granite-3.1-8b-instruct": "granite",
+    "ibm-granite/granite-4.0-h-tiny": "granite4",
+    "microsoft/Phi-4-mini-instruct": "phi4_mini",
+    "MiniMaxAI/MiniMax-M2": "minimax_m2",
+    "ByteDance-Seed/Seed-OSS-36B-Instruct": "seed_oss",
+    "tencent/Hunyuan-A13B-Instruct": "hunyuan",
+    # suffixes and local paths
+    "deepseek-ai/DeepSeek-V3-0324::vllm": "deepseek_v3",
+    "/models/qwen3-8b": "hermes",
+}
+
+
+def test_every_template_key_is_in_the_table() -> None:
+    assert sorted(TEMPLATES) == sorted(BY_TEMPLATE)
+
+
+@pytest.mark.parametrize("model_id", sorted(BY_TEMPLATE))
+def test_select_by_template(model_id: str) -> None:
+    assert (
+        select_parser(model_id, chat_template=TEMPLATES[model_id]["chat_template"]) == BY_TEMPLATE[model_id]
+    )
+
+
+@pytest.mark.parametrize("model_id", sorted(BY_MODEL_ID))
+def test_select_by_model_id(model_id: str) -> None:
+    assert select_parser(model_id) == BY_MODEL_ID[model_id]
+
+
+def test_template_without_markers_falls_back_to_the_id() -> None:
+    assert select_parser("Qwen/Qwen3-8B", chat_template="{{ messages }}") == "hermes"
+
+
+def test_config_hints() -> None:
+    assert select_parser("/ckpt/step-100", config={"model_type": "qwen3"}) == "hermes"
+    assert select_parser("/ckpt/step-100", config={"architectures": ["Glm4MoeForCausalLM"]}) == "glm45"
+    assert select_parser("/ckpt/x", config={"_name_or_path": "Salesforce/xLAM-2-3b-fc-r"}) == "xlam"
+
+
+def test_no_match_suggests_the_option() -> None:
+    with pytest.raises(ValueError, match="--parser"):
+        select_parser("acme/unknown-model-7b")
+
+
+def test_normalize_model_id() -> None:
+    assert normalize_model_id("DeepSeek-ai/DeepSeek-V3-0324::vllm") == "deepseek-ai/deepseek-v3-0324"
+
+
+def test_registry_lookup() -> None:
+    names = parser_names()
+    assert names == sorted(names) and {
+        "hermes",
+        "llama3_json",
+        "pythonic",
+        "xlam",
+        "hammer",
+        "glm45",
+        "kimi_k2",
+    } <= set(names)
+    for name in names:
+        cls = parser_class(name)
+        assert issubclass(cls, ToolParser) and cls.name == name
+    assert get_parser("hermes", thinking=True).options == {"thinking": True}
+    with pytest.raises(ValueError, match="known parsers: .*hermes"):
+        get_parser("nope")
+
+
+def test_parse_completion_wraps_exceptions() -> None:
+    class Broken(ToolParser):
+        name = "broken_for_test"
+
+        def parse(self, text, *, tools=None, finish_reason=None):
+            raise KeyError("x")
+
+        def format(self, content, tool_calls, reasoning=None):
+            return ""
+
+    result = parse_completion(Broken(), "<tool_call>")
+    assert isinstance(result, ParseResult) and result.tool_calls == []
+    assert result.errors and "broken_for_test crashed: KeyError" in result.errors[0]
+    ok = parse_completion(get_parser("hermes"), "hi")
+    assert ok.content == "hi" and ok.errors == []

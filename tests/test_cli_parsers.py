@@ -1,0 +1,89 @@
+"""`python -m wtb_local parsers list|parse`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from wtb_local.cli import cli
+
+ROWS = [
+    {"raw": '<tool_call>\n{"name": "search", "arguments": {"query": "x"}}\n</tool_call>'},
+    {"raw": "<think>hm</think>Just text."},
+    {"raw": '<tool_call>\n{"name": "search", "arguments": {"query": "x"}\n</tool_call>'},
+    {"raw": '<tool_call>\n{"name": "search", "arguments": {"query": "xx', "finish_reason": "length"},
+    {"no_raw": 1},
+]
+
+
+def run(args: list[str]) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+def write_input(tmp_path: Path) -> Path:
+    path = tmp_path / "in.jsonl"
+    lines = [json.dumps(r) for r in ROWS]
+    lines.insert(3, "{not json")
+    path.write_text("\n".join(lines) + "\n\n", encoding="utf-8")
+    return path
+
+
+def test_list_shows_every_parser() -> None:
+    code, out = run(["parsers", "list"])
+    assert code == 0
+    for name in ("hermes", "llama3_json", "pythonic", "xlam", "hammer", "glm45", "kimi_k2"):
+        assert name in out
+
+
+def test_parse_by_model_writes_one_line_per_row(tmp_path: Path) -> None:
+    path = write_input(tmp_path)
+    out_path = tmp_path / "out.jsonl"
+    code, _ = run(["parsers", "parse", str(path), "--model", "Qwen/Qwen3-8B", "--out", str(out_path)])
+    assert code == 0
+    rows = [json.loads(line) for line in out_path.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) == 6 and all(r["parser"] == "hermes" for r in rows)
+    assert (
+        rows[0]["tool_calls"] == [{"name": "search", "arguments": {"query": "x"}}] and rows[0]["errors"] == []
+    )
+    assert rows[1]["reasoning"] == "hm" and rows[1]["content"] == "Just text." and rows[1]["tool_calls"] == []
+    assert rows[2]["tool_calls"] == [{"name": "search", "arguments": {"query": "x"}}] and rows[2]["errors"]
+    assert rows[3]["errors"] == [
+        f"{path}:4: not valid JSON (Expecting property name enclosed in double quotes)"
+    ]
+    assert rows[4]["tool_calls"] == [] and "truncated tool call" in rows[4]["errors"][0]
+    assert rows[5]["errors"] == [f"{path}:6: field 'raw' missing or not a string"]
+
+
+def test_parse_with_parser_to_stdout(tmp_path: Path) -> None:
+    path = tmp_path / "in.jsonl"
+    path.write_text(json.dumps({"raw": "[search(query='x')]"}) + "\n", encoding="utf-8")
+    code, out = run(["parsers", "parse", str(path), "--parser", "pythonic"])
+    assert code == 0
+    assert json.loads(out) == {
+        "parser": "pythonic",
+        "reasoning": None,
+        "content": None,
+        "tool_calls": [{"name": "search", "arguments": {"query": "x"}}],
+        "errors": [],
+    }
+
+
+def test_thinking_option(tmp_path: Path) -> None:
+    path = tmp_path / "in.jsonl"
+    path.write_text(json.dumps({"raw": "still thinking"}) + "\n", encoding="utf-8")
+    code, out = run(["parsers", "parse", str(path), "--parser", "hermes", "--thinking", "on"])
+    assert code == 0 and json.loads(out)["reasoning"] == "still thinking"
+
+
+def test_usage_errors(tmp_path: Path) -> None:
+    path = tmp_path / "in.jsonl"
+    path.write_text("", encoding="utf-8")
+    result = CliRunner().invoke(cli, ["parsers", "parse", str(path)])
+    assert result.exit_code == 2 and "exactly one of --parser" in result.output
+    result = CliRunner().invoke(cli, ["parsers", "parse", str(path), "--model", "acme/unknown"])
+    assert result.exit_code == 2 and "--parser" in result.output
+    result = CliRunner().invoke(cli, ["parsers", "parse", str(path), "--parser", "nope"])
+    assert result.exit_code == 2 and "known parsers" in result.output

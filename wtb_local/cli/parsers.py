@@ -1,0 +1,106 @@
+"""`parsers` command group: list the tool-call parsers, parse raw completions from a JSONL file."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TextIO
+
+import click
+
+from wtb_local.parsers import get_parser, parse_completion, parser_class, parser_names, select_parser
+from wtb_local.parsers.base import ToolParser
+from wtb_local.schema import ParseResult
+
+_THINKING = {"auto": None, "on": True, "off": False}
+
+
+@click.group("parsers")
+def parsers() -> None:
+    """List tool-call parsers; parse raw completions."""
+
+
+@parsers.command("list")
+def list_parsers() -> None:
+    """Every registered parser with its families and model-id patterns."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("name", "families", "model-id patterns", "priority")
+    for name in parser_names():
+        cls = parser_class(name)
+        table.add_row(name, ", ".join(cls.families), " ".join(cls.model_patterns), str(cls.priority))
+    Console(width=160).print(table)
+
+
+@parsers.command("parse")
+@click.argument("file", type=click.File("r", encoding="utf-8"))
+@click.option("--parser", "parser_name", metavar="NAME", help="Parser to use (see `parsers list`).")
+@click.option("--model", "model_id", metavar="MODEL_ID", help="Pick the parser for this model id.")
+@click.option(
+    "--thinking",
+    type=click.Choice(sorted(_THINKING)),
+    default="auto",
+    show_default=True,
+    help="Reasoning block handling: on = the prompt pre-filled the opening tag.",
+)
+@click.option(
+    "--out", type=click.File("w", encoding="utf-8"), default="-", help="Output JSONL (default stdout)."
+)
+def parse_file(
+    file: TextIO, parser_name: str | None, model_id: str | None, thinking: str, out: TextIO
+) -> None:
+    """Parse FILE, JSONL rows with "raw" (optional "finish_reason", "tools"); one JSON line per row."""
+    if bool(parser_name) == bool(model_id):
+        raise click.UsageError("give exactly one of --parser NAME or --model MODEL_ID")
+    try:
+        name = parser_name or select_parser(model_id or "")
+        options = {} if _THINKING[thinking] is None else {"thinking": _THINKING[thinking]}
+        parser = get_parser(name, **options)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    source = getattr(file, "name", "<stdin>")
+    for lineno, line in enumerate(file, start=1):
+        if not line.strip():
+            continue
+        out.write(json.dumps(parse_row(parser, line, f"{source}:{lineno}"), ensure_ascii=False) + "\n")
+
+
+def parse_row(parser: ToolParser, line: str, where: str) -> dict[str, Any]:
+    """One output row; a row that cannot be read becomes an error row naming file, line and field."""
+    try:
+        row = json.loads(line)
+    except ValueError as exc:
+        return _error_row(parser, f"{where}: not valid JSON ({exc.msg})")
+    if not isinstance(row, dict):
+        return _error_row(parser, f"{where}: row is not a JSON object")
+    raw, finish, tools = row.get("raw"), row.get("finish_reason"), row.get("tools")
+    if not isinstance(raw, str):
+        return _error_row(parser, f"{where}: field 'raw' missing or not a string")
+    if finish is not None and not isinstance(finish, str):
+        return _error_row(parser, f"{where}: field 'finish_reason' is not a string")
+    if tools is not None and not (isinstance(tools, list) and all(isinstance(t, dict) for t in tools)):
+        return _error_row(parser, f"{where}: field 'tools' is not a list of objects")
+    return result_row(parser.name, parse_completion(parser, raw, tools=tools, finish_reason=finish))
+
+
+def result_row(parser_name: str, result: ParseResult) -> dict[str, Any]:
+    calls = []
+    for call in result.tool_calls:
+        try:
+            arguments: Any = json.loads(call.arguments)
+        except ValueError:
+            arguments = None
+        if not isinstance(arguments, dict):  # only an object counts as parsed arguments
+            arguments = call.arguments
+        calls.append({"name": call.name, "arguments": arguments})
+    return {
+        "parser": parser_name,
+        "reasoning": result.reasoning,
+        "content": result.content,
+        "tool_calls": calls,
+        "errors": result.errors,
+    }
+
+
+def _error_row(parser: ToolParser, message: str) -> dict[str, Any]:
+    return result_row(parser.name, ParseResult(errors=[message]))
