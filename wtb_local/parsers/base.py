@@ -11,7 +11,7 @@ import json
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
-from wtb_local.schema import ParseResult, ParsedCall
+from wtb_local.schema import ParsedCall, ParseResult
 
 
 class ToolParser(ABC):
