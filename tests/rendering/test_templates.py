@@ -1,0 +1,77 @@
+"""Template resolution and the override files' `models:` declarations."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.rendering.conftest import OVERRIDES_DIR, real_templates
+from wtb_local.rendering.templates import (
+    TemplateError,
+    chat_templates_dir,
+    list_overrides,
+    override_for,
+    read_model_patterns,
+    resolve_template,
+)
+
+SERVED = {
+    "meta-llama/Llama-3.1-8B-Instruct": "llama3_json",
+    "meta-llama/Llama-3.2-1B-Instruct": "llama3_json",
+    "meta-llama/Llama-3.3-70B-Instruct": "llama3_json",
+    "/models/Llama-3.1-8B-Instruct": "llama3_json",
+    "openai/gpt-oss-20b": "gpt_oss",
+    "openai/gpt-oss-120b": "gpt_oss",
+    "ibm-granite/granite-3.3-8b-instruct": "granite3_3",
+    "MadeAgents/Hammer2.1-0.5b": "hammer2_1",
+    "MadeAgents/Hammer2.1-7b": "hammer2_1",
+    "deepseek-ai/DeepSeek-R1-Distill-Llama-70B": "deepseek_r1_distill",
+    "deepseek-ai/DeepSeek-V3.1": "deepseek_v31",
+    "deepseek-ai/DeepSeek-V3.1-Terminus": "deepseek_v31",
+}
+NOT_SERVED = ["Qwen/Qwen3-8B", "meta-llama/Llama-4-Scout-17B-16E-Instruct",
+              "Salesforce/Llama-xLAM-2-8b-fc-r", "NousResearch/Hermes-2-Pro-Llama-3-8B", "Team-ACE/ToolACE-2-8B",
+              "ibm-granite/granite-4.0-h-small", "deepseek-ai/DeepSeek-V3-0324", "deepseek-ai/DeepSeek-R1-0528",
+              "moonshotai/Kimi-K2-Instruct", "watt-ai/watt-tool-8B"]
+
+
+def test_overrides_are_found_in_the_shipped_folder() -> None:
+    assert chat_templates_dir().resolve() == OVERRIDES_DIR.resolve()
+    names = [o.name for o in list_overrides()]
+    assert names == sorted(names) == ["deepseek_r1_distill", "deepseek_v31", "gpt_oss", "granite3_3",
+                                      "hammer2_1", "llama3_json"]
+    assert all(o.patterns for o in list_overrides())
+
+
+@pytest.mark.parametrize(("model_id", "name"), sorted(SERVED.items()))
+def test_override_serves_its_family(model_id: str, name: str) -> None:
+    override = override_for(model_id)
+    assert override is not None and override.name == name
+
+
+@pytest.mark.parametrize("model_id", NOT_SERVED)
+def test_other_models_get_no_override(model_id: str) -> None:
+    assert override_for(model_id) is None
+
+
+def test_suffix_is_ignored_when_matching() -> None:
+    assert override_for("meta-llama/Llama-3.1-8B-Instruct::vllm").name == "llama3_json"
+    assert set(real_templates()) >= {"meta-llama/Llama-3.1-8B-Instruct::vllm"}
+
+
+def test_resolve_by_name_path_and_error(tmp_path) -> None:
+    source, text = resolve_template("gpt_oss")
+    assert source == "override:gpt_oss" and text == (OVERRIDES_DIR / "gpt_oss.jinja").read_text(encoding="utf-8")
+    path = tmp_path / "t.jinja"
+    path.write_text("{{ messages }}", encoding="utf-8")
+    assert resolve_template(str(path)) == (f"path:{path}", "{{ messages }}")
+    with pytest.raises(TemplateError, match=r"--chat-template 'nope': neither a shipped override \(known: "
+                                            r"deepseek_r1_distill, .*\) nor a file"):
+        resolve_template("nope")
+
+
+def test_models_line_is_required_and_checked() -> None:
+    assert read_model_patterns("{#-\n  models: a, b\\.c\n-#}\nx") == ("a", "b\\.c")
+    with pytest.raises(TemplateError, match="bad.jinja: line 1: field 'models'"):
+        read_model_patterns("{{ x }}", origin="bad.jinja")
+    with pytest.raises(TemplateError, match="bad regex"):
+        read_model_patterns("{# models: ( #}", origin="bad.jinja")

@@ -1,0 +1,96 @@
+"""`render --model M`: print the exact prompt a model is sent for one step of one task.
+
+Steps beyond 0 are reached by replaying the gold path's replies (the oracle's choices), so the prompt is
+the one a model that has been right so far would see. The prompt goes to stdout byte for byte; the
+template choice (source, hash, adaptation, reason) goes to stderr.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+
+@click.command(name="render")
+@click.option("--model", required=True, envvar="WTB_MODEL", help="Hugging Face model id or local directory.")
+@click.option("--session", "session_id", envvar="WTB_SESSION",
+              help="Session id (wild_tool_bench_N) or its number N (default: the first session).")
+@click.option("--task", type=click.IntRange(min=0), default=0, show_default=True, envvar="WTB_TASK",
+              help="Task index inside the session.")
+@click.option("--step", type=click.IntRange(min=0), default=0, show_default=True, envvar="WTB_STEP",
+              help="Step of the task; earlier steps are answered with the gold replies.")
+@click.option("--dataset", default="sample", show_default=True, envvar="WTB_DATASET",
+              help="A dataset path, `sample` or `release`.")
+@click.option("--chat-template", envvar="WTB_CHAT_TEMPLATE",
+              help="Override template: a name from chat_templates/ or a .jinja path.")
+@click.option("--thinking/--no-thinking", default=None, envvar="WTB_THINKING",
+              help="Set the family's thinking switch (default: the template's own default).")
+@click.option("--template-kwarg", "template_kwarg", multiple=True, envvar="WTB_TEMPLATE_KWARG",
+              help="KEY=VALUE passed to the chat template (VALUE parsed as JSON when it parses). Repeatable.")
+@click.option("--revision", envvar="WTB_REVISION", help="Model revision (branch, tag or commit).")
+@click.option("--trust-remote-code", is_flag=True, default=False, envvar="WTB_TRUST_REMOTE_CODE")
+def render(model: str, session_id: str | None, task: int, step: int, dataset: str, chat_template: str | None,
+           thinking: bool | None, template_kwarg: tuple[str, ...], revision: str | None,
+           trust_remote_code: bool) -> None:
+    """Print the prompt MODEL is given for one step (stdout) and the template choice (stderr)."""
+    from wtb_local.dataset import DatasetError, load_dataset
+    from wtb_local.rendering.kwargs import parse_template_kwargs
+    from wtb_local.rendering.renderer import PromptRenderer
+    from wtb_local.rendering.templates import TemplateError
+
+    try:
+        kwargs = parse_template_kwargs(template_kwarg)
+        sessions = load_dataset(dataset, quiet=True)
+        messages, tools = _step_request(sessions, session_id, task, step)
+        renderer = PromptRenderer.from_pretrained(model, revision=revision, trust_remote_code=trust_remote_code,
+                                                  chat_template=chat_template, template_kwargs=kwargs,
+                                                  thinking=thinking)
+        rendered = renderer.render(messages, tools)
+    except (DatasetError, TemplateError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+    except OSError as exc:  # tokenizer files missing or unreadable, hub unreachable offline
+        raise click.ClickException(f"{model}: cannot load the tokenizer: {exc}") from None
+
+    sys.stdout.write(rendered.text)
+    sys.stdout.flush()
+    choice = renderer.choice
+    click.echo("", err=True)
+    click.echo(f"template: {choice.source} sha256={choice.sha256}", err=True)
+    click.echo(f"adaptation: {choice.adaptation.label()}", err=True)
+    click.echo(f"reason: {choice.reason}", err=True)
+    for problem in choice.problems:
+        click.echo(f"rejected: {problem}", err=True)
+    if renderer.template_kwargs:
+        click.echo(f"template kwargs: {renderer.template_kwargs}", err=True)
+    click.echo(f"prompt tokens: {len(rendered.token_ids)}", err=True)
+
+
+def _step_request(sessions: list[Any], session_id: str | None, task: int,
+                  step: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    from wtb_local.evaluator.episode import session_episodes
+
+    session = _find_session(sessions, session_id)
+    episodes = session_episodes(session)
+    if task >= len(episodes):
+        raise ValueError(f"--task {task}: session {session.id} has {len(episodes)} tasks (0..{len(episodes) - 1})")
+    episode = episodes[task]
+    for taken in range(step):
+        if episode.done:
+            raise ValueError(f"--step {step}: task {task} of {session.id} ends after {taken} steps on the gold path")
+        episode.accept(episode.gold_reply())
+    if episode.done:
+        raise ValueError(f"--step {step}: task {task} of {session.id} ends after {step} steps on the gold path")
+    return episode.request()
+
+
+def _find_session(sessions: list[Any], session_id: str | None) -> Any:
+    if not sessions:
+        raise ValueError("the dataset has no sessions")
+    if session_id is None:
+        return sessions[0]
+    for session in sessions:
+        if session.id == session_id or (session_id.isdigit() and session.index == int(session_id)):
+            return session
+    raise ValueError(f"--session {session_id}: no such session in the dataset")

@@ -1,0 +1,103 @@
+"""Find a chat template: the tokenizer's own, a shipped override by name, or a file path.
+
+Override files live in `chat_templates/NAME.jinja` at the repository root. Each starts with a Jinja
+comment whose `models:` line lists the model-id regexes (matched with `re.search` on the lowercased id,
+`::variant` suffix stripped) that the override serves; the probe uses it as the fallback for them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+_MODELS_LINE = re.compile(r"^\s*models:\s*(?P<patterns>.+?)\s*$", re.MULTILINE)
+_LEADING_COMMENT = re.compile(r"\A\s*\{#(?P<body>.*?)#\}", re.DOTALL)
+
+
+class TemplateError(ValueError):
+    """A template could not be found, read or used."""
+
+
+@dataclass(frozen=True)
+class OverrideTemplate:
+    name: str
+    path: Path
+    patterns: tuple[str, ...]
+
+    def serves(self, model_id: str) -> bool:
+        key = normalize_model_id(model_id)
+        return any(re.search(pattern, key) for pattern in self.patterns)
+
+    def text(self) -> str:
+        return self.path.read_text(encoding="utf-8")
+
+
+def normalize_model_id(model_id: str) -> str:
+    """Lowercased id without the `::variant` suffix our template collection uses."""
+    return model_id.split("::", 1)[0].strip().lower()
+
+
+def chat_templates_dir() -> Path:
+    """The shipped override folder (wtb_local.resources when present, else the repository root's)."""
+    try:
+        resources = importlib.import_module("wtb_local.resources")
+        return Path(resources.chat_templates_dir())
+    except (ImportError, AttributeError):
+        return Path(__file__).resolve().parents[2] / "chat_templates"
+
+
+def template_sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def read_model_patterns(text: str, *, origin: str = "<template>") -> tuple[str, ...]:
+    """The regexes of the `models:` line in the template's leading Jinja comment."""
+    comment = _LEADING_COMMENT.match(text)
+    found = _MODELS_LINE.search(comment.group("body")) if comment else None
+    if found is None:
+        raise TemplateError(f"{origin}: line 1: field 'models': no leading '{{# ... models: <regex>, ... #}}' comment")
+    patterns = tuple(p.strip() for p in found.group("patterns").split(",") if p.strip())
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise TemplateError(f"{origin}: field 'models': bad regex {pattern!r}: {exc}") from exc
+    return patterns
+
+
+def list_overrides(directory: Path | None = None) -> list[OverrideTemplate]:
+    """Every override file with the model-id patterns it serves, sorted by name."""
+    folder = directory or chat_templates_dir()
+    overrides = []
+    for path in sorted(folder.glob("*.jinja")):
+        text = path.read_text(encoding="utf-8")
+        overrides.append(OverrideTemplate(path.stem, path, read_model_patterns(text, origin=str(path))))
+    return overrides
+
+
+def override_for(model_id: str, directory: Path | None = None) -> OverrideTemplate | None:
+    """The first override (by name) whose patterns match the model id."""
+    for override in list_overrides(directory):
+        if override.serves(model_id):
+            return override
+    return None
+
+
+def resolve_template(spec: str, directory: Path | None = None) -> tuple[str, str]:
+    """`--chat-template` value -> (source label, template text).
+
+    A value naming a shipped override (`llama3_json`) wins over a relative file of the same name; anything
+    else must be a readable file.
+    """
+    folder = directory or chat_templates_dir()
+    named = folder / f"{spec}.jinja"
+    if "/" not in spec and not spec.endswith(".jinja") and named.is_file():
+        return f"override:{spec}", named.read_text(encoding="utf-8")
+    path = Path(spec).expanduser()
+    if path.is_file():
+        return f"path:{path}", path.read_text(encoding="utf-8")
+    names = ", ".join(o.name for o in list_overrides(folder)) or "none"
+    raise TemplateError(f"--chat-template {spec!r}: neither a shipped override (known: {names}) nor a file")
