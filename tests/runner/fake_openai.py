@@ -1,0 +1,112 @@
+"""A fake OpenAI-compatible text-completions server on loopback, for end-to-end runs without a model.
+
+Replies are canned and chosen by a sha256 of the prompt, so a rerun gets the same text for the same
+prompt: plain text, a hermes tool call, a call with unreadable arguments (kept, with parse errors), an
+unreadable call (a step error), or an HTTP 400. Prompts containing one
+of `hold_markers` wait until `release` is set (to kill a client while some sessions are unfinished).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+CANNED = (
+    ("text", "Sure, I can help with that."),
+    ("call", '<tool_call>\n{"name": "lookup_anything", "arguments": {"query": "weather"}}\n</tool_call>'),
+    ("partial", '<tool_call>\n{"name": "lookup_anything", "arguments": {"query": </tool_call>'),
+    ("broken", "<tool_call>\nthis is not json\n</tool_call>"),
+    ("text", "Here is what I found."),
+    ("http400", ""),
+)
+
+
+def canned_reply(prompt: str) -> tuple[str, str]:
+    digest = hashlib.sha256(prompt.encode("utf-8")).digest()
+    return CANNED[digest[0] % len(CANNED)]
+
+
+class FakeServer:
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.hold_markers: list[str] = []
+        self.release = threading.Event()
+        self.requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.httpd.daemon_threads = True
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                return
+
+            def _send(self, status: int, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                try:
+                    self.wfile.write(data)
+                except OSError:  # the client was killed while this request was held
+                    pass
+
+            def do_GET(self) -> None:
+                if self.path.endswith("/models"):
+                    self._send(200, {"object": "list", "data": [{"id": server.model, "object": "model"}]})
+                else:
+                    self._send(404, {"error": {"message": "not found"}})
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+                prompt = body.get("prompt", "")
+                with server._lock:
+                    server.requests.append(body)
+                if any(marker in prompt for marker in server.hold_markers):
+                    server.release.wait(timeout=120)
+                kind, text = canned_reply(prompt)
+                if kind == "http400":
+                    self._send(400, {"error": {"message": "canned bad request"}})
+                    return
+                self._send(
+                    200,
+                    {
+                        "id": "cmpl-1",
+                        "object": "text_completion",
+                        "model": server.model,
+                        "choices": [{"index": 0, "text": text, "finish_reason": "stop"}],
+                        "usage": {
+                            "prompt_tokens": len(prompt) // 4,
+                            "completion_tokens": len(text) // 4,
+                            "total_tokens": 0,
+                        },
+                    },
+                )
+
+        return Handler
+
+
+@contextmanager
+def fake_openai_server(model: str) -> Iterator[FakeServer]:
+    server = FakeServer(model)
+    thread = threading.Thread(target=server.httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.release.set()
+        server.httpd.shutdown()
+        server.httpd.server_close()
+        thread.join(timeout=10)

@@ -1,0 +1,414 @@
+"""The runner's parts: seeds, config hash and diff, the result store, reply building, scheduling,
+errors as data, a broken backend, progress, the default backend and the engine settings."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from wtb_local.backends.oracle import OracleBackend
+from wtb_local.runner import RunError, RunSettings, config_diff, config_hash, hashed_config, request_seed
+from wtb_local.runner.components import build_backend
+from wtb_local.runner.job import run_job_async
+from wtb_local.runner.loop import resolve_scheduling
+from wtb_local.runner.progress import PlainProgress, Progress, ProgressStats, RichProgress, make_progress
+from wtb_local.runner.steps import reply_from_parse
+from wtb_local.runner.store import ResultStore
+from wtb_local.schema import Completion, GenerationRequest, ParsedCall, ParseResult
+
+
+def _oracle_settings(out: Path, **extra: Any) -> RunSettings:
+    return RunSettings(
+        backend="oracle",
+        model="Qwen/Qwen2.5-7B-Instruct",
+        parser="hermes",
+        dataset="sample",
+        out=str(out),
+        progress="none",
+        **extra,
+    )
+
+
+# --- seeds, config --------------------------------------------------------------------------------
+
+
+def test_request_seeds_are_stable_distinct_and_31_bit() -> None:
+    seeds = {
+        request_seed(0, f"wild_tool_bench_{s}", t, k) for s in range(8) for t in range(4) for k in range(4)
+    }
+    assert len(seeds) == 128 and all(0 <= x < 2**31 for x in seeds)
+    assert request_seed(0, "wild_tool_bench_1", 2, 3) == request_seed(0, "wild_tool_bench_1", 2, 3)
+    assert request_seed(0, "wild_tool_bench_1", 2, 3) != request_seed(1, "wild_tool_bench_1", 2, 3)
+
+
+def test_config_hash_covers_results_not_operations(tmp_path: Path) -> None:
+    base = RunSettings(model="m", backend="vllm", dataset_sha256="d")
+    same = base.model_copy(
+        update={
+            "out": "elsewhere",
+            "limit": 3,
+            "gpu_memory_utilization": 0.5,
+            "max_num_seqs": 8,
+            "progress": "plain",
+            "api_key": "secret",
+        }
+    )
+    assert config_hash(hashed_config(base)) == config_hash(hashed_config(same))
+    other = base.model_copy(update={"template_kwargs": {"enable_thinking": False}})
+    assert config_hash(hashed_config(base)) != config_hash(hashed_config(other))
+    assert config_diff(hashed_config(base), hashed_config(other)) == [
+        "template_kwargs.enable_thinking: null -> false"
+    ]
+    assert "secret" not in json.dumps(base.model_copy(update={"api_key": "secret"}).model_dump(mode="json"))
+
+
+# --- result store ---------------------------------------------------------------------------------
+
+
+def test_store_keeps_complete_rows_and_sorts_on_finalize(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    rows = [{"id": f"wild_tool_bench_{i}", "model_name": "m", "result": []} for i in (10, 2, 7)]
+    path.write_text(
+        "".join(json.dumps(r) + "\n" for r in rows) + json.dumps(rows[0]) + "\n" + '{"id": "wild_t'
+    )
+    store = ResultStore(path)
+    store.open(fresh=False)
+    assert store.finished() == {"wild_tool_bench_10", "wild_tool_bench_2", "wild_tool_bench_7"}
+    assert store.dropped_lines == 2  # the duplicate and the partial line
+    store.append({"id": "wild_tool_bench_0", "model_name": "m", "result": []})
+    assert json.loads(path.read_text().splitlines()[-1])["id"] == "wild_tool_bench_0"  # durable at once
+    final = store.finalize()
+    assert [r["id"] for r in final] == [f"wild_tool_bench_{i}" for i in (0, 2, 7, 10)]
+    assert [json.loads(x)["id"] for x in path.read_text().splitlines()] == [r["id"] for r in final]
+    fresh = ResultStore(path)
+    fresh.open(fresh=True)
+    assert fresh.finished() == set() and path.read_text() == ""
+    fresh.close()
+
+
+# --- replies from parses --------------------------------------------------------------------------
+
+
+def test_reply_from_parse_errors_partial_and_ids() -> None:
+    from wtb_local.evaluator.ids import make_call_id
+
+    reply, reason = reply_from_parse(
+        ParseResult(content="<tool_call>x", errors=["not a JSON call object"]), "s/0/1"
+    )
+    assert reason == "parse error: not a JSON call object" and reply["tool_calls"] is None
+    partial = ParseResult(
+        tool_calls=[ParsedCall(name="a", arguments="{bad"), ParsedCall(id="given", name="b", arguments="{}")],
+        errors=["arguments kept as raw text"],
+    )
+    reply, reason = reply_from_parse(partial, "s/0/1")
+    assert reason is None
+    assert [c["id"] for c in reply["tool_calls"]] == [make_call_id("s/0/1/0"), "given"]
+    assert reply["tool_calls"][0]["function"] == {"name": "a", "arguments": "{bad"}
+    reply, reason = reply_from_parse(ParseResult(content="hi", reasoning="think"), "s/0/0")
+    assert reply == {"content": "hi", "reasoning_content": "think", "tool_calls": None} and reason is None
+
+
+# --- scheduling -----------------------------------------------------------------------------------
+
+
+def test_scheduling_resolution() -> None:
+    class Named:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+    assert resolve_scheduling("auto", Named("transformers")) == "waves"
+    assert resolve_scheduling("auto", Named("vllm")) == "continuous"
+    assert resolve_scheduling("waves", Named("vllm")) == "waves"
+    with pytest.raises(ValueError, match="unknown scheduling"):
+        resolve_scheduling("eager", Named("vllm"))
+
+
+class _HoldFirst(OracleBackend):
+    """Holds the very first request of session 0 until another episode has sent its SECOND step."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.later_step_seen = asyncio.Event()
+        self.order: list[str] = []
+
+    async def generate(self, request: GenerationRequest) -> Completion:
+        self.order.append(request.request_id)
+        if request.step >= 1:
+            self.later_step_seen.set()
+        if request.request_id == "wild_tool_bench_0/0/0":
+            await asyncio.wait_for(self.later_step_seen.wait(), timeout=20)
+        return await super().generate(request)
+
+
+def test_continuous_scheduling_never_waits_for_unrelated_episodes(tmp_path: Path) -> None:
+    backend = _HoldFirst("Qwen/Qwen2.5-7B-Instruct", parser="hermes")
+    outcome = asyncio.run(run_job_async(_oracle_settings(tmp_path, scheduling="continuous"), backend=backend))
+    assert outcome.metric["total_info"]["task"]["accuracy"] == 1.0
+    held = backend.order.index("wild_tool_bench_0/0/0")
+    assert any(rid.endswith("/1") for rid in backend.order[held:])  # others moved on while it was held
+    assert outcome.manifest["scheduling"] == "continuous"
+
+
+def test_waves_give_the_same_results_as_continuous(tmp_path: Path) -> None:
+    waves = asyncio.run(run_job_async(_oracle_settings(tmp_path / "w", scheduling="waves")))
+    cont = asyncio.run(run_job_async(_oracle_settings(tmp_path / "c", scheduling="continuous")))
+    assert _strip_latency(waves.score_rows) == _strip_latency(cont.score_rows)
+    assert waves.manifest["scheduling"] == "waves"
+
+
+def _strip_latency(rows: list[dict]) -> list[dict]:
+    return [
+        {**r, "results": [{k: v for k, v in t.items() if k != "latency"} for t in r["results"]]} for r in rows
+    ]
+
+
+# --- errors are data ------------------------------------------------------------------------------
+
+
+class _Flaky(OracleBackend):
+    async def generate(self, request: GenerationRequest) -> Completion:
+        if request.session_id == "wild_tool_bench_1" and request.task_idx == 2:
+            return Completion(
+                request_id=request.request_id,
+                finish_reason="error",
+                prompt_tokens=9000,
+                error="prompt too long: 9000 tokens > max_model_len 8192",
+            )
+        return await super().generate(request)
+
+
+class _BadRenderer:
+    """Renders everything except one session's prompts, whose template raises."""
+
+    choice = None
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def render(self, messages: list[dict], tools: list[dict]) -> Any:
+        if any(m.get("content") == self.marker for m in messages):
+            raise ValueError("Conversation roles must alternate user/assistant/user/assistant/...")
+
+        from wtb_local.rendering.renderer import RenderedPrompt
+
+        return RenderedPrompt(text="prompt", token_ids=[1, 2, 3])
+
+    def encode(self, text: str) -> list[int]:
+        return [0] * len(text.split())
+
+
+def test_failed_requests_become_step_errors_and_the_run_goes_on(tmp_path: Path) -> None:
+    backend = _Flaky("Qwen/Qwen2.5-7B-Instruct", parser="hermes")
+    outcome = asyncio.run(run_job_async(_oracle_settings(tmp_path), backend=backend))
+    row = next(r for r in outcome.result_rows if r["id"] == "wild_tool_bench_1")
+    task = row["result"][2]
+    step = task["inference_log"]["step_0"]["inference_output"]
+    assert task["action_name_label"] == "error"
+    assert step["error_reason"] == "prompt too long: 9000 tokens > max_model_len 8192"
+    assert step["finish_reason"] == "error"
+    assert task["input_token_count"] == [9000]
+    assert outcome.metric["total_info"]["task"]["correct_count"] == 31  # every other task still perfect
+
+
+def test_a_template_that_raises_is_a_step_error(tmp_path: Path) -> None:
+    class NeedsPrompt(OracleBackend):
+        needs_prompt = True
+
+    from wtb_local.dataset import load_dataset
+
+    marker = load_dataset("sample")[2].english_tasks[0]
+    backend = NeedsPrompt("Qwen/Qwen2.5-7B-Instruct", parser="hermes")
+    outcome = asyncio.run(
+        run_job_async(_oracle_settings(tmp_path), backend=backend, renderer=_BadRenderer(marker))
+    )
+    for row in outcome.result_rows:
+        reasons = [
+            s["inference_output"].get("error_reason")
+            for t in row["result"]
+            for k, s in t["inference_log"].items()
+            if k.startswith("step_")
+        ]
+        failed = [
+            r for r in reasons if r and r.startswith("render failed: ValueError: Conversation roles must")
+        ]
+        assert len(failed) == (4 if row["id"] == "wild_tool_bench_2" else 0), row["id"]
+    assert len(outcome.result_rows) == 8
+    assert outcome.metric["total_info"]["task"]["correct_count"] == 28
+
+
+class _Dies(OracleBackend):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.calls = 0
+
+    async def generate(self, request: GenerationRequest) -> Completion:
+        if request.session_id == "wild_tool_bench_3":
+            raise RuntimeError("EngineCore encountered an issue")
+        self.calls += 1
+        return await super().generate(request)
+
+
+@pytest.mark.parametrize("scheduling", ["continuous", "waves"])
+def test_a_backend_that_raises_stops_the_run_and_keeps_finished_sessions(
+    tmp_path: Path, scheduling: str
+) -> None:
+    settings = _oracle_settings(tmp_path, scheduling=scheduling)
+    with pytest.raises(RunError, match="backend failed, run stopped .*EngineCore encountered an issue"):
+        asyncio.run(run_job_async(settings, backend=_Dies("Qwen/Qwen2.5-7B-Instruct", parser="hermes")))
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["status"] == "failed" and "EngineCore" in manifest["invocations"][0]["failure"]
+    result_file = tmp_path / "result" / "Qwen_Qwen2.5-7B-Instruct" / "Wild-Tool-Bench_result.jsonl"
+    kept = [json.loads(x)["id"] for x in result_file.read_text().splitlines()]
+    assert "wild_tool_bench_3" not in kept
+    resumed = asyncio.run(run_job_async(settings))  # the same command resumes with a working backend
+    assert resumed.skipped_sessions == kept
+    assert resumed.metric["total_info"]["session"]["accuracy"] == 1.0
+
+
+# --- progress -------------------------------------------------------------------------------------
+
+
+def test_plain_progress_prints_periodic_and_final_lines() -> None:
+    stream = io.StringIO()
+    stats = ProgressStats(total_sessions=2, total_tasks=8)
+    progress = PlainProgress(stats, stream, interval=0.0)
+    progress.step(100, 10, error=False)
+    progress.task_done()
+    progress.session_done(3, 4)
+    progress.close()
+    lines = stream.getvalue().splitlines()
+    assert len(lines) >= 2
+    assert lines[-1].startswith("sessions 1/2  tasks 1/8  acc 75.00%")
+    assert "requests 1 (errors 0)" in lines[-1]
+
+
+def test_make_progress_modes() -> None:
+    stats = ProgressStats(1, 4)
+    assert isinstance(make_progress("auto", stats, io.StringIO()), PlainProgress)  # not a terminal
+    assert type(make_progress("none", stats, io.StringIO())) is Progress
+    bar = make_progress("rich", stats, io.StringIO())
+    assert isinstance(bar, RichProgress)
+    bar.close()
+    with pytest.raises(ValueError, match="unknown progress mode"):
+        make_progress("fancy", stats, io.StringIO())
+
+
+# --- backends: default choice and engine settings -------------------------------------------------
+
+
+def test_default_backend_needs_vllm_and_a_visible_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    from wtb_local.runner import environment
+
+    monkeypatch.setattr(environment.importlib.util, "find_spec", lambda _name: object())
+    monkeypatch.setattr(environment, "gpus", lambda: ["NVIDIA H100, 81559 MiB, 550.54"])
+    assert environment.default_backend() == "vllm"
+    monkeypatch.setattr(environment, "gpus", list)
+    assert environment.default_backend() == "transformers"
+
+
+def test_hidden_gpus_are_not_listed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from wtb_local.runner import environment
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "-1")
+    assert environment.gpus() == []
+
+
+def test_engine_flags_reach_the_engine_configs() -> None:
+    settings = RunSettings(
+        model="org/model",
+        backend="vllm",
+        tensor_parallel_size=2,
+        pipeline_parallel_size=2,
+        max_model_len=4096,
+        gpu_memory_utilization=0.5,
+        dtype="bfloat16",
+        quantization="fp8",
+        revision="abc",
+        trust_remote_code=True,
+        max_num_seqs=64,
+        enforce_eager=True,
+        base_url="http://127.0.0.1:1/v1",
+        api_key="k",
+        batch_size=4,
+    )
+    vllm = build_backend(settings, parser=None, renderer=None).config
+    assert (
+        vllm.tensor_parallel_size,
+        vllm.pipeline_parallel_size,
+        vllm.max_model_len,
+        vllm.gpu_memory_utilization,
+        vllm.dtype,
+        vllm.quantization,
+        vllm.revision,
+        vllm.trust_remote_code,
+        vllm.max_num_seqs,
+        vllm.enforce_eager,
+        vllm.seed,
+    ) == (2, 2, 4096, 0.5, "bfloat16", "fp8", "abc", True, 64, True, 0)
+    hf = build_backend(
+        settings.model_copy(update={"backend": "transformers"}), parser=None, renderer=None
+    ).config
+    assert (hf.batch_size, hf.dtype, hf.max_model_len, hf.revision) == (4, "bfloat16", 4096, "abc")
+    oa = build_backend(settings.model_copy(update={"backend": "openai"}), parser=None, renderer=None).config
+    assert (oa.base_url, oa.api_key, oa.max_concurrency, oa.model) == (
+        "http://127.0.0.1:1/v1",
+        "k",
+        64,
+        "org/model",
+    )
+    with pytest.raises(RunError, match="needs --base-url"):
+        build_backend(
+            settings.model_copy(update={"backend": "openai", "base_url": None}), parser=None, renderer=None
+        )
+
+
+def test_cli_run_does_not_import_heavy_packages_for_scripted_runs(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from tests.runner.conftest import scripted_args
+
+    code = (
+        "import sys; from wtb_local.cli import main\n"
+        "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+        "heavy = sorted(m for m in ('torch', 'vllm', 'transformers') if m in sys.modules)\n"
+        "print('HEAVY', heavy)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, *scripted_args(tmp_path / "r", "--limit", "1")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert "HEAVY []" in done.stdout, done.stdout + done.stderr
+    assert (tmp_path / "r" / "result" / "scripted" / "Wild-Tool-Bench_result.jsonl").exists()
+
+
+def test_resolved_revision_and_tokenizer_hash_from_the_hub_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from huggingface_hub import constants
+
+    from wtb_local.runner.environment import resolved_revision, tokenizer_sha256
+
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    repo = tmp_path / "models--org--tiny"
+    snapshot = repo / "snapshots" / commit
+    snapshot.mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    (snapshot / "config.json").write_text("{}")
+    (snapshot / "tokenizer_config.json").write_text('{"chat_template": "x"}')
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
+    assert resolved_revision("org/tiny", None) == commit
+    first = tokenizer_sha256("org/tiny", None)
+    assert first is not None and len(first) == 64
+    (snapshot / "tokenizer_config.json").write_text('{"chat_template": "y"}')
+    assert tokenizer_sha256("org/tiny", None) != first
+    assert resolved_revision("org/absent", None) is None and tokenizer_sha256("org/absent", None) is None

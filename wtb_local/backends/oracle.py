@@ -1,0 +1,101 @@
+"""The oracle backend: answers every step with the gold reply, written as the model family's raw text.
+
+It checks the whole pipeline except the model: the gold reply is written in the native format of the
+run's parser — cut out of the family's own chat template (`PromptRenderer.assistant_text`) when a
+tokenizer is available, else the parser's `format` — and then goes through the normal parse → judge
+path. A correct pipeline scores 100% task, session and optimal-path accuracy with it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, ClassVar
+
+from wtb_local.backends.base import Backend
+from wtb_local.schema import Completion, GenerationRequest, ParsedCall
+
+
+class OracleBackend(Backend):
+    name: ClassVar[str] = "oracle"
+    produces_text: ClassVar[bool] = True
+    needs_prompt: ClassVar[bool] = False  # it reads the conversation, not the rendered prompt
+    needs_gold: ClassVar[bool] = True
+
+    def __init__(self, model: str | None = None, *, parser: Any = None, renderer: Any = None,
+                 **_ignored: Any) -> None:
+        from wtb_local.parsers import get_parser, select_parser
+
+        if parser is None:
+            if not model:
+                raise ValueError("oracle backend: give --model (to pick its parser) or --parser")
+            parser = select_parser(model)
+        self.parser = get_parser(parser) if isinstance(parser, str) else parser
+        self.renderer = renderer
+        self.model = model
+        self.template_cuts = 0  # replies written by cutting the chat template's rendering
+        self.format_fallbacks = 0  # replies written by the parser's `format`
+
+    async def generate(self, request: GenerationRequest) -> Completion:
+        started = time.perf_counter()
+        gold = request.gold_reply
+        if gold is None:
+            return Completion(request_id=request.request_id, finish_reason="error",
+                              error="oracle backend: the request carries no gold reply")
+        text = self.write(request.messages, request.tools, gold)
+        tokens = len(self.renderer.encode(text)) if self.renderer is not None else 0
+        prompt_tokens = len(request.prompt_token_ids or [])
+        return Completion(request_id=request.request_id, text=text, prompt_tokens=prompt_tokens,
+                          completion_tokens=tokens, finish_reason="stop",
+                          latency_s=time.perf_counter() - started)
+
+    def write(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], gold: dict[str, Any]) -> str:
+        """The raw completion for `gold`; the template's cut is used only when it parses back to `gold`."""
+        calls = _parsed_calls(gold.get("tool_calls") or [])
+        content = gold.get("content")
+        if self.renderer is not None:
+            text = self.renderer.assistant_text(messages, tools, gold)
+            if text is not None and self._reads_back(text, tools, content, calls):
+                self.template_cuts += 1
+                return text
+        self.format_fallbacks += 1
+        if calls:
+            return self.parser.format(content or None, calls)
+        return self.parser.format("" if content is None else str(content), [])
+
+    def _reads_back(self, text: str, tools: list[dict[str, Any]], content: Any,
+                    calls: list[ParsedCall]) -> bool:
+        from wtb_local.parsers import parse_completion
+
+        parsed = parse_completion(self.parser, text, tools=tools, finish_reason="stop")
+        if parsed.errors:
+            return False
+        if not calls:
+            return not parsed.tool_calls and (parsed.content or "").strip() == str(content or "").strip()
+        got = sorted((c.name, _json_or_text(c.arguments)) for c in parsed.tool_calls)
+        want = sorted((c.name, _json_or_text(c.arguments)) for c in calls)
+        return got == want
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": self.name, "parser": self.parser.name,
+                "writer": "chat template cut, else parser format" if self.renderer else "parser format",
+                "template_cuts": self.template_cuts, "format_fallbacks": self.format_fallbacks}
+
+
+def _parsed_calls(tool_calls: list[dict[str, Any]]) -> list[ParsedCall]:
+    calls = []
+    for call in tool_calls:
+        function = call.get("function") or {}
+        arguments = function.get("arguments", "{}")
+        if not isinstance(arguments, str):
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        calls.append(ParsedCall(id=call.get("id"), name=function.get("name", ""), arguments=arguments))
+    return calls
+
+
+def _json_or_text(text: str) -> str:
+    # Compare arguments as JSON values (canonical text) so key spacing differences do not matter.
+    try:
+        return json.dumps(json.loads(text), sort_keys=True, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return text

@@ -1,0 +1,123 @@
+"""`run` (also options without a command): the main job.
+
+fetch the dataset if needed → run the model on every session (resumable) → score → write the result,
+score, metric and manifest files under `runs/<model>/` (or `--out`) → print the Table 6/7 rows next to
+the paper's. Every option has a `WTB_*` environment twin; engine flags mirror vLLM's.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from wtb_local.runner.loop import SCHEDULING_MODES
+
+_BACKENDS = ("auto", "vllm", "transformers", "openai", "oracle", "scripted")
+
+
+def _sessions(_ctx: click.Context, _param: click.Parameter, value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    ids = [part.strip() for part in value.replace(" ", ",").split(",") if part.strip()]
+    return ids or None
+
+
+@click.command(name="run")
+@click.option("--model", envvar="WTB_MODEL", help="Hugging Face model id or local directory.")
+@click.option("--model-name", envvar="WTB_MODEL_NAME",
+              help="Name in the result files and folder (default: the model id; `/` becomes `_` in folders).")
+@click.option("--backend", type=click.Choice(_BACKENDS), default="auto", show_default=True,
+              envvar="WTB_BACKEND",
+              help="auto = vllm when importable and a CUDA GPU is visible, else transformers; "
+                   "scripted when --script is given.")
+@click.option("--base-url", envvar="WTB_BASE_URL", help="OpenAI-compatible server (openai backend), e.g. "
+              "http://127.0.0.1:8000/v1.")
+@click.option("--api-key", envvar="WTB_API_KEY", help="API key for --base-url (never written to disk).")
+@click.option("--parser", envvar="WTB_PARSER",
+              help="Tool-call parser (default: chosen from the template/model id).")
+@click.option("--chat-template", envvar="WTB_CHAT_TEMPLATE",
+              help="Chat template override: a name from chat_templates/ or a path.")
+@click.option("--thinking/--no-thinking", default=None, envvar="WTB_THINKING",
+              help="Thinking mode, mapped to the family's template kwarg (default: the template's default).")
+@click.option("--template-kwarg", "template_kwarg", multiple=True, envvar="WTB_TEMPLATE_KWARG",
+              help="Extra chat-template kwarg k=v (v parsed as JSON when it parses); repeatable.")
+@click.option("--dataset", default="release", show_default=True, envvar="WTB_DATASET",
+              help="A path, `sample` (embedded) or `release` (fetched into the cache on first use).")
+@click.option("--script", envvar="WTB_SCRIPT",
+              help="Script file for the scripted backend (script.jsonl format).")
+@click.option("--out", envvar="WTB_OUT", help="Run directory (default: runs/<model>).")
+@click.option("--limit", type=click.IntRange(min=0), envvar="WTB_LIMIT",
+              help="Run only the first N sessions.")
+@click.option("--sessions", callback=_sessions, envvar="WTB_SESSIONS",
+              help="Run only these sessions: ids or numbers, comma-separated.")
+@click.option("--resume/--no-resume", default=True, show_default=True, envvar="WTB_RESUME",
+              help="Skip sessions already finished in the run directory (same configuration only); "
+                   "--no-resume starts afresh, replacing its results.")
+@click.option("--overwrite", is_flag=True, default=False, envvar="WTB_OVERWRITE",
+              help="Discard the run directory's results and start afresh.")
+@click.option("--temperature", type=float, envvar="WTB_TEMPERATURE",
+              help="Sampling temperature (default: the model's generation_config, the paper's protocol).")
+@click.option("--top-p", type=float, envvar="WTB_TOP_P",
+              help="Top-p (default: the model's generation_config).")
+@click.option("--max-new-tokens", type=click.IntRange(min=1), default=512, show_default=True,
+              envvar="WTB_MAX_NEW_TOKENS", help="Tokens generated per step at most (paper: 512).")
+@click.option("--seed", type=int, default=0, show_default=True, envvar="WTB_SEED",
+              help="Run seed; per-request seeds are derived from it with sha256.")
+@click.option("--revision", envvar="WTB_REVISION", help="Model revision (branch, tag or commit).")
+@click.option("--trust-remote-code", is_flag=True, default=False, envvar="WTB_TRUST_REMOTE_CODE",
+              help="Allow the model repository's own code (off unless asked).")
+@click.option("--dtype", default="auto", show_default=True, envvar="WTB_DTYPE")
+@click.option("--quantization", envvar="WTB_QUANTIZATION")
+@click.option("--max-model-len", type=click.IntRange(min=1), envvar="WTB_MAX_MODEL_LEN",
+              help="Context window; longer prompts become step errors.")
+@click.option("--tensor-parallel-size", type=click.IntRange(min=1), default=1, show_default=True,
+              envvar="WTB_TENSOR_PARALLEL_SIZE")
+@click.option("--pipeline-parallel-size", type=click.IntRange(min=1), default=1, show_default=True,
+              envvar="WTB_PIPELINE_PARALLEL_SIZE")
+@click.option("--gpu-memory-utilization", type=click.FloatRange(min=0.0, max=1.0, min_open=True), default=0.9,
+              show_default=True, envvar="WTB_GPU_MEMORY_UTILIZATION")
+@click.option("--max-num-seqs", type=click.IntRange(min=1), envvar="WTB_MAX_NUM_SEQS",
+              help="vLLM: sequences per batch; openai: concurrent requests.")
+@click.option("--enforce-eager", is_flag=True, default=False, envvar="WTB_ENFORCE_EAGER")
+@click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True,
+              envvar="WTB_BATCH_SIZE",
+              help="transformers: prompts per generate call.")
+@click.option("--scheduling", type=click.Choice(SCHEDULING_MODES), default="auto", show_default=True,
+              envvar="WTB_SCHEDULING",
+              help="continuous: each episode's next step goes out as soon as its reply is judged; waves: "
+                   "step-synchronous (auto: waves for transformers only).")
+@click.option("--progress", type=click.Choice(("auto", "rich", "plain", "none")), default="auto",
+              show_default=True, envvar="WTB_PROGRESS",
+              help="auto: a bar on a terminal, plain lines otherwise.")
+def run(**options: Any) -> None:
+    """Run a model on WildToolBench, score it and print its Table 6 row (the main job)."""
+    from wtb_local.runner import RunError, run_job, settings_from_options
+
+    try:
+        settings = settings_from_options(options)
+        outcome = run_job(settings)
+    except (RunError, ValueError) as exc:  # DatasetError, ScoringError, TemplateError are ValueErrors
+        raise click.ClickException(str(exc)) from None
+    except OSError as exc:
+        raise click.ClickException(f"{exc.filename or ''}: {exc.strerror or exc}") from None
+
+    from wtb_local.reports import metric_row, paper_row, print_tables
+
+    paths = outcome.paths
+    click.echo(f"result:   {paths.result_file}")
+    click.echo(f"score:    {paths.score_dir}")
+    click.echo(f"manifest: {paths.run_dir / 'manifest.json'}")
+    if outcome.manifest.get("status") != "complete":
+        click.echo(f"warning: run status {outcome.manifest.get('status')}", err=True)
+    run_settings = outcome.settings
+    rows = [metric_row(outcome.metric, run_settings.model_name)]
+    paper = paper_row(run_settings.model or run_settings.model_name, run_settings.thinking)
+    print_tables(rows + ([paper] if paper else []), stream=sys.stdout)
+
+
+# `--help` lists each option's environment twin.
+for _param in run.params:
+    if isinstance(_param, click.Option):
+        _param.show_envvar = True

@@ -1,0 +1,206 @@
+"""Setting up a run: resolved settings, the selected sessions, the prompt renderer, the tool-call parser
+and the backend (engine flags mirror vLLM's)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from wtb_local.backends.base import Backend
+from wtb_local.runner.config import RunSettings
+from wtb_local.runner.environment import default_backend, resolved_revision, tokenizer_sha256
+from wtb_local.runner.errors import RunError
+
+_TEXT_BACKENDS = ("vllm", "transformers", "openai")  # need a renderer (prompt) and a parser
+
+
+def select_sessions(sessions: list[Any], ids: list[str] | None, limit: int | None) -> list[Any]:
+    """`--sessions` (ids or bare numbers, in dataset order) then `--limit N` (the first N of those)."""
+    chosen = sessions
+    if ids:
+        wanted = {i if not i.isdigit() else f"wild_tool_bench_{i}" for i in (x.strip() for x in ids) if i}
+        known = {s.id for s in sessions}
+        missing = sorted(wanted - known)
+        if missing:
+            raise RunError(f"--sessions: not in the dataset: {', '.join(missing)}")
+        chosen = [s for s in sessions if s.id in wanted]
+    if limit is not None:
+        if limit < 0:
+            raise RunError("--limit: must be >= 0")
+        chosen = chosen[:limit]
+    return chosen
+
+
+def _file_sha256(path: str) -> str:
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError as exc:
+        raise RunError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+def _local_config(model: str | None) -> dict[str, Any] | None:
+    if not model:
+        return None
+    path = Path(model) / "config.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def load_renderer(settings: RunSettings, *, local_only: bool = False) -> Any:
+    """The model's prompt renderer; `local_only`: from a local directory or the hub cache, no network."""
+    from wtb_local.rendering.renderer import PromptRenderer
+
+    if not local_only:
+        return PromptRenderer.from_pretrained(
+            settings.model, revision=settings.revision, trust_remote_code=settings.trust_remote_code,
+            chat_template=settings.chat_template, template_kwargs=settings.template_kwargs)
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(settings.model, revision=settings.revision,
+                                              trust_remote_code=settings.trust_remote_code,
+                                              local_files_only=True)
+    return PromptRenderer(tokenizer, model_id=settings.model, chat_template=settings.chat_template,
+                          template_kwargs=settings.template_kwargs)
+
+
+def _tokenizer_on_disk(settings: RunSettings) -> bool:
+    """A local model directory, or a hub id whose tokenizer is in the local hub cache."""
+    if not settings.model:
+        return False
+    if Path(settings.model).is_dir():
+        return True
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        return isinstance(try_to_load_from_cache(settings.model, "tokenizer_config.json",
+                                                 revision=settings.revision), str)
+    except Exception:  # noqa: BLE001 - an id the hub library rejects is simply not on disk
+        return False
+
+
+def choose_parser(settings: RunSettings, renderer: Any) -> Any:
+    from wtb_local.parsers import get_parser, select_parser
+
+    name = settings.parser
+    if not name:
+        if not settings.model:
+            raise RunError("--model is needed to choose a tool-call parser (or pass --parser)")
+        template = getattr(renderer, "template", None) if renderer is not None else None
+        try:
+            name = select_parser(settings.model, chat_template=template, config=_local_config(settings.model))
+        except ValueError as exc:
+            raise RunError(str(exc)) from None
+    try:
+        return get_parser(name)
+    except ValueError as exc:
+        raise RunError(f"--parser: {exc}") from None
+
+
+def build_backend(settings: RunSettings, *, parser: Any, renderer: Any) -> Backend:
+    from wtb_local.backends import backend_class
+
+    name = settings.backend
+    if name == "scripted":
+        if not settings.script:
+            raise RunError("--backend scripted needs --script FILE")
+        return backend_class("scripted")(settings.script)
+    if name == "oracle":
+        return backend_class("oracle")(settings.model, parser=parser, renderer=renderer)
+    if not settings.model:
+        raise RunError(f"--backend {name} needs --model")
+    if name == "vllm":
+        from wtb_local.backends.config import VLLMConfig
+
+        return backend_class(name)(VLLMConfig(
+            model=settings.model, revision=settings.revision, dtype=settings.dtype,
+            tensor_parallel_size=settings.tensor_parallel_size,
+            pipeline_parallel_size=settings.pipeline_parallel_size, max_model_len=settings.max_model_len,
+            gpu_memory_utilization=settings.gpu_memory_utilization, quantization=settings.quantization,
+            trust_remote_code=settings.trust_remote_code, max_num_seqs=settings.max_num_seqs,
+            enforce_eager=settings.enforce_eager, seed=settings.seed))
+    if name == "transformers":
+        from wtb_local.backends.config import TransformersConfig
+
+        return backend_class(name)(TransformersConfig(
+            model=settings.model, revision=settings.revision, dtype=settings.dtype,
+            trust_remote_code=settings.trust_remote_code, batch_size=settings.batch_size,
+            max_model_len=settings.max_model_len))
+    if name == "openai":
+        from wtb_local.backends.config import OpenAIConfig
+
+        if not settings.base_url:
+            raise RunError("--backend openai needs --base-url (e.g. http://127.0.0.1:8000/v1)")
+        return backend_class(name)(OpenAIConfig(
+            base_url=settings.base_url, model=settings.model, api_key=settings.api_key,
+            max_concurrency=settings.max_num_seqs or 64, max_model_len=settings.max_model_len))
+    raise RunError(f"unknown backend {name!r}")
+
+
+def resolve_settings(settings: RunSettings) -> RunSettings:
+    """Fill what the options leave open: backend, model name."""
+    settings = settings.model_copy(deep=True)
+    from wtb_local.backends import backend_names
+
+    if settings.backend == "auto":
+        settings.backend = "scripted" if settings.script else default_backend()
+    if settings.backend not in backend_names():
+        raise RunError(f"--backend: unknown backend {settings.backend!r}; choose auto or one of "
+                       f"{', '.join(backend_names())}")
+    if settings.backend == "scripted" and settings.script:
+        settings.script_sha256 = _file_sha256(settings.script)
+    if not settings.model_name:
+        settings.model_name = settings.model or settings.backend
+    return settings
+
+
+@dataclass
+class PreparedRun:
+    """Everything decided before the first request: resolved settings, sessions, renderer, parser."""
+
+    settings: RunSettings
+    dataset_path: Path
+    sessions: list[Any]
+    selected: list[Any]
+    renderer: Any
+    parser: Any
+    renderer_note: str | None
+
+
+def prepare_run(settings: RunSettings, renderer: Any = None, stderr: Any = None) -> PreparedRun:
+    """Resolve the settings, load and select the dataset, load the renderer and choose the parser."""
+    from wtb_local.dataset import DatasetError, dataset_sha256, read_dataset, resolve_dataset
+
+    settings = resolve_settings(settings)
+    try:
+        dataset_path = resolve_dataset(settings.dataset)
+        sessions, warnings = read_dataset(dataset_path)
+    except DatasetError as exc:
+        raise RunError(str(exc)) from None
+    for warning in warnings:
+        print(f"warning: {warning}", file=stderr or sys.stderr)
+    settings.dataset_sha256 = dataset_sha256(dataset_path)
+    selected = select_sessions(sessions, settings.sessions, settings.limit)
+
+    # A text backend needs the renderer; the oracle uses the template when a tokenizer is on disk.
+    note = None
+    if renderer is None and settings.backend in _TEXT_BACKENDS:
+        renderer = load_renderer(settings)
+    elif renderer is None and settings.backend == "oracle" and not _tokenizer_on_disk(settings):
+        note = "no local tokenizer; replies written by the parser's format"
+    elif renderer is None and settings.backend == "oracle":
+        try:
+            renderer = load_renderer(settings, local_only=True)
+        except Exception as exc:  # noqa: BLE001 - no usable tokenizer: the parser's format writes replies
+            note = f"no chat template ({type(exc).__name__}); replies written by the parser's format"
+    settings.template_sha256 = getattr(getattr(renderer, "choice", None), "sha256", None)
+    settings.resolved_revision = resolved_revision(settings.model, settings.revision)
+    settings.tokenizer_sha256 = tokenizer_sha256(settings.model, settings.revision)
+    parser = choose_parser(settings, renderer) if settings.backend != "scripted" else None
+    settings.parser = getattr(parser, "name", None)
+    return PreparedRun(settings, dataset_path, sessions, selected, renderer, parser, note)

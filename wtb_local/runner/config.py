@@ -1,0 +1,114 @@
+"""Run settings, the subset of them that decides the results, and its hash.
+
+A run directory records the hashed settings in its manifest; resuming into that directory is allowed
+only when they are equal, so finished sessions are never mixed with sessions produced under other
+settings. Operational knobs (output folder, selection, parallelism, memory) are left out of the hash:
+they change how fast a run goes, not what it produces.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from wtb_local.schema import SamplingConfig
+
+# Settings that decide what the model sees and how its replies are read and sampled.
+HASHED_FIELDS: tuple[str, ...] = (
+    "model",
+    "model_name",
+    "backend",
+    "revision",
+    "resolved_revision",
+    "tokenizer_sha256",
+    "parser",
+    "chat_template",
+    "template_sha256",
+    "template_kwargs",
+    "sampling",
+    "dataset_sha256",
+    "dtype",
+    "quantization",
+    "max_model_len",
+    "script_sha256",
+)
+
+
+class RunSettings(BaseModel):
+    """Everything `run` was asked to do, after defaults are resolved."""
+
+    model: str | None = None
+    model_name: str | None = None  # default: the model id (or the backend name)
+    backend: str = "auto"
+    base_url: str | None = None
+    api_key: str | None = Field(default=None, exclude=True)  # never written to disk
+    parser: str | None = None
+    chat_template: str | None = None
+    thinking: bool | None = None
+    template_kwargs: dict[str, Any] = Field(default_factory=dict)
+    dataset: str = "release"
+    script: str | None = None
+    out: str | None = None
+    limit: int | None = None
+    sessions: list[str] | None = None
+    resume: bool = True
+    overwrite: bool = False
+    sampling: SamplingConfig = Field(default_factory=SamplingConfig)
+    revision: str | None = None
+    trust_remote_code: bool = False
+    dtype: str = "auto"
+    quantization: str | None = None
+    max_model_len: int | None = None
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    gpu_memory_utilization: float = 0.9
+    max_num_seqs: int | None = None
+    enforce_eager: bool = False
+    batch_size: int = 16
+    scheduling: str = "auto"  # auto | continuous | waves
+    progress: str = "auto"  # auto | rich | plain | none
+    # filled while the run is prepared
+    template_sha256: str | None = None
+    resolved_revision: str | None = None  # the hub commit the model id resolved to (from the local cache)
+    tokenizer_sha256: str | None = None  # of the tokenizer files on disk
+    dataset_sha256: str | None = None
+    script_sha256: str | None = None
+
+    @property
+    def seed(self) -> int:
+        return self.sampling.seed
+
+
+def hashed_config(settings: RunSettings) -> dict[str, Any]:
+    """The settings that decide the results, as plain JSON values in a fixed order."""
+    data = settings.model_dump(mode="json")
+    return {name: data[name] for name in HASHED_FIELDS}
+
+
+def config_hash(config: dict[str, Any]) -> str:
+    text = json.dumps(config, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def config_diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """One line per differing setting, nested settings by dotted name: `sampling.seed: 0 -> 3` (sorted)."""
+    before, after = _flatten(old), _flatten(new)
+    def text(value: Any) -> str:
+        return json.dumps(value, ensure_ascii=False)
+
+    return [f"{name}: {text(before.get(name))} -> {text(after.get(name))}"
+            for name in sorted(set(before) | set(after)) if before.get(name) != after.get(name)]
+
+
+def _flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in config.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):  # an empty dict adds no entry: {} -> {"k": 1} reads `k: null -> 1`
+            flat.update(_flatten(value, name + "."))
+        else:
+            flat[name] = value
+    return flat

@@ -1,0 +1,195 @@
+"""The main job: dataset → run (resumable) → score → files → Table 6 row.
+
+`run_job_async` prepares the run (components.py), checks whether the run directory can be resumed
+(resume.py), writes the manifest, runs the pending sessions (loop.py) with every finished session
+appended to the result file at once (store.py), then scores the whole result file and writes the
+score and metric files next to it (paths.py has the layout).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from wtb_local.backends.base import Backend
+from wtb_local.runner.components import PreparedRun, build_backend, prepare_run
+from wtb_local.runner.config import RunSettings, config_hash, hashed_config
+from wtb_local.runner.environment import machine, package_versions
+from wtb_local.runner.errors import RunError
+from wtb_local.runner.loop import SessionRunner, resolve_scheduling
+from wtb_local.runner.manifest import read_manifest, write_manifest
+from wtb_local.runner.paths import RunPaths, run_paths
+from wtb_local.runner.progress import ProgressStats, make_progress
+from wtb_local.runner.resume import check_resume
+from wtb_local.runner.steps import StepDriver
+from wtb_local.runner.store import ResultStore
+
+
+@dataclass
+class RunOutcome:
+    paths: RunPaths
+    settings: RunSettings
+    metric: dict[str, Any]
+    score_rows: list[dict[str, Any]]
+    result_rows: list[dict[str, Any]]
+    manifest: dict[str, Any]
+    skipped_sessions: list[str] = field(default_factory=list)
+    ran_sessions: list[str] = field(default_factory=list)
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def _label_counts(row: dict[str, Any], _session: Any) -> tuple[int, int]:
+    from wtb_local.evaluator.judge import score_session
+
+    results = score_session(row).get("results")
+    if not isinstance(results, list):
+        return 0, 0
+    return sum(1 for task in results if task.get("label") == "correct"), len(results)
+
+
+def _new_manifest(prep: PreparedRun, paths: RunPaths, config: dict[str, Any],
+                  previous: dict[str, Any] | None) -> dict[str, Any]:
+    settings = prep.settings
+    choice = getattr(prep.renderer, "choice", None)
+    return {
+        "wtb_local_version": package_versions().get("wtb-local"),
+        "status": "running",
+        "config_hash": config_hash(config),
+        "config": config,
+        "settings": settings.model_dump(mode="json"),
+        "model": {"id": settings.model, "name": settings.model_name, "revision": settings.revision,
+                  "resolved_revision": settings.resolved_revision,
+                  "tokenizer_sha256": settings.tokenizer_sha256},
+        "template": choice.model_dump(mode="json") if choice is not None else None,
+        "template_note": prep.renderer_note,
+        "parser": settings.parser,
+        "template_kwargs": settings.template_kwargs,
+        "sampling": settings.sampling.model_dump(mode="json"),
+        "seed": settings.seed,
+        "request_seeds": "sha256(f'{seed}/{session_id}/{task_idx}/{step}')[:4] & 0x7fffffff",
+        "dataset": {"source": settings.dataset, "path": str(prep.dataset_path),
+                    "sha256": settings.dataset_sha256,
+                    "sessions_in_file": len(prep.sessions), "sessions_selected": len(prep.selected)},
+        "files": {"result": str(paths.result_file), "score_dir": str(paths.score_dir)},
+        "packages": package_versions(),
+        "machine": machine(),
+        "invocations": list((previous or {}).get("invocations", [])),
+    }
+
+
+def _open_store(paths: RunPaths, *, resume: bool, err: Any) -> ResultStore:
+    store = ResultStore(paths.result_file)
+    store.open(fresh=not resume)
+    if store.dropped_lines:
+        print(f"warning: {paths.result_file}: dropped {store.dropped_lines} incomplete line(s) "
+              "left by an interrupted run", file=err)
+    return store
+
+
+async def _run_pending(prep: PreparedRun, pending: list[Any], backend: Backend, *, model_name: str,
+                       own_backend: bool, store: ResultStore, scheduling: str, stats: ProgressStats,
+                       err: Any) -> None:
+    from wtb_local.evaluator.episode import session_episodes, session_result
+
+    settings = prep.settings
+    driver = StepDriver(backend, sampling=settings.sampling, parser=prep.parser, renderer=prep.renderer)
+    if own_backend:
+        await backend.start()
+    try:
+        with make_progress(settings.progress, stats, err) as progress:
+            runner = SessionRunner(driver, store, model_name=model_name, progress=progress,
+                                   episodes_for=session_episodes, session_row=session_result,
+                                   label_counts=_label_counts)
+            await runner.run(pending, scheduling)
+    finally:
+        if own_backend:
+            await backend.close()
+
+
+async def run_job_async(settings: RunSettings, *, backend: Backend | None = None, renderer: Any = None,
+                        stderr: Any = None) -> RunOutcome:
+    """Run, score and write everything for one model. `backend`/`renderer` may be given already built
+    (tests and benchmarks share one engine across runs); a given backend is neither started nor closed."""
+    err = stderr or sys.stderr
+    started_at, started = _now(), time.monotonic()
+    prep = prepare_run(settings, renderer, err)
+    settings = prep.settings
+    paths = run_paths(settings)
+    config = hashed_config(settings)
+    resume = check_resume(settings, paths, config)
+    manifest = _new_manifest(prep, paths, config, read_manifest(paths.run_dir) if resume else None)
+    store = _open_store(paths, resume=resume, err=err)
+    finished = store.finished()
+    pending = [s for s in prep.selected if s.id not in finished]
+    skipped = [s.id for s in prep.selected if s.id in finished]
+    if skipped:
+        print(f"resuming {paths.run_dir}: {len(skipped)} finished session(s) skipped, {len(pending)} to run",
+              file=err)
+    write_manifest(paths.run_dir, manifest)
+
+    own_backend = backend is None
+    if backend is None:
+        backend = build_backend(settings, parser=prep.parser, renderer=prep.renderer)
+    scheduling = resolve_scheduling(settings.scheduling, backend)
+    stats = ProgressStats(len(prep.selected), sum(len(s.english_tasks) for s in pending), len(skipped))
+    invocation: dict[str, Any] = {"started": started_at, "sessions_run": len(pending),
+                                  "scheduling": scheduling}
+    failure: str | None = None
+    try:
+        if pending:
+            await _run_pending(prep, pending, backend, model_name=paths.model_name, own_backend=own_backend,
+                               store=store, scheduling=scheduling, stats=stats, err=err)
+    except Exception as exc:  # a broken backend stops the run; finished sessions stay
+        cause = _first_cause(exc)
+        failure = f"{type(cause).__name__}: {' '.join(str(cause).split())}"
+        raise RunError(f"the {settings.backend} backend failed, run stopped ({failure}); "
+                       f"{len(store.rows)} finished session(s) kept in {paths.result_file}: "
+                       "rerun the same command to resume") from exc
+    finally:
+        result_rows = store.finalize()
+        invocation.update(finished=_now(), wall_s=round(time.monotonic() - started, 3),
+                          requests=stats.requests, request_errors=stats.request_errors,
+                          prompt_tokens=stats.prompt_tokens, generated_tokens=stats.generated_tokens)
+        if failure:
+            invocation["failure"] = failure
+        manifest["invocations"].append(invocation)
+        manifest.update(backend=backend.describe(), scheduling=scheduling,
+                        status="failed" if failure else "interrupted")
+        write_manifest(paths.run_dir, manifest)
+
+    score_rows, metric = score_run(result_rows, prep.sessions, paths.model_name, paths)
+    complete = {s.id for s in prep.selected} <= {r["id"] for r in result_rows}
+    manifest["status"] = "complete" if complete else "incomplete"
+    manifest["summary"] = {"sessions_scored": len(score_rows), "task_accuracy": metric["total_info"]["task"],
+                           "session_accuracy": metric["total_info"]["session"]}
+    write_manifest(paths.run_dir, manifest)
+    return RunOutcome(paths, settings, metric, score_rows, result_rows, manifest, skipped,
+                      [s.id for s in pending])
+
+
+def _first_cause(exc: BaseException) -> BaseException:
+    """The first real error inside (nested) exception groups raised by the episode task groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def score_run(result_rows: list[dict[str, Any]], sessions: list[Any], model_name: str,
+              paths: RunPaths) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Score every session in the result file and write the score and metric files."""
+    from wtb_local.scoring import score_results, write_score_files
+
+    score_rows, metric = score_results(result_rows, sessions, model_name, source=str(paths.result_file))
+    write_score_files(paths.run_dir, model_name, score_rows, metric)
+    return score_rows, metric
+
+
+def run_job(settings: RunSettings, **kwargs: Any) -> RunOutcome:
+    return asyncio.run(run_job_async(settings, **kwargs))

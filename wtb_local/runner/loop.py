@@ -1,0 +1,114 @@
+"""The runner loop: every (session, task) episode in flight at once.
+
+Continuous scheduling (default): each episode is its own coroutine; its next prompt goes to the engine
+as soon as its previous reply is parsed and judged, so no episode waits for unrelated ones and an engine
+with continuous batching (vLLM) always has every ready request. Waves: all unfinished episodes send
+their current step together and the next wave starts when all replies are in — for backends whose
+batches must not depend on arrival timing (transformers' padded `generate`, whose sampling is seeded per
+batch). A session's result line is written as soon as its four tasks are done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from wtb_local.runner.progress import Progress
+from wtb_local.runner.steps import StepDriver
+from wtb_local.runner.store import ResultStore
+
+SCHEDULING_MODES = ("auto", "continuous", "waves")
+# Backends whose batches are formed from what is pending at once (see module docstring).
+_WAVE_BACKENDS = frozenset({"transformers"})
+
+
+def resolve_scheduling(mode: str, backend: Any) -> str:
+    if mode not in SCHEDULING_MODES:
+        raise ValueError(f"unknown scheduling {mode!r}; choose one of {', '.join(SCHEDULING_MODES)}")
+    if mode != "auto":
+        return mode
+    if getattr(backend, "step_synchronous", False) or getattr(backend, "name", "") in _WAVE_BACKENDS:
+        return "waves"
+    return "continuous"
+
+
+@dataclass
+class _SessionState:
+    session: Any
+    episodes: list[Any]
+    remaining: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.remaining = len(self.episodes)
+
+
+class SessionRunner:
+    """Runs sessions' episodes through a `StepDriver`, writing each finished session to a store."""
+
+    def __init__(self, driver: StepDriver, store: ResultStore, *, model_name: str,
+                 progress: Progress, episodes_for: Callable[[Any], list[Any]],
+                 session_row: Callable[[Any, Sequence[Any], str], dict[str, Any]],
+                 label_counts: Callable[[dict[str, Any], Any], tuple[int, int]] | None = None) -> None:
+        self.driver = driver
+        self.store = store
+        self.model_name = model_name
+        self.progress = progress
+        self.episodes_for = episodes_for
+        self.session_row = session_row
+        self.label_counts = label_counts
+
+    async def run(self, sessions: Sequence[Any], scheduling: str) -> None:
+        states = [_SessionState(s, self.episodes_for(s)) for s in sessions]
+        for state in states:  # sessions without tasks are finished at once
+            if state.remaining == 0:
+                self._finish(state)
+        if scheduling == "waves":
+            await self._run_waves(states)
+        else:
+            # A TaskGroup cancels the other episodes when one fails (a backend that raises is broken).
+            async with asyncio.TaskGroup() as group:
+                for state in states:
+                    for episode in state.episodes:
+                        group.create_task(self._run_episode(state, episode))
+
+    async def _run_episode(self, state: _SessionState, episode: Any) -> None:
+        while not episode.done:
+            request, error = self.driver.build_request(episode)
+            completion = await self.driver.generate(request) if request is not None else None
+            self._record(episode, request, completion, error)
+        self._episode_done(state)
+
+    async def _run_waves(self, states: list[_SessionState]) -> None:
+        active = [(st, ep) for st in states for ep in st.episodes if not ep.done]
+        while active:
+            built = [self.driver.build_request(ep) for _, ep in active]
+            async with asyncio.TaskGroup() as group:
+                tasks = [group.create_task(self.driver.generate(req)) if req is not None else None
+                         for req, _ in built]
+            completions = [task.result() if task is not None else None for task in tasks]
+            still = []
+            for (state, episode), (request, error), completion in zip(active, built, completions):
+                self._record(episode, request, completion, error)
+                if episode.done:
+                    self._episode_done(state)
+                else:
+                    still.append((state, episode))
+            active = still
+
+    def _record(self, episode: Any, request: Any, completion: Any, error: str | None) -> None:
+        outcome = self.driver.accept(episode, request, completion, error)
+        self.progress.step(outcome.prompt_tokens, outcome.completion_tokens, outcome.error is not None)
+
+    def _episode_done(self, state: _SessionState) -> None:
+        self.progress.task_done()
+        state.remaining -= 1
+        if state.remaining == 0:
+            self._finish(state)
+
+    def _finish(self, state: _SessionState) -> None:
+        row = self.session_row(state.session, state.episodes, self.model_name)
+        self.store.append(row)
+        correct, scored = self.label_counts(row, state.session) if self.label_counts else (0, 0)
+        self.progress.session_done(correct, scored)

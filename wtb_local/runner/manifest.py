@@ -1,0 +1,48 @@
+"""The run manifest (`manifest.json` in the run directory): what produced the files next to it.
+
+It holds the hashed run configuration (checked on resume) and the facts needed to reproduce or compare a
+run: model id and resolved revision, chat template source and hash, parser, template kwargs, sampling,
+seeds, dataset hash, backend settings, package versions, machine and wall times. Each invocation that
+adds sessions to the run appends its times to `invocations`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+MANIFEST_NAME = "manifest.json"
+
+
+class ManifestError(ValueError):
+    """The manifest of an existing run directory cannot be read."""
+
+
+def read_manifest(run_dir: str | Path) -> dict[str, Any] | None:
+    path = Path(run_dir) / MANIFEST_NAME
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ManifestError(f"{path}: unreadable run manifest ({exc}); "
+                            "use --overwrite to start afresh") from None
+    if not isinstance(data, dict) or not isinstance(data.get("config"), dict):
+        raise ManifestError(f"{path}: field config: missing; use --overwrite to start afresh")
+    return data
+
+
+def write_manifest(run_dir: str | Path, manifest: dict[str, Any]) -> Path:
+    """Atomic write (temporary file + rename) so a killed run never leaves half a manifest."""
+    path = Path(run_dir) / MANIFEST_NAME
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(manifest, handle, indent=2, ensure_ascii=False)
+        handle.write("\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+    return path

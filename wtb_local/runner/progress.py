@@ -1,0 +1,158 @@
+"""Run progress: a rich bar on a terminal, plain periodic lines otherwise (logs, CI), or nothing.
+
+Shows sessions and tasks done, the running task accuracy of the finished sessions (fully scored, names
+and arguments, when the judge is available), generated tokens per second and the time left.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Self, TextIO
+
+
+class ProgressStats:
+    """Counters shared by every progress display."""
+
+    def __init__(self, total_sessions: int, total_tasks: int, skipped_sessions: int = 0) -> None:
+        self.total_sessions = total_sessions
+        self.total_tasks = total_tasks
+        self.sessions_done = skipped_sessions
+        self.tasks_done = 0
+        self.tasks_this_run = 0
+        self.tasks_scored = 0
+        self.tasks_correct = 0
+        self.requests = 0
+        self.request_errors = 0
+        self.generated_tokens = 0
+        self.prompt_tokens = 0
+        self.started = time.monotonic()
+
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.generated_tokens / self.elapsed if self.elapsed > 0 else 0.0
+
+    @property
+    def accuracy(self) -> float | None:
+        return self.tasks_correct / self.tasks_scored if self.tasks_scored else None
+
+    def eta_s(self) -> float | None:
+        remaining = self.total_tasks - self.tasks_done
+        if self.tasks_this_run == 0:
+            return None
+        return remaining * self.elapsed / self.tasks_this_run
+
+    def line(self) -> str:
+        acc = "-" if self.accuracy is None else f"{100 * self.accuracy:.2f}%"
+        eta = self.eta_s()
+        eta_text = "-" if eta is None else f"{eta:.0f}s"
+        return (f"sessions {self.sessions_done}/{self.total_sessions}"
+                f"  tasks {self.tasks_done}/{self.total_tasks}"
+                f"  acc {acc}  {self.tokens_per_s:.1f} tok/s  requests {self.requests}"
+                f" (errors {self.request_errors})  elapsed {self.elapsed:.0f}s  eta {eta_text}")
+
+
+class Progress:
+    """Base display: counts only (mode `none`)."""
+
+    def __init__(self, stats: ProgressStats) -> None:
+        self.stats = stats
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def step(self, prompt_tokens: int, completion_tokens: int, error: bool) -> None:
+        self.stats.requests += 1
+        self.stats.request_errors += int(error)
+        self.stats.prompt_tokens += prompt_tokens
+        self.stats.generated_tokens += completion_tokens
+        self.refresh()
+
+    def task_done(self) -> None:
+        self.stats.tasks_done += 1
+        self.stats.tasks_this_run += 1
+        self.refresh()
+
+    def session_done(self, correct_tasks: int, scored_tasks: int) -> None:
+        self.stats.sessions_done += 1
+        self.stats.tasks_correct += correct_tasks
+        self.stats.tasks_scored += scored_tasks
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Redraw if the display wants to."""
+
+    def close(self) -> None:
+        """Final redraw."""
+
+
+class PlainProgress(Progress):
+    """A line every `interval` seconds and one at the end."""
+
+    def __init__(self, stats: ProgressStats, stream: TextIO | None = None, interval: float = 10.0) -> None:
+        super().__init__(stats)
+        self.stream = stream or sys.stderr
+        self.interval = interval
+        self._last = time.monotonic()
+
+    def refresh(self) -> None:
+        now = time.monotonic()
+        if now - self._last >= self.interval:
+            self._last = now
+            print(self.stats.line(), file=self.stream, flush=True)
+
+    def close(self) -> None:
+        print(self.stats.line(), file=self.stream, flush=True)
+
+
+class RichProgress(Progress):
+    """Two bars (sessions, tasks) with accuracy, tokens/s and time left."""
+
+    def __init__(self, stats: ProgressStats, stream: TextIO | None = None) -> None:
+        super().__init__(stats)
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+        from rich.progress import Progress as RichBar
+
+        self._bar = RichBar(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("{task.fields[info]}"), TimeElapsedColumn(),
+            console=Console(file=stream or sys.stderr), transient=False,
+        )
+        self._sessions = self._bar.add_task("sessions", total=stats.total_sessions,
+                                            completed=stats.sessions_done, info="")
+        self._tasks = self._bar.add_task("tasks", total=stats.total_tasks, completed=0, info="")
+        self._bar.start()
+
+    def refresh(self) -> None:
+        s = self.stats
+        acc = "-" if s.accuracy is None else f"{100 * s.accuracy:.2f}%"
+        eta = s.eta_s()
+        self._bar.update(self._sessions, completed=s.sessions_done, info=f"acc {acc}")
+        self._bar.update(self._tasks, completed=s.tasks_done,
+                         info=f"{s.tokens_per_s:.1f} tok/s  eta {'-' if eta is None else f'{eta:.0f}s'}")
+
+    def close(self) -> None:
+        self.refresh()
+        self._bar.stop()
+
+
+def make_progress(mode: str, stats: ProgressStats, stream: TextIO | None = None) -> Progress:
+    """`auto` = rich on a terminal, plain lines otherwise."""
+    target = stream or sys.stderr
+    if mode == "auto":
+        mode = "rich" if target.isatty() else "plain"
+    if mode == "rich":
+        return RichProgress(stats, target)
+    if mode == "plain":
+        return PlainProgress(stats, target)
+    if mode == "none":
+        return Progress(stats)
+    raise ValueError(f"unknown progress mode {mode!r}; choose auto, rich, plain or none")

@@ -1,0 +1,29 @@
+"""Resuming a run directory: finished sessions are kept only when the run configuration is the same."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from wtb_local.runner.config import RunSettings, config_diff, config_hash
+from wtb_local.runner.errors import RunError
+from wtb_local.runner.manifest import read_manifest
+from wtb_local.runner.paths import RunPaths
+
+
+def check_resume(settings: RunSettings, paths: RunPaths, config: dict[str, Any]) -> bool:
+    """Whether to keep the finished sessions already in the run directory (True) or start afresh."""
+    if settings.overwrite or not settings.resume:
+        return False
+    if not paths.result_file.exists():
+        return False
+    previous = read_manifest(paths.run_dir)
+    if previous is None:
+        raise RunError(f"{paths.result_file}: results without a manifest (cannot check their configuration);"
+                       " pass --no-resume or --overwrite to start afresh")
+    if previous.get("config_hash") != config_hash(config):
+        lines = config_diff(previous["config"], config)
+        raise RunError(
+            f"{paths.run_dir}: the existing run was made with another configuration; pass --no-resume or "
+            "--overwrite to start afresh, or --out DIR for a new run directory. Differences (old -> new):\n  "
+            + "\n  ".join(lines or ["(hash differs)"]))
+    return True

@@ -1,0 +1,122 @@
+"""One step of one episode: build its request, turn the engine's completion into a judged reply.
+
+Everything that can go wrong with one step is data: a template that raises while rendering, an
+over-long prompt, a request the engine could not serve (an error Completion) or an unreadable tool call
+becomes an error on that step with its reason; the other episodes never notice. Only a backend that
+raises (a dead engine) stops the run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from wtb_local.backends.base import Backend
+from wtb_local.runner.seeds import request_id, request_seed
+from wtb_local.schema import Completion, GenerationRequest, ParseResult, SamplingConfig
+
+
+@dataclass
+class StepOutcome:
+    """What happened at one step, for progress accounting."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    error: str | None = None
+
+
+class StepDriver:
+    """Drives one step of an `Episode` through a backend, a renderer and a parser."""
+
+    def __init__(self, backend: Backend, *, sampling: SamplingConfig, parser: Any = None,
+                 renderer: Any = None, id_style: str = "openai") -> None:
+        self.backend = backend
+        self.sampling = sampling
+        self.parser = parser
+        self.renderer = renderer
+        self.id_style = id_style
+        if backend.produces_text and parser is None:
+            raise ValueError(f"backend {backend.name!r} produces text: a tool-call parser is needed")
+        if backend.needs_prompt and renderer is None:
+            raise ValueError(f"backend {backend.name!r} needs prompts: a prompt renderer is needed")
+
+    def build_request(self, episode: Any) -> tuple[GenerationRequest | None, str | None]:
+        """The request for the episode's current step, or (None, reason) when it cannot be built."""
+        messages, tools = episode.request()
+        rid = request_id(episode.session_id, episode.task_idx, episode.step)
+        request = GenerationRequest(
+            request_id=rid, session_id=episode.session_id, task_idx=episode.task_idx, step=episode.step,
+            messages=messages, tools=tools, sampling=self.sampling,
+            seed=request_seed(self.sampling.seed, episode.session_id, episode.task_idx, episode.step),
+        )
+        if self.backend.needs_gold:
+            request.gold_reply = episode.gold_reply()
+        if self.backend.needs_prompt:
+            try:
+                rendered = self.renderer.render(messages, tools)
+            except Exception as exc:  # noqa: BLE001 - a template's raise_exception fails this step only
+                return None, f"render failed: {type(exc).__name__}: {_one_line(exc)}"
+            request.prompt = rendered.text
+            request.prompt_token_ids = list(rendered.token_ids)
+        return request, None
+
+    async def generate(self, request: GenerationRequest) -> Completion:
+        """One completion. A backend answers a request it cannot serve with an error Completion; an
+        exception means the backend itself is gone (e.g. a dead engine) and stops the run: recording
+        every later step as an error would store unfinished sessions as finished."""
+        return await self.backend.generate(request)
+
+    def accept(self, episode: Any, request: GenerationRequest | None, completion: Completion | None,
+               build_error: str | None = None) -> StepOutcome:
+        """Record the step on the episode; returns token counts for progress."""
+        if completion is None:
+            episode.accept({"content": "", "tool_calls": None}, error_reason=build_error or "no completion")
+            return StepOutcome(error=build_error)
+        counts = {"latency": completion.latency_s, "input_tokens": completion.prompt_tokens,
+                  "output_tokens": completion.completion_tokens}
+        outcome = StepOutcome(completion.prompt_tokens, completion.completion_tokens, completion.error)
+        if completion.error is not None:
+            extra = {"raw": completion.text, "finish_reason": completion.finish_reason}
+            episode.accept({"content": "", "tool_calls": None}, error_reason=completion.error,
+                           extra=extra, **counts)
+            return outcome
+        if completion.reply is not None:  # reply-level backend: already parsed, passed as given
+            episode.accept(completion.reply, **counts)
+            return outcome
+        result = self._parse(completion, request.tools if request is not None else [])
+        reply, error_reason = reply_from_parse(result, completion.request_id, self.id_style)
+        extra: dict[str, Any] = {"raw": completion.text, "finish_reason": completion.finish_reason}
+        if result.errors:
+            extra["parse_errors"] = list(result.errors)
+        episode.accept(reply, error_reason=error_reason, extra=extra, **counts)
+        outcome.error = error_reason
+        return outcome
+
+    def _parse(self, completion: Completion, tools: list[dict[str, Any]]) -> ParseResult:
+        from wtb_local.parsers import parse_completion
+
+        return parse_completion(self.parser, completion.text, tools=tools,
+                                finish_reason=completion.finish_reason)
+
+
+def reply_from_parse(result: ParseResult, rid: str,
+                     id_style: str = "openai") -> tuple[dict[str, Any], str | None]:
+    """The OpenAI-shaped reply of a parse, and the step's error reason when nothing usable came back.
+
+    Calls without an id get a deterministic one keyed by `<request id>/<i>`, so reruns send the same
+    conversation (and hit the same prefix cache)."""
+    from wtb_local.evaluator.ids import make_call_id
+
+    calls = [
+        {"id": call.id or make_call_id(f"{rid}/{i}", id_style), "type": "function",
+         "function": {"name": call.name, "arguments": call.arguments}}
+        for i, call in enumerate(result.tool_calls)
+    ]
+    reply = {"content": result.content, "reasoning_content": result.reasoning, "tool_calls": calls or None}
+    if result.errors and not calls:
+        return reply, "parse error: " + "; ".join(_one_line(e) for e in result.errors)
+    return reply, None
+
+
+def _one_line(value: Any) -> str:
+    return " ".join(str(value).split())
