@@ -19,7 +19,7 @@ QWEN25 = {"do_sample": True, "temperature": 0.7, "top_p": 0.8, "top_k": 20, "rep
 def test_vllm_config_defaults_and_engine_args() -> None:
     cfg = VLLMConfig(model="Qwen/Qwen2.5-7B-Instruct", max_num_seqs=256)
     assert (cfg.dtype, cfg.gpu_memory_utilization, cfg.enable_prefix_caching, cfg.trust_remote_code) == (
-        "auto", 0.9, True, False)
+        "auto", None, True, False)
     args = cfg.engine_args()
     assert args["max_num_seqs"] == 256 and args["tensor_parallel_size"] == 1
     assert "quantization" not in args and "tokenizer" not in args  # unset: vLLM's own defaults

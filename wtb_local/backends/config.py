@@ -18,7 +18,8 @@ class VLLMConfig(BaseModel):
     tensor_parallel_size: int = Field(1, ge=1)
     pipeline_parallel_size: int = Field(1, ge=1)
     max_model_len: int | None = Field(None, ge=1)
-    gpu_memory_utilization: float = Field(0.9, gt=0.0, le=1.0)
+    # None: vLLM's 0.9 on a GPU; 0.2 on vLLM's CPU build, where it is the share of host RAM reserved.
+    gpu_memory_utilization: float | None = Field(None, gt=0.0, le=1.0)
     quantization: str | None = None
     trust_remote_code: bool = False
     max_num_seqs: int | None = Field(None, ge=1)
@@ -26,6 +27,11 @@ class VLLMConfig(BaseModel):
     seed: int = 0
     enable_prefix_caching: bool = True
     download_dir: str | None = None
+    # None: vLLM's defaults on a GPU. On the CPU build chunked prefill is turned off (and the batch token
+    # budget raised to the context window): its sampler crashes the engine ("CPU Generator does not use
+    # offset") when a request with its own seed is prefilled in chunks.
+    enable_chunked_prefill: bool | None = None
+    max_num_batched_tokens: int | None = Field(None, ge=1)
 
     def engine_args(self) -> dict[str, Any]:
         """Keyword arguments for vLLM's `AsyncEngineArgs`; unset optional fields keep vLLM's defaults."""

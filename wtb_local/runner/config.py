@@ -64,7 +64,7 @@ class RunSettings(BaseModel):
     max_model_len: int | None = None
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
-    gpu_memory_utilization: float = 0.9
+    gpu_memory_utilization: float | None = None
     max_num_seqs: int | None = None
     enforce_eager: bool = False
     batch_size: int = 16
