@@ -25,7 +25,9 @@ def _run_script(tmp_path: Path, script: str, env: dict[str, str]) -> list[str]:
     (work / "slurm").mkdir(parents=True)
     shutil.copy(ROOT / "slurm" / "models.txt", work / "slurm" / "models.txt")
     full_env = {**os.environ, "PATH": f"{fake_bin}:{os.environ['PATH']}", "SLURM_SUBMIT_DIR": str(work), **env}
-    proc = subprocess.run(["bash", str(ROOT / "slurm" / script)], env=full_env, capture_output=True, text=True)
+    proc = subprocess.run(
+        ["bash", str(ROOT / "slurm" / script)], env=full_env, capture_output=True, text=True, check=False
+    )
     assert proc.returncode == 0, proc.stderr
     return record.read_text().splitlines()
 

