@@ -96,10 +96,27 @@ def choose_parser(settings: RunSettings, renderer: Any) -> Any:
             name = select_parser(settings.model, chat_template=template, config=_local_config(settings.model))
         except ValueError as exc:
             raise RunError(str(exc)) from None
+    options = {"thinking": True} if prefills_reasoning(renderer) else {}
     try:
-        return get_parser(name)
+        return get_parser(name, **options)
     except ValueError as exc:
         raise RunError(f"--parser: {exc}") from None
+
+
+# Opening tags that a template's generation prompt may pre-fill (R1, Qwen3 thinking-2507, MiniMax-M2, ...).
+_REASONING_OPEN_TAGS = ("<think>", "<seed:think>")
+
+
+def prefills_reasoning(renderer: Any) -> bool:
+    """Whether the generation prompt ends inside an opened reasoning block. Then a completion cut at the
+    token limit before `</think>` is reasoning, not a final text answer the evaluator would accept."""
+    if renderer is None:
+        return False
+    try:
+        text = renderer.render_text([{"role": "user", "content": "Hi"}], [])
+    except Exception:  # noqa: BLE001 - the probe at start-up already reported template problems
+        return False
+    return text.rstrip().endswith(_REASONING_OPEN_TAGS)
 
 
 def build_backend(settings: RunSettings, *, parser: Any, renderer: Any) -> Backend:

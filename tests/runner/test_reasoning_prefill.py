@@ -1,0 +1,43 @@
+"""A generation prompt that opens a reasoning block makes the parser read an unclosed block as reasoning,
+so a reply cut at the token limit mid-thought is not taken as a final text answer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from wtb_local.dataset import load_dataset
+from wtb_local.evaluator.episode import session_episodes
+from wtb_local.runner.components import choose_parser, prefills_reasoning
+from wtb_local.runner.config import RunSettings
+
+
+class _Renderer:
+    def __init__(self, generation_prompt: str) -> None:
+        self.generation_prompt = generation_prompt
+        self.template = None
+
+    def render_text(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> str:
+        return "<|im_start|>user\nHi<|im_end|>\n" + self.generation_prompt
+
+
+def test_prefilled_think_tag_is_detected() -> None:
+    assert prefills_reasoning(_Renderer("<|im_start|>assistant\n<think>\n"))
+    assert not prefills_reasoning(_Renderer("<|im_start|>assistant\n"))
+    assert not prefills_reasoning(None)
+
+
+def test_cut_mid_thought_is_an_error_not_a_final_answer() -> None:
+    settings = RunSettings(model="Qwen/Qwen3-4B-Thinking-2507", backend="vllm", parser="hermes")
+    thinking = choose_parser(settings, _Renderer("<|im_start|>assistant\n<think>\n"))
+    plain = choose_parser(settings, _Renderer("<|im_start|>assistant\n"))
+    cut = "Let me think about which tool to call first, the user wants"
+    assert thinking.parse(cut, finish_reason="length").content in (None, "")
+    assert plain.parse(cut, finish_reason="length").content == cut
+
+    # Through the loop: a chat task (its gold step is a final text answer) is not accepted on that cut.
+    session = load_dataset("sample")[0]
+    chat = next(i for i, t in enumerate(session.english_task_types) if t.value == "Chat")
+    episode = session_episodes(session)[chat]
+    parsed = thinking.parse(cut, finish_reason="length")
+    episode.accept({"content": parsed.content, "reasoning_content": parsed.reasoning, "tool_calls": None})
+    assert episode.result()["action_name_label"] == "error"
