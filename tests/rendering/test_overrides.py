@@ -78,3 +78,14 @@ def test_overrides_name_every_result_after_its_own_call() -> None:
     assert '<|start|>functions.beta to=assistant<|channel|>commentary<|message|>"B"<|end|>' in text
     assert '<|start|>functions.alpha to=assistant<|channel|>commentary<|message|>"A0"<|end|>' in text
     assert text.count("<|start|>assistant to=functions.") == 3
+
+
+def test_gpt_oss_override_date_can_be_pinned() -> None:
+    template = (OVERRIDES_DIR / "gpt_oss.jinja").read_text()
+    tokenizer = make_tokenizer(template)
+    messages = _conversation(with_call=False)
+    pinned = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
+                                           date_string="2025-01-08")
+    assert "Current date: 2025-01-08\n" in pinned
+    today = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    assert "Current date: 2025-01-08\n" not in today and "Current date: 20" in today
