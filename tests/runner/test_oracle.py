@@ -142,6 +142,8 @@ def test_run_prints_our_row_and_the_papers_row(tmp_path: Path, monkeypatch: pyte
     table6 = result.output.split("Table 6", 1)[1].split("Table 7", 1)[0]
     assert "my-qwen" in table6 and "paper: Qwen2.5-7B-Instruct" in table6
     assert (tmp_path / "score" / "my-qwen" / "Wild-Tool-Bench_metric.json").exists()
+    # Two sample sessions are not the paper's 256: the comparison is flagged.
+    assert "note: 2 of the release's 256 sessions were scored (dataset: sample)" in result.output
 
 
 def test_template_kwargs_and_thinking_flags(qwen_tiny_dir: Path, tmp_path: Path) -> None:

@@ -116,6 +116,14 @@ def run(**options: Any) -> None:
     rows = [metric_row(outcome.metric, run_settings.model_name)]
     paper = paper_row(run_settings.model or run_settings.model_name, run_settings.thinking)
     print_tables(rows + ([paper] if paper else []), stream=sys.stdout)
+    sessions = outcome.metric.get("total_info", {}).get("session", {}).get("total_count", 0)
+    if paper and sessions != RELEASE_SESSIONS:
+        # The paper's row is over the whole release; a partial or sample run is not comparable with it.
+        click.echo(f"note: {sessions} of the release's {RELEASE_SESSIONS} sessions were scored "
+                   f"(dataset: {run_settings.dataset}); the paper's row is over all {RELEASE_SESSIONS}.")
+
+
+RELEASE_SESSIONS = 256
 
 
 # `--help` lists each option's environment twin.
