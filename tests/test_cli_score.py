@@ -29,7 +29,7 @@ def _expected_metric() -> dict:
 def test_score_writes_both_files_and_prints_the_summary(tmp_path: Path) -> None:
     done = _invoke("score", RESULT, "--dataset", DATASET, "--out", str(tmp_path))
     assert done.exit_code == 0, done.output
-    folder = tmp_path / "score" / "scripted"
+    folder = tmp_path
     assert (
         json.loads((folder / "Wild-Tool-Bench_metric.json").read_text(encoding="utf-8")) == _expected_metric()
     )
@@ -43,10 +43,11 @@ def test_score_writes_both_files_and_prints_the_summary(tmp_path: Path) -> None:
 
 def test_score_file_rescored_gives_the_same_metric(tmp_path: Path) -> None:
     assert _invoke("score", RESULT, "--dataset", DATASET, "--out", str(tmp_path / "a")).exit_code == 0
-    score_path = tmp_path / "a" / "score" / "scripted" / "Wild-Tool-Bench_score.jsonl"
-    done = _invoke("score", str(score_path), "--dataset", DATASET, "--out", str(tmp_path / "b"))
+    score_path = tmp_path / "a" / "Wild-Tool-Bench_score.jsonl"
+    done = _invoke("score", str(score_path), "--dataset", DATASET, "--out", str(tmp_path / "b"),
+                   "--model-name", "scripted")  # score rows carry no model name; the folder is "a"
     assert done.exit_code == 0, done.output
-    again = json.loads((tmp_path / "b" / "score" / "scripted" / "Wild-Tool-Bench_metric.json").read_text())
+    again = json.loads((tmp_path / "b" / "Wild-Tool-Bench_metric.json").read_text())
     assert again == _expected_metric()
 
 
@@ -54,7 +55,7 @@ def test_env_twins_and_model_name(tmp_path: Path) -> None:
     env = {"WTB_DATASET": DATASET, "WTB_OUT": str(tmp_path), "WTB_MODEL_NAME": "Qwen/Qwen3-8B"}
     done = _invoke("score", RESULT, env=env)
     assert done.exit_code == 0, done.output
-    metric = json.loads((tmp_path / "score" / "Qwen_Qwen3-8B" / "Wild-Tool-Bench_metric.json").read_text())
+    metric = json.loads((tmp_path / "Wild-Tool-Bench_metric.json").read_text())
     assert metric["model_name"] == "Qwen_Qwen3-8B"
     assert "paper: Qwen3-8B" in done.output  # the paper's row for the same model
 
@@ -116,7 +117,7 @@ def test_arguments_given_as_objects_are_scored(tmp_path: Path) -> None:
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     done = _invoke("score", str(path), "--dataset", DATASET, "--out", str(tmp_path))
     assert done.exit_code == 0, done.output
-    metric = json.loads((tmp_path / "score" / "scripted" / "Wild-Tool-Bench_metric.json").read_text())
+    metric = json.loads((tmp_path / "Wild-Tool-Bench_metric.json").read_text())
     # Re-serialized text can differ from the model's own (spacing), never the verdict of valid JSON.
     assert metric["total_info"] == _expected_metric()["total_info"]
 
@@ -144,4 +145,4 @@ def test_score_does_not_import_heavy_libraries(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "HEAVY []" in done.stdout
-    assert (tmp_path / "score" / "scripted" / "Wild-Tool-Bench_metric.json").exists()
+    assert (tmp_path / "Wild-Tool-Bench_metric.json").exists()

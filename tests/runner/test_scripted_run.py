@@ -97,7 +97,7 @@ def test_score_command_rescores_the_run_to_the_same_metric(full_run: Path, tmp_p
     )
     assert out.exit_code == 0, out.output
     assert (
-        json.loads((tmp_path / "score" / "scripted" / METRIC_NAME).read_text())
+        json.loads((tmp_path / METRIC_NAME).read_text())
         == run_files(full_run, "scripted")["metric"]
     )
 

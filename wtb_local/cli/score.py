@@ -1,5 +1,6 @@
 """`score RESULT_FILE`: score a result file with the benchmark's evaluator, write the score and metric
-files like the reference (`DIR/score/<model>/Wild-Tool-Bench_{score.jsonl,metric.json}`), print Table 6/7.
+files into `--out DIR` (`DIR/Wild-Tool-Bench_{score.jsonl,metric.json}`, the reference's file names; a run
+directory keeps them in the reference's `score/<model>/`), print Table 6/7.
 
 Imports only the scorer (no torch, vllm or transformers): scoring a 1,024-task file takes about a second.
 """
@@ -26,7 +27,7 @@ import click
     show_default=True,
     type=click.Path(file_okay=False),
     envvar="WTB_OUT",
-    help="Directory to write score/<model>/ under.",
+    help="Directory the score and metric files are written to.",
 )
 @click.option(
     "--model-name",
@@ -52,7 +53,7 @@ def score(
         sessions = load_dataset(dataset)
         scored = score_file(result_file, sessions, model_name)
         score_path, metric_path = write_score_files(
-            out_dir, scored.model_name, scored.score_rows, scored.metric
+            out_dir, scored.model_name, scored.score_rows, scored.metric, nested=False
         )
     except (DatasetError, ScoringError) as exc:
         raise click.ClickException(str(exc)) from None

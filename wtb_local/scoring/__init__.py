@@ -4,7 +4,7 @@
 - `score_file(path, sessions, model_name=None)`: the same from a result file (or a score file, whose
   labels are then only re-counted), errors naming file and line
 - `read_result_rows` / `write_result_rows` / `append_result_row`: result files for the runner
-- `write_score_files(out_dir, model_name, score_rows, metric)`: `score/<model>/Wild-Tool-Bench_*`
+- `write_score_files(out_dir, model_name, score_rows, metric, *, nested=True)`: `score/<model>/Wild-Tool-Bench_*` (or flat)
 - `read_metric(path)`: a metric file, or the one inside a run directory
 """
 

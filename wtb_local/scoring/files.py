@@ -70,10 +70,12 @@ def append_result_row(path: str | Path, row: dict[str, Any]) -> None:
 
 
 def write_score_files(
-    out_dir: str | Path, model_name: str, score_rows: list[dict[str, Any]], metric: dict[str, Any]
+    out_dir: str | Path, model_name: str, score_rows: list[dict[str, Any]], metric: dict[str, Any],
+    *, nested: bool = True,
 ) -> tuple[Path, Path]:
-    """Write `score/<model>/Wild-Tool-Bench_score.jsonl` and `..._metric.json` under `out_dir`."""
-    folder = score_dir(out_dir, model_name)
+    """Write `Wild-Tool-Bench_score.jsonl` and `..._metric.json`: under `out_dir/score/<model>/` (the
+    reference's layout, used in run directories), or straight into `out_dir` when `nested` is false."""
+    folder = score_dir(out_dir, model_name) if nested else Path(out_dir)
     score_path = _write_atomic(folder / SCORE_FILE_NAME, "".join(_json_line(row) for row in score_rows))
     metric_path = _write_atomic(
         folder / METRIC_FILE_NAME, json.dumps(metric, indent=4, ensure_ascii=False) + "\n"
