@@ -29,7 +29,8 @@ def test_prefilled_think_tag_is_detected() -> None:
 def test_cut_mid_thought_is_an_error_not_a_final_answer() -> None:
     settings = RunSettings(model="Qwen/Qwen3-4B-Thinking-2507", backend="vllm", parser="hermes")
     thinking = choose_parser(settings, _Renderer("<|im_start|>assistant\n<think>\n"))
-    plain = choose_parser(settings, _Renderer("<|im_start|>assistant\n"))
+    assert settings.parser_options == {"thinking": True}  # recorded in the manifest, reused by replays
+    plain = choose_parser(settings.model_copy(update={"parser_options": {}}), _Renderer("<|im_start|>assistant\n"))
     cut = "Let me think about which tool to call first, the user wants"
     assert thinking.parse(cut, finish_reason="length").content in (None, "")
     assert plain.parse(cut, finish_reason="length").content == cut
@@ -41,3 +42,17 @@ def test_cut_mid_thought_is_an_error_not_a_final_answer() -> None:
     parsed = thinking.parse(cut, finish_reason="length")
     episode.accept({"content": parsed.content, "reasoning_content": parsed.reasoning, "tool_calls": None})
     assert episode.result()["action_name_label"] == "error"
+
+
+def test_replay_reuses_the_recorded_parser_options(tmp_path) -> None:
+    import json
+
+    from wtb_local.backends.replay import recorded_parser
+
+    result_file = tmp_path / "result" / "m" / "Wild-Tool-Bench_result.jsonl"
+    result_file.parent.mkdir(parents=True)
+    result_file.write_text("")
+    (tmp_path / "manifest.json").write_text(json.dumps({"parser": "hermes", "parser_options": {"thinking": True}}))
+    assert recorded_parser(result_file) == ("hermes", {"thinking": True})
+    (tmp_path / "manifest.json").write_text("not json")
+    assert recorded_parser(result_file) == (None, {})

@@ -14,7 +14,7 @@ import click
 
 from wtb_local.runner.loop import SCHEDULING_MODES
 
-_BACKENDS = ("auto", "vllm", "transformers", "openai", "oracle", "scripted")
+_BACKENDS = ("auto", "vllm", "transformers", "openai", "oracle", "scripted", "replay")
 
 
 def _sessions(_ctx: click.Context, _param: click.Parameter, value: str | None) -> list[str] | None:
@@ -31,7 +31,7 @@ def _sessions(_ctx: click.Context, _param: click.Parameter, value: str | None) -
 @click.option("--backend", type=click.Choice(_BACKENDS), default="auto", show_default=True,
               envvar="WTB_BACKEND",
               help="auto = vllm when importable and a CUDA GPU is visible, else transformers; "
-                   "scripted when --script is given.")
+                   "scripted when --script is given, replay when --replay is given.")
 @click.option("--base-url", envvar="WTB_BASE_URL", help="OpenAI-compatible server (openai backend), e.g. "
               "http://127.0.0.1:8000/v1.")
 @click.option("--api-key", envvar="WTB_API_KEY", help="API key for --base-url (never written to disk).")
@@ -47,6 +47,9 @@ def _sessions(_ctx: click.Context, _param: click.Parameter, value: str | None) -
               help="A path, `sample` (embedded) or `release` (fetched into the cache on first use).")
 @click.option("--script", envvar="WTB_SCRIPT",
               help="Script file for the scripted backend (script.jsonl format).")
+@click.option("--replay", envvar="WTB_REPLAY",
+              help="Replay backend: a finished run (directory or result file) whose recorded raw completions "
+                   "are parsed and judged again (default parser: the recorded run's).")
 @click.option("--out", envvar="WTB_OUT", help="Run directory (default: runs/<model>).")
 @click.option("--limit", type=click.IntRange(min=0), envvar="WTB_LIMIT",
               help="Run only the first N sessions.")

@@ -14,6 +14,7 @@ from wtb_local.backends.base import Backend
 from wtb_local.runner.config import RunSettings
 from wtb_local.runner.environment import default_backend, resolved_revision, tokenizer_sha256
 from wtb_local.runner.errors import RunError
+from wtb_local.runner.paths import run_paths
 
 _TEXT_BACKENDS = ("vllm", "transformers", "openai")  # need a renderer (prompt) and a parser
 
@@ -96,7 +97,8 @@ def choose_parser(settings: RunSettings, renderer: Any) -> Any:
             name = select_parser(settings.model, chat_template=template, config=_local_config(settings.model))
         except ValueError as exc:
             raise RunError(str(exc)) from None
-    options = {"thinking": True} if prefills_reasoning(renderer) else {}
+    options = settings.parser_options or ({"thinking": True} if prefills_reasoning(renderer) else {})
+    settings.parser_options = dict(options)
     try:
         return get_parser(name, **options)
     except ValueError as exc:
@@ -127,6 +129,13 @@ def build_backend(settings: RunSettings, *, parser: Any, renderer: Any) -> Backe
         if not settings.script:
             raise RunError("--backend scripted needs --script FILE")
         return backend_class("scripted")(settings.script)
+    if name == "replay":
+        if not settings.replay:
+            raise RunError("--backend replay needs --replay RUN_DIR_OR_RESULT_FILE")
+        try:
+            return backend_class("replay")(settings.replay)
+        except ValueError as exc:
+            raise RunError(f"--replay: {exc}") from None
     if name == "oracle":
         return backend_class("oracle")(settings.model, parser=parser, renderer=renderer)
     if not settings.model:
@@ -160,12 +169,12 @@ def build_backend(settings: RunSettings, *, parser: Any, renderer: Any) -> Backe
 
 
 def resolve_settings(settings: RunSettings) -> RunSettings:
-    """Fill what the options leave open: backend, model name."""
+    """Fill what the options leave open: backend, model name, the replayed file."""
     settings = settings.model_copy(deep=True)
     from wtb_local.backends import backend_names
 
     if settings.backend == "auto":
-        settings.backend = "scripted" if settings.script else default_backend()
+        settings.backend = "scripted" if settings.script else "replay" if settings.replay else default_backend()
     if settings.backend not in backend_names():
         raise RunError(f"--backend: unknown backend {settings.backend!r}; choose auto or one of "
                        f"{', '.join(backend_names())}")
@@ -173,7 +182,29 @@ def resolve_settings(settings: RunSettings) -> RunSettings:
         settings.script_sha256 = _file_sha256(settings.script)
     if not settings.model_name:
         settings.model_name = settings.model or settings.backend
+    if settings.backend == "replay":
+        _resolve_replay(settings)
     return settings
+
+
+def _resolve_replay(settings: RunSettings) -> None:
+    """The replayed result file, its hash and (unless --parser) the parser the recorded run used."""
+    from wtb_local.backends.replay import ReplayError, find_result_file, load_recording, recorded_parser
+
+    if not settings.replay:
+        raise RunError("--backend replay needs --replay RUN_DIR_OR_RESULT_FILE")
+    try:
+        result_file = find_result_file(settings.replay, settings.model_name)
+        load_recording(result_file)  # a malformed file is refused before anything is written
+    except ReplayError as exc:
+        raise RunError(f"--replay: {exc}") from None
+    settings.replay = str(result_file)
+    settings.replay_sha256 = _file_sha256(settings.replay)
+    if not settings.parser:
+        settings.parser, settings.parser_options = recorded_parser(result_file)
+    # A fresh run into the replayed directory would truncate the very file being replayed.
+    if run_paths(settings).result_file.resolve() == result_file.resolve():
+        raise RunError(f"--replay: {result_file} is the result file this run writes; pass another --out")
 
 
 @dataclass

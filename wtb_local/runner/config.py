@@ -34,7 +34,11 @@ HASHED_FIELDS: tuple[str, ...] = (
     "quantization",
     "max_model_len",
     "script_sha256",
+    "replay_sha256",
 )
+# Hashed fields added after run directories had been written: left out while unset, so those runs'
+# hashes stay the same and they can still be resumed.
+_HASHED_WHEN_SET = frozenset({"replay_sha256"})
 
 
 class RunSettings(BaseModel):
@@ -46,11 +50,14 @@ class RunSettings(BaseModel):
     base_url: str | None = None
     api_key: str | None = Field(default=None, exclude=True)  # never written to disk
     parser: str | None = None
+    # e.g. {"thinking": true} when the generation prompt pre-fills <think>; recorded so replays parse alike
+    parser_options: dict[str, Any] = Field(default_factory=dict)
     chat_template: str | None = None
     thinking: bool | None = None
     template_kwargs: dict[str, Any] = Field(default_factory=dict)
     dataset: str = "release"
     script: str | None = None
+    replay: str | None = None  # replay backend: the recorded result file (a run directory is resolved to it)
     out: str | None = None
     limit: int | None = None
     sessions: list[str] | None = None
@@ -76,6 +83,7 @@ class RunSettings(BaseModel):
     tokenizer_sha256: str | None = None  # of the tokenizer files on disk
     dataset_sha256: str | None = None
     script_sha256: str | None = None
+    replay_sha256: str | None = None
 
     @property
     def seed(self) -> int:
@@ -85,7 +93,8 @@ class RunSettings(BaseModel):
 def hashed_config(settings: RunSettings) -> dict[str, Any]:
     """The settings that decide the results, as plain JSON values in a fixed order."""
     data = settings.model_dump(mode="json")
-    return {name: data[name] for name in HASHED_FIELDS}
+    return {name: data[name] for name in HASHED_FIELDS
+            if name not in _HASHED_WHEN_SET or data[name] is not None}
 
 
 def config_hash(config: dict[str, Any]) -> str:

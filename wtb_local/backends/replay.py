@@ -1,0 +1,236 @@
+"""The replay backend: answers every step with the raw completion a finished run recorded for it.
+
+A run's result file keeps each step's raw completion (`raw`), `finish_reason`, token counts and latency,
+so the run can be reproduced offline, without a GPU, weights or tokenizer: to re-score it after an
+evaluator fix, or to compare tool-call parsers on the same completions. Request `<session>/<task>/<step>`
+gets that step's recorded text, which the run's parser and evaluator then judge as if the model had just
+written it. A step recorded as a request that was not served (e.g. a prompt too long) is answered with
+the same error; a step the recorded run never reached (the conversation diverged, e.g. another parser
+accepted a different reply) is answered with an error Completion.
+
+Result files of reply-level backends (scripted) hold parsed replies only, no `raw`: they are refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from wtb_local.backends.base import Backend
+from wtb_local.schema import Completion, GenerationRequest
+from wtb_local.scoring.files import RESULT_FILE_NAME, model_dir_name
+
+MANIFEST_NAME = "manifest.json"  # runner/manifest.py's; a backend does not import the runner
+
+ReplayKey = tuple[str, int, int]  # (session id, task index, step)
+
+_STEP_KEY = re.compile(r"step_(0|[1-9][0-9]*)")
+
+
+class ReplayError(ValueError):
+    """An unusable replay source; the message names the file (and line and field for a malformed line)."""
+
+
+@dataclass(frozen=True)
+class RecordedStep:
+    """What the recorded run got back for one request."""
+
+    text: str
+    finish_reason: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    error: str | None  # set: the request was not served (no completion to parse)
+
+
+def find_result_file(path: str | Path, model_name: str | None = None) -> Path:
+    """The result file to replay: `path` itself, or `<path>/result/<model>/Wild-Tool-Bench_result.jsonl`
+    of a run directory (the only one there, or the one of `model_name` when there are several)."""
+    path = Path(path)
+    if path.is_file():
+        return path
+    if not path.is_dir():
+        raise ReplayError(f"{path}: no such file or directory (give a run directory or a result file)")
+    found = sorted((path / "result").glob(f"*/{RESULT_FILE_NAME}"))
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise ReplayError(f"{path}: not a run directory (no result/<model>/{RESULT_FILE_NAME})")
+    if model_name:
+        wanted = path / "result" / model_dir_name(model_name) / RESULT_FILE_NAME
+        if wanted in found:
+            return wanted
+    models = ", ".join(p.parent.name for p in found)
+    raise ReplayError(f"{path}: several result files ({models}); give the result file itself")
+
+
+def recorded_parser(result_file: str | Path) -> tuple[str | None, dict[str, Any]]:
+    """The parser the recorded run used and its options (e.g. thinking pre-filled by the template), from
+    the manifest of its run directory; (None, {}) when unknown."""
+    manifest = Path(result_file).resolve().parents[2] / MANIFEST_NAME
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, ValueError, IndexError):
+        return None, {}
+    if not isinstance(data, dict):
+        return None, {}
+    parser = data.get("parser")
+    options = data.get("parser_options")
+    return (parser if isinstance(parser, str) and parser else None,
+            options if isinstance(options, dict) else {})
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _number_at(values: Any, index: int, where: str, field: str, *, integer: bool) -> float:
+    """values[index] of a per-step list (0 when the list is absent or shorter)."""
+    if values is None:
+        return 0
+    if not isinstance(values, list):
+        raise ReplayError(f"{where}: {field}: expected a list, got {values!r}")
+    if index >= len(values):
+        return 0
+    value = values[index]
+    ok = _is_int(value) if integer else isinstance(value, int | float) and not isinstance(value, bool)
+    if not ok or value < 0:
+        wanted = "a non-negative integer" if integer else "a non-negative number"
+        raise ReplayError(f"{where}: {field}[{index}]: expected {wanted}, got {value!r}")
+    return value
+
+
+def _recorded_step(task: dict[str, Any], task_field: str, step: int, entry: Any,
+                   where: str) -> tuple[RecordedStep, bool]:
+    """The step's recording, and whether it carried a `raw` key at all."""
+    field = f"{task_field}.inference_log.step_{step}"
+    output = entry.get("inference_output") if isinstance(entry, dict) else None
+    if not isinstance(output, dict):
+        raise ReplayError(f"{where}: {field}.inference_output: expected an object, got {output!r}")
+    raw = output.get("raw")
+    if raw is not None and not isinstance(raw, str):
+        raise ReplayError(f"{where}: {field}.inference_output.raw: expected a string, got {raw!r}")
+    finish = output.get("finish_reason", "stop")
+    if not isinstance(finish, str):
+        raise ReplayError(f"{where}: {field}.inference_output.finish_reason: expected a string, got {finish!r}")
+    error = None
+    if raw is None or finish == "error":  # the request was not served: replay its failure
+        reason = output.get("error_reason")
+        error = reason if isinstance(reason, str) and reason else "the recorded request failed"
+    recorded = RecordedStep(
+        text=raw or "",
+        finish_reason="error" if error is not None else finish,
+        prompt_tokens=int(_number_at(task.get("input_token_count"), step, where,
+                                     f"{task_field}.input_token_count", integer=True)),
+        completion_tokens=int(_number_at(task.get("output_token_count"), step, where,
+                                         f"{task_field}.output_token_count", integer=True)),
+        latency_s=float(_number_at(task.get("latency"), step, where, f"{task_field}.latency", integer=False)),
+        error=error,
+    )
+    return recorded, "raw" in output
+
+
+def _parse_line(path: Path, lineno: int, text: str) -> tuple[str, list[tuple[ReplayKey, RecordedStep, bool]]]:
+    where = f"{path}:{lineno}"
+    try:
+        row = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ReplayError(f"{where}: line: not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(row, dict):
+        raise ReplayError(f"{where}: line: expected a JSON object, got {type(row).__name__}")
+    session_id = row.get("id")
+    if not isinstance(session_id, str) or not session_id:
+        raise ReplayError(f"{where}: id: expected a session id string, got {session_id!r}")
+    tasks = row.get("result")
+    if not isinstance(tasks, list):
+        raise ReplayError(f"{where}: result: expected a list of tasks, got {tasks!r}")
+    steps: list[tuple[ReplayKey, RecordedStep, bool]] = []
+    for position, task in enumerate(tasks):
+        field = f"result[{position}]"
+        if not isinstance(task, dict):
+            raise ReplayError(f"{where}: {field}: expected an object, got {task!r}")
+        log = task.get("inference_log")
+        if not isinstance(log, dict):
+            raise ReplayError(f"{where}: {field}.inference_log: expected an object, got {log!r}")
+        task_idx = log.get("task_idx", position)
+        if not _is_int(task_idx) or task_idx < 0:
+            raise ReplayError(f"{where}: {field}.inference_log.task_idx: expected a non-negative integer, "
+                              f"got {task_idx!r}")
+        for key, entry in log.items():
+            match = _STEP_KEY.fullmatch(key)
+            if match is None:
+                continue
+            step = int(match.group(1))
+            recorded, has_raw = _recorded_step(task, field, step, entry, where)
+            steps.append(((session_id, task_idx, step), recorded, has_raw))
+    return session_id, steps
+
+
+def load_recording(path: str | Path) -> dict[ReplayKey, RecordedStep]:
+    """Every recorded step of a result file by (session id, task index, step).
+
+    Raises ReplayError on a malformed line, a session recorded twice, an empty file, or a file without any
+    raw completion (a reply-level backend's)."""
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ReplayError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ReplayError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    steps: dict[ReplayKey, RecordedStep] = {}
+    first_line: dict[str, int] = {}
+    any_raw = False
+    for lineno, text in enumerate(lines, start=1):
+        if not text.strip():
+            continue
+        session_id, recorded = _parse_line(path, lineno, text)
+        if session_id in first_line:
+            raise ReplayError(f"{path}:{lineno}: id: session {session_id} recorded twice "
+                              f"(first on line {first_line[session_id]})")
+        first_line[session_id] = lineno
+        for key, step, has_raw in recorded:
+            steps[key] = step
+            any_raw = any_raw or has_raw
+    if not first_line:
+        raise ReplayError(f"{path}: no recorded sessions to replay")
+    if not any_raw:
+        raise ReplayError(f"{path}: no step records a raw completion (`raw`): a result file of a reply-level "
+                          "backend such as scripted holds parsed replies only; rerun those with "
+                          "--backend scripted --script FILE")
+    return steps
+
+
+class ReplayBackend(Backend):
+    """Raw completions of a finished run, by request id; no model, no prompt rendering."""
+
+    name: ClassVar[str] = "replay"
+    produces_text: ClassVar[bool] = True
+    needs_prompt: ClassVar[bool] = False  # answers by request id; the prompt is never looked at
+
+    def __init__(self, replay: str | Path, *, model_name: str | None = None, **_ignored: Any) -> None:
+        self.result_file = find_result_file(replay, model_name)
+        self.steps = load_recording(self.result_file)
+        self.sha256 = hashlib.sha256(self.result_file.read_bytes()).hexdigest()
+        self.answered = 0
+        self.unrecorded = 0  # requests the recorded run never made: the conversation diverged
+
+    async def generate(self, request: GenerationRequest) -> Completion:
+        recorded = self.steps.get((request.session_id, request.task_idx, request.step))
+        if recorded is None:
+            self.unrecorded += 1
+            return Completion(request_id=request.request_id, finish_reason="error",
+                              error=f"no recorded completion for {request.request_id}")
+        self.answered += 1
+        return Completion(request_id=request.request_id, text=recorded.text,
+                          prompt_tokens=recorded.prompt_tokens, completion_tokens=recorded.completion_tokens,
+                          finish_reason=recorded.finish_reason, latency_s=recorded.latency_s,
+                          error=recorded.error)
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": self.name, "replay": str(self.result_file), "replay_sha256": self.sha256,
+                "recorded_steps": len(self.steps), "answered": self.answered, "unrecorded": self.unrecorded}
