@@ -55,10 +55,13 @@ class OpenAIBackend(Backend):
                                         thread_name_prefix="wtb-openai")
         self._semaphore = asyncio.Semaphore(self.config.max_concurrency)
         try:
-            listing = await self._with_retries(lambda: self._call("GET", "/models", None))
+            # One attempt: a refused connection here means no server (or one still loading), and backing off
+            # would only delay the error; retries are for requests to a server that was up.
+            listing = await self._with_retries(lambda: self._call("GET", "/models", None), retries=0)
         except _Failed as exc:
             if exc.status != 404:  # a server without a model listing can still serve completions
-                raise RuntimeError(f"OpenAI server at {self._base} is not usable: {exc}") from None
+                raise RuntimeError(f"OpenAI server at {self._base} is not usable: {exc}; start it first and "
+                                   "wait until it is ready") from None
             listing = {}
         self._server_models = sorted(str(m.get("id")) for m in listing.get("data", []) if isinstance(m, dict))
 
@@ -102,17 +105,17 @@ class OpenAIBackend(Backend):
         except _Failed as exc:
             return error_completion(request, str(exc), started)
 
-    async def _with_retries(self, attempt: Any) -> dict[str, Any]:
+    async def _with_retries(self, attempt: Any, retries: int | None = None) -> dict[str, Any]:
         assert self._semaphore is not None and self._pool is not None
         loop = asyncio.get_running_loop()
-        retries = self.config.max_retries
+        retries = self.config.max_retries if retries is None else retries
         for n in range(retries + 1):
             try:
                 async with self._semaphore:
                     return await loop.run_in_executor(self._pool, attempt)
             except _Retryable as exc:
                 if n == retries:
-                    raise _Failed(f"{exc} (gave up after {retries + 1} attempts)") from None
+                    raise _Failed(f"{exc} (gave up after {retries + 1} attempts)" if retries else str(exc)) from None
             # Back off outside the semaphore so waiting retries do not block fresh requests.
             await asyncio.sleep(self.config.retry_backoff_s * 2**n)
         raise _Failed("unreachable: retry loop ended without a result")

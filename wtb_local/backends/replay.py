@@ -177,7 +177,8 @@ def load_recording(path: str | Path) -> dict[ReplayKey, RecordedStep]:
     raw completion (a reply-level backend's)."""
     path = Path(path)
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        # "\n" only: splitlines() also breaks at U+2028/U+0085, which a raw completion may hold.
+        lines = path.read_text(encoding="utf-8").split("\n")
     except OSError as exc:
         raise ReplayError(f"{path}: cannot read ({exc.strerror or exc})") from None
     except UnicodeDecodeError as exc:

@@ -71,21 +71,24 @@ def load_script(path: str | Path) -> dict[ScriptKey, dict[str, Any]]:
     path = Path(path)
     replies: dict[ScriptKey, dict[str, Any]] = {}
     first_line: dict[ScriptKey, int] = {}
-    with path.open(encoding="utf-8") as handle:
-        for lineno, text in enumerate(handle, start=1):
-            if not text.strip():
-                continue
-            parsed = _parse_row(path, lineno, text)
-            if parsed is None:
-                continue
-            key, reply = parsed
-            if key in replies:
-                raise ScriptError(
-                    f"{path}:{lineno}: step: duplicate reply for {key[0]} task {key[1]} step {key[2]} "
-                    f"(first on line {first_line[key]})"
-                )
-            replies[key] = reply
-            first_line[key] = lineno
+    try:
+        lines = path.read_text(encoding="utf-8").split("\n")  # not splitlines(): U+2028 may sit in a string
+    except UnicodeDecodeError as exc:
+        raise ScriptError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    for lineno, text in enumerate(lines, start=1):
+        if not text.strip():
+            continue
+        parsed = _parse_row(path, lineno, text)
+        if parsed is None:
+            continue
+        key, reply = parsed
+        if key in replies:
+            raise ScriptError(
+                f"{path}:{lineno}: step: duplicate reply for {key[0]} task {key[1]} step {key[2]} "
+                f"(first on line {first_line[key]})"
+            )
+        replies[key] = reply
+        first_line[key] = lineno
     return replies
 
 

@@ -8,6 +8,7 @@ the main job and means `python -m wtb_local run --model M ...`.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 import click
@@ -60,4 +61,6 @@ def main(argv: list[str] | None = None) -> None:
     # Options without a command mean the main job.
     if args and args[0].startswith("-") and args[0] not in ("-h", "--help", "--version"):
         args.insert(0, "run")
+    elif not args and os.environ.get("WTB_MODEL"):
+        args = ["run"]  # `WTB_MODEL=M python -m wtb_local`: the main job, driven by the WTB_* twins
     cli.main(args=args, prog_name="python -m wtb_local", auto_envvar_prefix="WTB")

@@ -97,7 +97,8 @@ def verify(path: str, expected_sha1: str, schema_only: bool) -> None:
     tasks = sum(len(s.english_tasks) for s in sessions)
     click.echo(f"schema: valid ({len(sessions)} sessions, {tasks} tasks, {len(warnings)} warnings)")
     if not matches and not schema_only:
-        raise click.ClickException("the file is valid but is not the pinned release file")
+        raise click.ClickException("the file is valid but is not the pinned release file "
+                                   "(--schema-only checks a file that is not the release)")
 
 
 @data.command(name="stats")

@@ -59,10 +59,13 @@ def parse_file(
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     source = getattr(file, "name", "<stdin>")
-    for lineno, line in enumerate(file, start=1):
-        if not line.strip():
-            continue
-        out.write(json.dumps(parse_row(parser, line, f"{source}:{lineno}"), ensure_ascii=False) + "\n")
+    try:
+        for lineno, line in enumerate(file, start=1):
+            if not line.strip():
+                continue
+            out.write(json.dumps(parse_row(parser, line, f"{source}:{lineno}"), ensure_ascii=False) + "\n")
+    except UnicodeDecodeError as exc:  # decoded a block at a time while read: no line number to give
+        raise click.ClickException(f"{source}: not UTF-8 text ({exc.reason})") from None
 
 
 def parse_row(parser: ToolParser, line: str, where: str) -> dict[str, Any]:

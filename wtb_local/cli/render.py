@@ -35,23 +35,26 @@ def render(model: str, session_id: str | None, task: int, step: int, dataset: st
            thinking: bool | None, template_kwarg: tuple[str, ...], revision: str | None,
            trust_remote_code: bool) -> None:
     """Print the prompt MODEL is given for one step (stdout) and the template choice (stderr)."""
-    from wtb_local.dataset import DatasetError, load_dataset
+    from wtb_local.dataset import load_dataset
     from wtb_local.rendering.kwargs import parse_template_kwargs
     from wtb_local.rendering.renderer import PromptRenderer
-    from wtb_local.rendering.templates import TemplateError
 
     try:
         kwargs = parse_template_kwargs(template_kwarg)
-        sessions = load_dataset(dataset, quiet=True)
+        sessions = load_dataset(dataset)  # not quiet: say so when `release` falls back to the sample
         messages, tools = _step_request(sessions, session_id, task, step)
+    except ValueError as exc:  # DatasetError included
+        raise click.ClickException(str(exc)) from None
+    try:
         renderer = PromptRenderer.from_pretrained(model, revision=revision, trust_remote_code=trust_remote_code,
                                                   chat_template=chat_template, template_kwargs=kwargs,
                                                   thinking=thinking)
         rendered = renderer.render(messages, tools)
-    except (DatasetError, TemplateError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from None
+    except ValueError as exc:  # TemplateError, --thinking without a switch, a tokenizer transformers rejects
+        # transformers' messages span several lines; the CLI's errors are one line.
+        raise click.ClickException(" ".join(str(exc).split())) from None
     except OSError as exc:  # tokenizer files missing or unreadable, hub unreachable offline
-        raise click.ClickException(f"{model}: cannot load the tokenizer: {exc}") from None
+        raise click.ClickException(f"{model}: cannot load the tokenizer: {' '.join(str(exc).split())}") from None
 
     sys.stdout.write(rendered.text)
     sys.stdout.flush()

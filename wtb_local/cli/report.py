@@ -34,14 +34,18 @@ def report(paths: tuple[str, ...], tables: tuple[str, ...], paper: bool, thinkin
     from wtb_local.reports import metric_row, paper_row, print_tables
     from wtb_local.scoring import ScoringError, read_metric
 
-    rows = []
-    shown_paper: set[str] = set()
+    metrics = []
     for path in paths:
         try:
-            metric = read_metric(path)
+            metrics.append(read_metric(path))
         except ScoringError as exc:
             raise click.ClickException(str(exc)) from None
-        rows.append(metric_row(metric))
+    names = [str(metric.get("model_name", "model")) for metric in metrics]
+    rows = []
+    shown_paper: set[str] = set()
+    for path, name, metric in zip(paths, names, metrics, strict=True):
+        # Runs of one model (sample vs release, two parsers) share a model name: tell them apart by path.
+        rows.append(metric_row(metric, f"{name} ({path})" if names.count(name) > 1 else name))
         known = paper_row(str(metric.get("model_name", "")), thinking) if paper else None
         if known is not None and known.label not in shown_paper:
             shown_paper.add(known.label)

@@ -7,7 +7,10 @@ the paper's. Every option has a `WTB_*` environment twin; engine flags mirror vL
 
 from __future__ import annotations
 
+import re
 import sys
+from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import click
@@ -15,13 +18,17 @@ import click
 from wtb_local.runner.loop import SCHEDULING_MODES
 
 _BACKENDS = ("auto", "vllm", "transformers", "openai", "oracle", "scripted", "replay")
+# Names both vLLM and the transformers backend accept (a typo would otherwise fail only after model load).
+_DTYPES = ("auto", "bfloat16", "float16", "float32", "half", "float")
 
 
 def _sessions(_ctx: click.Context, _param: click.Parameter, value: str | None) -> list[str] | None:
     if value is None:
         return None
     ids = [part.strip() for part in value.replace(" ", ",").split(",") if part.strip()]
-    return ids or None
+    if not ids:  # an empty list must not silently mean "every session"
+        raise click.BadParameter(f"no session id in {value!r}; give ids or numbers, e.g. 0,3")
+    return ids
 
 
 @click.command(name="run")
@@ -60,9 +67,9 @@ def _sessions(_ctx: click.Context, _param: click.Parameter, value: str | None) -
                    "--no-resume starts afresh, replacing its results.")
 @click.option("--overwrite", is_flag=True, default=False, envvar="WTB_OVERWRITE",
               help="Discard the run directory's results and start afresh.")
-@click.option("--temperature", type=float, envvar="WTB_TEMPERATURE",
+@click.option("--temperature", type=click.FloatRange(min=0.0), envvar="WTB_TEMPERATURE",
               help="Sampling temperature (default: the model's generation_config, the paper's protocol).")
-@click.option("--top-p", type=float, envvar="WTB_TOP_P",
+@click.option("--top-p", type=click.FloatRange(min=0.0, max=1.0, min_open=True), envvar="WTB_TOP_P",
               help="Top-p (default: the model's generation_config).")
 @click.option("--max-new-tokens", type=click.IntRange(min=1), default=512, show_default=True,
               envvar="WTB_MAX_NEW_TOKENS", help="Tokens generated per step at most (paper: 512).")
@@ -71,20 +78,23 @@ def _sessions(_ctx: click.Context, _param: click.Parameter, value: str | None) -
 @click.option("--revision", envvar="WTB_REVISION", help="Model revision (branch, tag or commit).")
 @click.option("--trust-remote-code", is_flag=True, default=False, envvar="WTB_TRUST_REMOTE_CODE",
               help="Allow the model repository's own code (off unless asked).")
-@click.option("--dtype", default="auto", show_default=True, envvar="WTB_DTYPE")
-@click.option("--quantization", envvar="WTB_QUANTIZATION")
+@click.option("--dtype", type=click.Choice(_DTYPES, case_sensitive=False), default="auto", show_default=True,
+              envvar="WTB_DTYPE", help="Weight and activation dtype (vllm, transformers); auto: the checkpoint's.")
+@click.option("--quantization", envvar="WTB_QUANTIZATION",
+              help="vLLM: quantization method, e.g. fp8, awq, gptq (default: from the checkpoint's config).")
 @click.option("--max-model-len", type=click.IntRange(min=1), envvar="WTB_MAX_MODEL_LEN",
               help="Context window; longer prompts become step errors.")
 @click.option("--tensor-parallel-size", type=click.IntRange(min=1), default=1, show_default=True,
-              envvar="WTB_TENSOR_PARALLEL_SIZE")
+              envvar="WTB_TENSOR_PARALLEL_SIZE", help="vLLM: GPUs the model is split over (tensor parallel).")
 @click.option("--pipeline-parallel-size", type=click.IntRange(min=1), default=1, show_default=True,
-              envvar="WTB_PIPELINE_PARALLEL_SIZE")
+              envvar="WTB_PIPELINE_PARALLEL_SIZE", help="vLLM: pipeline-parallel stages.")
 @click.option("--gpu-memory-utilization", type=click.FloatRange(min=0.0, max=1.0, min_open=True),
               envvar="WTB_GPU_MEMORY_UTILIZATION",
               help="vLLM: share of GPU memory to use [default: 0.9; 0.2 of host RAM on vLLM's CPU build].")
 @click.option("--max-num-seqs", type=click.IntRange(min=1), envvar="WTB_MAX_NUM_SEQS",
               help="vLLM: sequences per batch; openai: concurrent requests.")
-@click.option("--enforce-eager", is_flag=True, default=False, envvar="WTB_ENFORCE_EAGER")
+@click.option("--enforce-eager", is_flag=True, default=False, envvar="WTB_ENFORCE_EAGER",
+              help="vLLM: no CUDA graphs (less memory, slower decoding).")
 @click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True,
               envvar="WTB_BATCH_SIZE",
               help="transformers: prompts per generate call.")
@@ -105,9 +115,11 @@ def run(**options: Any) -> None:
     except (RunError, ValueError) as exc:  # DatasetError, ScoringError, TemplateError are ValueErrors
         raise click.ClickException(str(exc)) from None
     except OSError as exc:
-        raise click.ClickException(f"{exc.filename or ''}: {exc.strerror or exc}") from None
+        where = f"{exc.filename}: " if exc.filename else ""
+        raise click.ClickException(f"{where}{exc.strerror or exc}") from None
 
     from wtb_local.reports import metric_row, paper_row, print_tables
+    from wtb_local.resources import sample_dataset_path
 
     paths = outcome.paths
     click.echo(f"result:   {paths.result_file}")
@@ -115,6 +127,13 @@ def run(**options: Any) -> None:
     click.echo(f"manifest: {paths.run_dir / 'manifest.json'}")
     if outcome.manifest.get("status") != "complete":
         click.echo(f"warning: run status {outcome.manifest.get('status')}", err=True)
+    failed = failed_requests(outcome.result_rows, set(outcome.ran_sessions))
+    if failed:
+        # The progress line only counts them; say why, or a 0% row looks like the model's fault.
+        reasons = ", ".join(f"{reason} ({count})" for reason, count in failed.most_common(3))
+        more = f", {len(failed) - 3} other reason(s)" if len(failed) > 3 else ""
+        click.echo(f"warning: {sum(failed.values())} request(s) failed and were scored as step errors: "
+                   f"{reasons}{more}", err=True)
     run_settings = outcome.settings
     rows = [metric_row(outcome.metric, run_settings.model_name)]
     paper = paper_row(run_settings.model or run_settings.model_name, run_settings.thinking)
@@ -122,11 +141,32 @@ def run(**options: Any) -> None:
     sessions = outcome.metric.get("total_info", {}).get("session", {}).get("total_count", 0)
     if paper and sessions != RELEASE_SESSIONS:
         # The paper's row is over the whole release; a partial or sample run is not comparable with it.
+        # `release` falls back to the embedded sample when it cannot be fetched: say which file was read.
+        dataset = run_settings.dataset
+        used = (outcome.manifest.get("dataset") or {}).get("path")
+        if dataset == "release" and used and Path(used) == sample_dataset_path():
+            dataset = "the embedded sample: the release was unavailable"
         click.echo(f"note: {sessions} of the release's {RELEASE_SESSIONS} sessions were scored "
-                   f"(dataset: {run_settings.dataset}); the paper's row is over all {RELEASE_SESSIONS}.")
+                   f"(dataset: {dataset}); the paper's row is over all {RELEASE_SESSIONS}.")
 
 
 RELEASE_SESSIONS = 256
+
+
+def failed_requests(result_rows: list[dict[str, Any]], sessions: set[str]) -> Counter[str]:
+    """Why the requests of these sessions failed (steps with finish_reason "error"), by reason with its
+    numbers masked: "prompt too long: N tokens > max_model_len N" once, not once per length."""
+    reasons: Counter[str] = Counter()
+    for row in result_rows:
+        if row.get("id") not in sessions:
+            continue
+        for task in row.get("result") or []:
+            log = task.get("inference_log") if isinstance(task, dict) else None
+            for key, step in (log or {}).items():
+                output = step.get("inference_output") if key.startswith("step_") and isinstance(step, dict) else None
+                if isinstance(output, dict) and output.get("finish_reason") == "error":
+                    reasons[re.sub(r"\d+", "N", str(output.get("error_reason") or "unknown"))] += 1
+    return reasons
 
 
 # `--help` lists each option's environment twin.

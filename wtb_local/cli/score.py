@@ -45,18 +45,23 @@ def score(
     result_file: str, dataset: str, out_dir: str, model_name: str | None, thinking: bool | None
 ) -> None:
     """Score RESULT_FILE (a result file, or a score file to re-count) and print its table rows."""
-    from wtb_local.dataset import DatasetError, load_dataset
+    from wtb_local.dataset import DatasetError, dataset_sha256, read_dataset, resolve_dataset
     from wtb_local.reports import print_tables, report_rows
     from wtb_local.scoring import ScoringError, score_file, write_score_files
 
     try:
-        sessions = load_dataset(dataset)
+        dataset_path = resolve_dataset(dataset)
+        sessions, warnings = read_dataset(dataset_path)
+        for warning in warnings:
+            click.echo(f"warning: {warning}", err=True)
+        _check_recorded_dataset(result_file, dataset_sha256(dataset_path), dataset)
         scored = score_file(result_file, sessions, model_name)
         score_path, metric_path = write_score_files(
             out_dir, scored.model_name, scored.score_rows, scored.metric, nested=False
         )
     except (DatasetError, ScoringError) as exc:
-        raise click.ClickException(str(exc)) from None
+        hint = " (pass --dataset release or the dataset file)" if "is not in the dataset" in str(exc) else ""
+        raise click.ClickException(f"{exc}{hint}") from None
     except OSError as exc:
         raise click.ClickException(
             f"{exc.filename or out_dir}: cannot write: {exc.strerror or exc}"
@@ -69,3 +74,23 @@ def score(
     click.echo(f"score:  {score_path}")
     click.echo(f"metric: {metric_path}")
     print_tables(report_rows(scored.metric, scored.model_name, thinking))
+
+
+def _check_recorded_dataset(result_file: str, sha256: str, dataset: str) -> None:
+    """Refuse a result file of a run directory whose manifest records another dataset: session ids match
+    across datasets (wild_tool_bench_N), so scoring against the wrong one gives wrong labels silently."""
+    import json
+    from pathlib import Path
+
+    parents = Path(result_file).resolve().parents
+    if len(parents) < 3:
+        return
+    manifest = parents[2] / "manifest.json"  # RUN/result/<model>/Wild-Tool-Bench_result.jsonl
+    try:
+        recorded = json.loads(manifest.read_text(encoding="utf-8"))["config"]["dataset_sha256"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return  # not inside a run directory (a reference result file): nothing to compare with
+    if isinstance(recorded, str) and recorded != sha256:
+        raise click.ClickException(
+            f"{result_file}: its run's {manifest} records dataset sha256 {recorded[:12]}..., but --dataset "
+            f"{dataset} has sha256 {sha256[:12]}...; pass the dataset the run used")

@@ -32,7 +32,8 @@ def read_dataset(path: str | Path) -> tuple[list[Session], list[str]]:
         raise DatasetError(label, f"not UTF-8 text (byte {exc.start})", line=line) from None
     sessions: list[Session] = []
     warnings: list[str] = []
-    for lineno, line_text in enumerate(text.splitlines(), start=1):
+    # "\n" only: splitlines() also breaks at U+2028/U+0085, which JSON strings may hold unescaped.
+    for lineno, line_text in enumerate(text.split("\n"), start=1):
         if not line_text.strip():
             continue
         session, line_warnings = validate_line(line_text, path=label, line=lineno, position=len(sessions))

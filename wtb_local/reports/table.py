@@ -4,6 +4,7 @@ plain text otherwise. Values are percentages with two decimals, as the paper pri
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -52,13 +53,19 @@ class ReportRow:
 
 
 def metric_values(metric: dict[str, Any], table: int) -> dict[str, float]:
-    """Table 6 or 7 values of a metric dict, in %. A missing bucket reads 0.0."""
+    """Table 6 or 7 values of a metric dict, in %. A bucket without tasks (missing, or a count of 0) reads
+    NaN and prints as `-`: the reference writes accuracy 0.0 there, which would read as a real 0%."""
     sources = _TABLE6_SOURCES if table == 6 else _TABLE7_SOURCES
     values = {}
     for column, (section, bucket, key) in sources.items():
-        number = metric.get(section, {}).get(bucket, {}).get(key, 0.0)
-        values[column] = 100.0 * float(number)
+        entry = metric.get(section, {}).get(bucket)
+        total = entry.get("total_count", entry.get("total_step")) if isinstance(entry, dict) else 0
+        values[column] = 100.0 * float(entry.get(key, 0.0)) if total else math.nan
     return values
+
+
+def _cell(value: float) -> str:
+    return "-" if math.isnan(value) else f"{value:.2f}"
 
 
 def metric_row(metric: dict[str, Any], label: str | None = None) -> ReportRow:
@@ -92,7 +99,7 @@ def format_plain(rows: Sequence[ReportRow], table: int) -> str:
     """Aligned plain text of the rows that have values for `table`."""
     present = [row for row in rows if table in row.values]
     headers = ("model", *HEADERS[table])
-    lines = [[row.label, *(f"{row.values[table][c]:.2f}" for c in COLUMNS[table])] for row in present]
+    lines = [[row.label, *(_cell(row.values[table][c]) for c in COLUMNS[table])] for row in present]
     widths = [max(len(cells[i]) for cells in [list(headers), *lines]) for i in range(len(headers))]
 
     def join(cells: Sequence[str]) -> str:
@@ -135,5 +142,5 @@ def print_tables(
         for row in rows:
             if table in row.values:
                 style = "dim" if row.label.startswith("paper: ") else None
-                grid.add_row(row.label, *(f"{row.values[table][c]:.2f}" for c in COLUMNS[table]), style=style)
+                grid.add_row(row.label, *(_cell(row.values[table][c]) for c in COLUMNS[table]), style=style)
         console.print(grid)

@@ -51,8 +51,9 @@ def settings_from_options(options: dict[str, Any]) -> RunSettings:
     try:
         template_kwargs = resolve_template_kwargs(opts.get("model") or "", opts.get("thinking"),
                                                   list(opts.get("template_kwarg") or ()))
-    except ValueError as exc:
-        raise RunError(f"--template-kwarg: {exc}") from None
+    except ValueError as exc:  # the message usually names its option already
+        message = str(exc)
+        raise RunError(message if message.startswith("--") else f"--template-kwarg: {message}") from None
     sampling = SamplingConfig(temperature=opts.get("temperature"), top_p=opts.get("top_p"),
                               max_new_tokens=opts.get("max_new_tokens") or 512, seed=opts.get("seed") or 0)
     fields = {name: opts[name] for name in RunSettings.model_fields if opts.get(name) is not None}

@@ -56,11 +56,21 @@ def _local_config(model: str | None) -> dict[str, Any] | None:
 def load_renderer(settings: RunSettings, *, local_only: bool = False) -> Any:
     """The model's prompt renderer; `local_only`: from a local directory or the hub cache, no network."""
     from wtb_local.rendering.renderer import PromptRenderer
+    from wtb_local.rendering.templates import TemplateError
 
+    if not settings.model:
+        raise RunError(f"--backend {settings.backend} needs --model")
     if not local_only:
-        return PromptRenderer.from_pretrained(
-            settings.model, revision=settings.revision, trust_remote_code=settings.trust_remote_code,
-            chat_template=settings.chat_template, template_kwargs=settings.template_kwargs)
+        try:
+            return PromptRenderer.from_pretrained(
+                settings.model, revision=settings.revision, trust_remote_code=settings.trust_remote_code,
+                chat_template=settings.chat_template, template_kwargs=settings.template_kwargs)
+        except TemplateError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - hub, file and tokenizer errors all mean "no tokenizer"
+            # transformers' messages span several lines; the CLI's errors are one line.
+            raise RunError(f"--model {settings.model}: cannot load the tokenizer: "
+                           f"{' '.join(str(exc).split())}") from None
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(settings.model, revision=settings.revision,
@@ -180,6 +190,8 @@ def resolve_settings(settings: RunSettings) -> RunSettings:
                        f"{', '.join(backend_names())}")
     if settings.backend == "scripted" and settings.script:
         settings.script_sha256 = _file_sha256(settings.script)
+    if settings.backend == "openai" and not settings.base_url:  # before the tokenizer is fetched
+        raise RunError("--backend openai needs --base-url (e.g. http://127.0.0.1:8000/v1)")
     if not settings.model_name:
         settings.model_name = settings.model or settings.backend
     if settings.backend == "replay":
@@ -205,6 +217,19 @@ def _resolve_replay(settings: RunSettings) -> None:
     # A fresh run into the replayed directory would truncate the very file being replayed.
     if run_paths(settings).result_file.resolve() == result_file.resolve():
         raise RunError(f"--replay: {result_file} is the result file this run writes; pass another --out")
+
+
+def _recorded_only(settings: RunSettings, selected: list[Any], stderr: Any) -> list[Any]:
+    """A replay without --sessions/--limit replays the sessions the recording holds: a recorded partial run
+    (`--limit 2`) would otherwise score every other session as all-error tasks."""
+    from wtb_local.backends.replay import load_recording
+
+    recorded = {key[0] for key in load_recording(str(settings.replay))}
+    kept = [session for session in selected if session.id in recorded]
+    if len(kept) < len(selected):
+        print(f"replay: {len(kept)} of the dataset's {len(selected)} sessions are recorded in {settings.replay}; "
+              "replaying those (--sessions or --limit choose others)", file=stderr or sys.stderr)
+    return kept
 
 
 @dataclass
@@ -234,6 +259,8 @@ def prepare_run(settings: RunSettings, renderer: Any = None, stderr: Any = None)
         print(f"warning: {warning}", file=stderr or sys.stderr)
     settings.dataset_sha256 = dataset_sha256(dataset_path)
     selected = select_sessions(sessions, settings.sessions, settings.limit)
+    if settings.backend == "replay" and settings.sessions is None and settings.limit is None:
+        selected = _recorded_only(settings, selected, stderr)
 
     # A text backend needs the renderer; the oracle uses the template when a tokenizer is on disk.
     note = None

@@ -36,7 +36,9 @@ def read_jsonl(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ScoringError(f"{path}: cannot read: {_one_line(exc)}") from None
     rows: list[tuple[int, dict[str, Any]]] = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    # "\n" only: splitlines() also breaks at U+2028/U+0085, which a raw completion may hold unescaped
+    # (rows are written with ensure_ascii=False, as the reference writes them).
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
