@@ -1,13 +1,17 @@
-"""The OpenAI backend end to end against a fake loopback server, and resume after SIGKILL mid-run."""
+"""The OpenAI backend end to end against a fake loopback server, and resume after SIGKILL / SIGTERM
+(SLURM preemption) mid-run."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from tests.runner.conftest import RESULT_NAME, invoke, read_jsonl, run_files, without_timing
 from tests.runner.fake_openai import fake_openai_server
@@ -75,7 +79,8 @@ def test_openai_backend_end_to_end(qwen_tiny_dir: Path, tmp_path: Path) -> None:
     assert request["prompt"].startswith("<|im_start|>system")
 
 
-def test_resume_after_sigkill_gives_the_same_files(qwen_tiny_dir: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+def test_resume_after_a_kill_gives_the_same_files(qwen_tiny_dir: Path, tmp_path: Path, sig: int) -> None:
     from wtb_local.dataset import load_dataset
 
     sessions = load_dataset("sample")
@@ -95,8 +100,17 @@ def test_resume_after_sigkill_gives_the_same_files(qwen_tiny_dir: Path, tmp_path
                     break
                 time.sleep(0.1)
             assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
-            os.kill(proc.pid, signal.SIGKILL)
+            os.kill(proc.pid, sig)
+            if sig == signal.SIGTERM:  # handled like Ctrl-C: a clean stop that says how to resume
+                server.release.set()  # let requests held by the fake server return so the loop can stop
+                assert proc.wait(timeout=60) == 130
+                assert "rerun the same command to resume" in proc.stderr.read().decode()
+                manifest = json.loads((killed / "manifest.json").read_text())
+                assert manifest["status"] == "interrupted"
+                server.release.clear()
         finally:
+            if proc.poll() is None:
+                proc.kill()
             proc.wait(timeout=30)
         assert [r["id"] for r in read_jsonl(result_file)] == ["wild_tool_bench_0", "wild_tool_bench_1"]
         server.hold_markers = []

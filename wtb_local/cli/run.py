@@ -112,6 +112,9 @@ def run(**options: Any) -> None:
     try:
         settings = settings_from_options(options)
         outcome = run_job(settings)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM (e.g. SLURM preemption): finished sessions are on disk
+        click.echo("interrupted: finished sessions are kept; rerun the same command to resume", err=True)
+        sys.exit(130)
     except (RunError, ValueError) as exc:  # DatasetError, ScoringError, TemplateError are ValueErrors
         raise click.ClickException(str(exc)) from None
     except OSError as exc:

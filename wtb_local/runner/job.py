@@ -9,9 +9,13 @@ score and metric files next to it (paths.py has the layout).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
+import signal
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -193,4 +197,23 @@ def score_run(result_rows: list[dict[str, Any]], sessions: list[Any], model_name
 
 
 def run_job(settings: RunSettings, **kwargs: Any) -> RunOutcome:
-    return asyncio.run(run_job_async(settings, **kwargs))
+    """The main job. SIGTERM (SLURM preemption, `kill`) is handled like Ctrl-C: finished sessions are kept,
+    the manifest says "interrupted", and KeyboardInterrupt propagates so the caller can say how to resume."""
+    with _sigterm_as_interrupt():
+        return asyncio.run(run_job_async(settings, **kwargs))
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
