@@ -13,9 +13,9 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable
-from itertools import combinations
 
 from wtb_local.evaluator.paths import TaskGraph
+from wtb_local.testing.reference_paths import enumerate_paths
 
 Step = tuple[int, ...]
 
@@ -34,46 +34,8 @@ def lazy(names: list[str], deps: list[list[int]]) -> int:
     return graph.min_length
 
 
-def enumerate_all(names: list[str], deps: list[list[int]]) -> list[tuple[Step, ...]]:
-    """Every path, by the spec's rules taken literally (what the reference materialises)."""
-    n = len(names)
-    paths: list[tuple[Step, ...]] = []
-
-    def dfs(visited: frozenset[int], path: tuple[Step, ...]) -> None:
-        if len(visited) == n:
-            paths.append(path)
-            return
-        ready = [i for i in range(n) if i not in visited and set(deps[i]) <= visited]
-        runs: list[list[int]] = []
-        for i in ready:
-            if runs and names[runs[-1][-1]] == names[i]:
-                runs[-1].append(i)
-            else:
-                runs.append([i])
-        restricted = {c for run in runs if len(run) > 1 for r in range(1, len(run)) for c in combinations(run, r)}
-        complete = [tuple(run) for run in runs if len(run) > 1]
-        seen: set[str] = set()
-        for r in range(1, len(ready) + 1):
-            for comb in combinations(ready, r):
-                key = "|".join(names[i] for i in comb)
-                if key in seen:
-                    continue
-                seen.add(key)
-                prefixes = [comb[: i + 1] for i in range(len(comb))]
-                dropped = any(p in restricted for p in prefixes) and not any(p in complete for p in prefixes)
-                if len(comb) > 1 and dropped:
-                    continue
-                steps: list[Step] = [comb]
-                if len(comb) == 1:
-                    steps = next(([(i,) for i in run] for run in complete if run[0] == comb[0]), steps)
-                dfs(visited | {i for s in steps for i in s}, path + tuple(steps))
-
-    dfs(frozenset(), ())
-    return paths
-
-
 def brute_force(names: list[str], deps: list[list[int]]) -> int:
-    paths = enumerate_all(names, deps)
+    paths = enumerate_paths(names, deps)
     min_length = min(len(p) for p in paths)
     first = next(p for p in paths if len(p) == min_length)
     for step in range(len(first)):
@@ -103,7 +65,7 @@ def main() -> None:
         if n <= 7:
             brute_s, brute_min = best_time(brute_force, n, 1)
             assert brute_min == min_length
-            count = len(enumerate_all(*independent_task(n)))
+            count = len(enumerate_paths(*independent_task(n)))
             print(f"{n:>5}  {lazy_s * 1000:>9.2f} ms  {count:>10,}  {brute_s:>10.2f} s  {brute_s / lazy_s:>8.0f}x")
         else:
             print(f"{n:>5}  {lazy_s * 1000:>9.2f} ms  {'-':>10}  {'-':>12}  {'-':>9}")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from itertools import combinations
 from pathlib import Path
 
 import pytest
@@ -11,61 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from wtb_local.evaluator.paths import TaskGraph
+from wtb_local.testing.reference_paths import enumerate_paths as brute_force_paths
 
 FIXTURES = Path(__file__).parent / "fixtures" / "vectors"
 GRAPH_FILES = [FIXTURES / "sessions" / "graph.jsonl", FIXTURES / "special_graphs.jsonl"]
 
 Step = tuple[int, ...]
 Path_ = tuple[Step, ...]
-
-
-def brute_force_paths(names: list[str], deps: list[list[int]]) -> list[Path_]:
-    """Every path, following spec §2's rules literally (exponential: tests only)."""
-    n = len(names)
-    paths: list[Path_] = []
-
-    def dfs(visited: frozenset[int], path: tuple[Step, ...]) -> None:
-        if len(visited) == n:
-            paths.append(path)
-            return
-        ready = [i for i in range(n) if i not in visited and set(deps[i]) <= visited]
-        runs: list[list[int]] = []
-        for i in ready:
-            if runs and names[runs[-1][-1]] == names[i]:
-                runs[-1].append(i)
-            else:
-                runs.append([i])
-        restricted: set[Step] = set()
-        complete: list[Step] = []
-        for run in runs:
-            if len(run) > 1:
-                for r in range(1, len(run)):
-                    restricted.update(combinations(run, r))
-                complete.append(tuple(run))
-        seen: set[str] = set()
-        moves: list[Step] = []
-        for r in range(1, len(ready) + 1):
-            for comb in combinations(ready, r):
-                key = "|".join(names[i] for i in comb)
-                if key not in seen:
-                    seen.add(key)
-                    moves.append(comb)
-        for comb in moves:
-            if len(comb) > 1:
-                prefixes = [comb[: i + 1] for i in range(len(comb))]
-                if any(p in restricted for p in prefixes) and not any(p in complete for p in prefixes):
-                    continue
-            steps: list[Step] = [comb]
-            if len(comb) == 1:
-                for run in complete:
-                    if comb[0] == run[0]:
-                        steps = [(i,) for i in run]
-                        break
-            taken = {i for step in steps for i in step}
-            dfs(visited | taken, path + tuple(steps))
-
-    dfs(frozenset(), ())
-    return paths
 
 
 def expected_candidates(

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from wtb_local.backends.base import Backend
+from wtb_local.jsonl import json_lines
 from wtb_local.schema import Completion, GenerationRequest
 from wtb_local.scoring.files import RESULT_FILE_NAME, model_dir_name
 
@@ -177,8 +178,7 @@ def load_recording(path: str | Path) -> dict[ReplayKey, RecordedStep]:
     raw completion (a reply-level backend's)."""
     path = Path(path)
     try:
-        # "\n" only: splitlines() also breaks at U+2028/U+0085, which a raw completion may hold.
-        lines = path.read_text(encoding="utf-8").split("\n")
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ReplayError(f"{path}: cannot read ({exc.strerror or exc})") from None
     except UnicodeDecodeError as exc:
@@ -186,10 +186,8 @@ def load_recording(path: str | Path) -> dict[ReplayKey, RecordedStep]:
     steps: dict[ReplayKey, RecordedStep] = {}
     first_line: dict[str, int] = {}
     any_raw = False
-    for lineno, text in enumerate(lines, start=1):
-        if not text.strip():
-            continue
-        session_id, recorded = _parse_line(path, lineno, text)
+    for lineno, line in json_lines(text):
+        session_id, recorded = _parse_line(path, lineno, line)
         if session_id in first_line:
             raise ReplayError(f"{path}:{lineno}: id: session {session_id} recorded twice "
                               f"(first on line {first_line[session_id]})")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from wtb_local.backends.base import Backend
+from wtb_local.jsonl import json_lines
 from wtb_local.schema import Completion, GenerationRequest
 
 ScriptKey = tuple[str, int, int]
@@ -72,13 +73,11 @@ def load_script(path: str | Path) -> dict[ScriptKey, dict[str, Any]]:
     replies: dict[ScriptKey, dict[str, Any]] = {}
     first_line: dict[ScriptKey, int] = {}
     try:
-        lines = path.read_text(encoding="utf-8").split("\n")  # not splitlines(): U+2028 may sit in a string
+        text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise ScriptError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    for lineno, text in enumerate(lines, start=1):
-        if not text.strip():
-            continue
-        parsed = _parse_row(path, lineno, text)
+    for lineno, line in json_lines(text):
+        parsed = _parse_row(path, lineno, line)
         if parsed is None:
             continue
         key, reply = parsed

@@ -22,6 +22,17 @@ def data() -> None:
     """Fetch, verify and describe the dataset."""
 
 
+# The pinned release's git blob SHA-1, for both `fetch` and `verify`.
+_sha1_option = click.option(
+    "--sha1",
+    "expected_sha1",
+    default=RELEASE_BLOB_SHA1,
+    show_default=True,
+    envvar="WTB_DATASET_SHA1",
+    help="Expected git blob SHA-1 of the file.",
+)
+
+
 @data.command(name="fetch")
 @click.option(
     "--url",
@@ -30,14 +41,7 @@ def data() -> None:
     envvar="WTB_DATASET_URL",
     help="Where to download the release file from.",
 )
-@click.option(
-    "--sha1",
-    "expected_sha1",
-    default=RELEASE_BLOB_SHA1,
-    show_default=True,
-    envvar="WTB_DATASET_SHA1",
-    help="Expected git blob SHA-1 of the file.",
-)
+@_sha1_option
 @click.option(
     "--force",
     is_flag=True,
@@ -63,14 +67,7 @@ def fetch(url: str, expected_sha1: str, force: bool, timeout: float) -> None:
 
 @data.command(name="verify")
 @click.argument("path", type=click.Path(dir_okay=False))
-@click.option(
-    "--sha1",
-    "expected_sha1",
-    default=RELEASE_BLOB_SHA1,
-    show_default=True,
-    envvar="WTB_DATASET_SHA1",
-    help="Expected git blob SHA-1 of the file.",
-)
+@_sha1_option
 @click.option(
     "--schema-only",
     is_flag=True,

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from wtb_local.dataset.errors import DatasetError
 from wtb_local.dataset.validate import validate_line
+from wtb_local.jsonl import json_lines
 from wtb_local.schema import Session
 
 SAMPLE_NAME = "sample"
@@ -32,10 +33,7 @@ def read_dataset(path: str | Path) -> tuple[list[Session], list[str]]:
         raise DatasetError(label, f"not UTF-8 text (byte {exc.start})", line=line) from None
     sessions: list[Session] = []
     warnings: list[str] = []
-    # "\n" only: splitlines() also breaks at U+2028/U+0085, which JSON strings may hold unescaped.
-    for lineno, line_text in enumerate(text.split("\n"), start=1):
-        if not line_text.strip():
-            continue
+    for lineno, line_text in json_lines(text):
         session, line_warnings = validate_line(line_text, path=label, line=lineno, position=len(sessions))
         sessions.append(session)
         warnings.extend(line_warnings)

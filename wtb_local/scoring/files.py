@@ -10,6 +10,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from wtb_local.jsonl import json_lines
+
 RESULT_FILE_NAME = "Wild-Tool-Bench_result.jsonl"
 SCORE_FILE_NAME = "Wild-Tool-Bench_score.jsonl"
 METRIC_FILE_NAME = "Wild-Tool-Bench_metric.json"
@@ -36,11 +38,7 @@ def read_jsonl(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ScoringError(f"{path}: cannot read: {_one_line(exc)}") from None
     rows: list[tuple[int, dict[str, Any]]] = []
-    # "\n" only: splitlines() also breaks at U+2028/U+0085, which a raw completion may hold unescaped
-    # (rows are written with ensure_ascii=False, as the reference writes them).
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
+    for number, line in json_lines(text):
         try:
             row = json.loads(line)
         except ValueError as exc:
