@@ -64,7 +64,8 @@ def load_renderer(settings: RunSettings, *, local_only: bool = False) -> Any:
         try:
             return PromptRenderer.from_pretrained(
                 settings.model, revision=settings.revision, trust_remote_code=settings.trust_remote_code,
-                chat_template=settings.chat_template, template_kwargs=settings.template_kwargs)
+                chat_template=settings.chat_template, template_kwargs=settings.template_kwargs,
+                parser=settings.parser)
         except TemplateError:
             raise
         except Exception as exc:  # noqa: BLE001 - hub, file and tokenizer errors all mean "no tokenizer"
@@ -77,7 +78,7 @@ def load_renderer(settings: RunSettings, *, local_only: bool = False) -> Any:
                                               trust_remote_code=settings.trust_remote_code,
                                               local_files_only=True)
     return PromptRenderer(tokenizer, model_id=settings.model, chat_template=settings.chat_template,
-                          template_kwargs=settings.template_kwargs)
+                          template_kwargs=settings.template_kwargs, parser=settings.parser)
 
 
 def _tokenizer_on_disk(settings: RunSettings) -> bool:
