@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from typing import Any, Protocol
 
 import jinja2
@@ -135,8 +136,16 @@ def _arguments(call: dict[str, Any]) -> Any:
 
 def cut_turn(render: RenderFn, template: str, messages: list[dict[str, Any]], index: int,
              tools: list[dict[str, Any]]) -> str | None:
-    """The text the template writes for assistant message `index`, as the model would have written it
-    after the generation prompt (end-of-turn markers removed). None: no clean cut.
+    """The text the template writes for assistant message `index` in history, after the role header
+    (end-of-turn markers removed). None: no clean cut. See `cut_completion`."""
+    cut = cut_completion(render, template, messages, index, tools)
+    return None if cut is None else cut[0]
+
+
+def cut_completion(render: RenderFn, template: str, messages: list[dict[str, Any]], index: int,
+                   tools: list[dict[str, Any]]) -> tuple[str, str] | None:
+    """(history form of assistant message `index` after its role header, what the generation prompt
+    pre-fills beyond that header); None when there is no clean cut.
 
     Tried in order: (1) the history with the turn extends the history with a generation prompt: the rest
     is the turn. (2) The generation prompt pre-fills text the history form lacks (`<think>\n`): the turn
@@ -150,7 +159,7 @@ def cut_turn(render: RenderFn, template: str, messages: list[dict[str, Any]], in
     prompt = render(template, before, tools, add_generation_prompt=True)
     full = render(template, upto, tools, add_generation_prompt=False)
     if full.startswith(prompt):
-        return _strip_end(full[len(prompt):])
+        return _strip_end(full[len(prompt):]), ""
     base = render(template, before, tools, add_generation_prompt=False)
     if prompt.startswith(base) and len(prompt) > len(base):
         header = prompt[len(base):]
@@ -160,10 +169,26 @@ def cut_turn(render: RenderFn, template: str, messages: list[dict[str, Any]], in
             if shared != header:  # back off to the end of the last whole special token or line
                 shared = shared[: max(shared.rfind(">"), shared.rfind("\n")) + 1]
             if shared.strip():
-                return _strip_end(segment[len(shared):])
+                return _strip_end(segment[len(shared):]), header[len(shared):]
         at = full.rfind(header)
-        return _strip_end(full[at + len(header):]) if at >= 0 else None
-    return _anchored_cut(before, prompt, full)
+        return (_strip_end(full[at + len(header):]), "") if at >= 0 else None
+    body = _anchored_cut(before, prompt, full)
+    return None if body is None else (body, "")
+
+
+# A generation prompt that opens a reasoning block the history form lacks (`<think>\n`): the model closes
+# it before writing the turn, so the completion starts with the closing tag.
+_OPENER = re.compile(r"^\s*<(?P<tag>[A-Za-z][\w:-]*)>\s*$")
+
+
+def completion_after(prefill: str, body: str) -> str | None:
+    """What a model writes after a generation prompt that pre-fills `prefill`, to produce the history
+    form `body`: `body` itself, or `</tag>` + blank line + `body` after a pre-filled `<tag>`; None when the
+    pre-filled text is anything else (no honest completion can be derived)."""
+    if not prefill:
+        return body
+    opened = _OPENER.match(prefill)
+    return f"</{opened.group('tag')}>\n\n{body}" if opened else None
 
 
 def _anchored_cut(before: list[dict[str, Any]], prompt: str, full: str) -> str | None:

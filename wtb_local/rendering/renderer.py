@@ -16,13 +16,14 @@ from pydantic import BaseModel
 
 from wtb_local.rendering.adapt import adapt_messages
 from wtb_local.rendering.kwargs import thinking_kwargs
-from wtb_local.rendering.probe import PROBE_TOOLS, RENDER_ERRORS, TemplateChoice, choose_template, cut_turn
+from wtb_local.rendering.probe import (PROBE_TOOLS, RENDER_ERRORS, TemplateChoice, choose_template,
+                                      completion_after, cut_completion)
 from wtb_local.rendering.templates import TemplateError, resolve_template
 
 # End-of-turn markers a completion stops at (engines drop them from the text: tool-call-formats.md §2.1).
 END_OF_TURN = (
     "<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<｜end▁of▁sentence｜>", "<|end|>", "<|return|>", "<|call|>",
-    "<|end_of_text|>", "<|endoftext|>", "</s>", "<end_of_turn>", "<|im_end_of_turn|>",
+    "<|end_of_text|>", "<|endoftext|>", "</s>", "<end_of_turn>", "<|im_end_of_turn|>", "<|eot|>",
     "<|eos|>", "<|observation|>", "<|user|>", "<seed:eos>", "[e~[",
 )
 
@@ -93,8 +94,10 @@ class PromptRenderer:
         """The raw completion a model would have written for `reply` ({content, tool_calls}).
 
         The assistant turn is cut out of the template's rendering of the conversation with it, exactly as
-        the probe cuts past calls (`probe.cut_turn`), minus the end-of-turn token(s). None when there is
-        no clean cut: callers fall back to the parser's format (and count it).
+        the probe cuts past calls (`probe.cut_completion`), minus the end-of-turn token(s); after a
+        generation prompt that pre-fills a reasoning opening (`<think>\n`) the completion first closes it
+        (`</think>` + blank line). None when there is no clean cut: callers fall back to the parser's
+        format (and count it).
         """
         assistant = {"role": "assistant", "content": reply.get("content") or ""}
         if reply.get("tool_calls"):
@@ -105,10 +108,10 @@ class PromptRenderer:
         if len(adapted) != start + 1:
             return None
         try:
-            text = cut_turn(self._render_with, self.template, adapted, start, tools or [])
+            cut = cut_completion(self._render_with, self.template, adapted, start, tools or [])
         except RENDER_ERRORS:  # a template that cannot render the reply yields no clean cut
             return None
-        return None if text is None else self._strip_end(text)
+        return None if cut is None else completion_after(cut[1], self._strip_end(cut[0]))
 
     # --- internals ---------------------------------------------------------------------------------------
 
