@@ -29,10 +29,12 @@ import click
               help="Set the family's thinking switch (default: the template's own default).")
 @click.option("--template-kwarg", "template_kwarg", multiple=True, envvar="WTB_TEMPLATE_KWARG",
               help="KEY=VALUE passed to the chat template (VALUE parsed as JSON when it parses). Repeatable.")
+@click.option("--parser", envvar="WTB_PARSER", metavar="NAME",
+              help="Tool-call parser the template probe reads past calls back with (default: auto-selected).")
 @click.option("--revision", envvar="WTB_REVISION", help="Model revision (branch, tag or commit).")
 @click.option("--trust-remote-code", is_flag=True, default=False, envvar="WTB_TRUST_REMOTE_CODE")
 def render(model: str, session_id: str | None, task: int, step: int, dataset: str, chat_template: str | None,
-           thinking: bool | None, template_kwarg: tuple[str, ...], revision: str | None,
+           thinking: bool | None, template_kwarg: tuple[str, ...], parser: str | None, revision: str | None,
            trust_remote_code: bool) -> None:
     """Print the prompt MODEL is given for one step (stdout) and the template choice (stderr)."""
     from wtb_local.dataset import load_dataset
@@ -48,7 +50,7 @@ def render(model: str, session_id: str | None, task: int, step: int, dataset: st
     try:
         renderer = PromptRenderer.from_pretrained(model, revision=revision, trust_remote_code=trust_remote_code,
                                                   chat_template=chat_template, template_kwargs=kwargs,
-                                                  thinking=thinking)
+                                                  thinking=thinking, parser=parser)
         rendered = renderer.render(messages, tools)
     except ValueError as exc:  # TemplateError, --thinking without a switch, a tokenizer transformers rejects
         # transformers' messages span several lines; the CLI's errors are one line.
