@@ -19,8 +19,8 @@ BROKEN = {
     "meta-llama/Llama-3.1-8B-Instruct": ("llama3_json", "only supports single tool-calls"),
     "meta-llama/Llama-3.2-3B-Instruct": ("llama3_json", "only supports single tool-calls"),
     "meta-llama/Llama-3.3-70B-Instruct": ("llama3_json", "only supports single tool-calls"),
-    "openai/gpt-oss-120b": ("gpt_oss", 'reads back with parser gpt_oss as probe_weather({"city": "Zanzibar-Q7", '
-                                       '"days": 4817}), not probe_weather'),
+    "openai/gpt-oss-120b": ("gpt_oss", ('reads back with parser gpt_oss as probe_weather({"city": "Zanzibar-Q7", '
+                                        '"days": 4817}), not probe_weather')),
     "ibm-granite/granite-3.3-2b-instruct": ("granite3_3", "reads back with parser granite as no calls"),
     "MadeAgents/Hammer2.1-7b": ("hammer2_1", "reads back with parser hammer as no calls"),
     "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B": ("deepseek_r1_distill", "tool definitions not rendered"),
@@ -36,8 +36,8 @@ BROKEN = {
     "google/gemma-3-27b-it::vllm": (
         "gemma3_pythonic", 'reads back with parser pythonic as probe_weather("city=\\"Zanzibar-Q7\\"days=4817")'),
     "microsoft/Phi-4-mini-instruct::vllm": ("phi4_mini", "reads back with parser phi4_mini as no calls"),
-    "deepseek-ai/DeepSeek-V3.1::vllm": ("deepseek_v31", "history turn 2 (probe_weather, probe_weather, "
-                                                        "probe_convert): no clean cut of the rendered turn"),
+    "deepseek-ai/DeepSeek-V3.1::vllm": ("deepseek_v31", ("history turn 2 (probe_weather, probe_weather, "
+                                                         "probe_convert): no clean cut of the rendered turn")),
     "meta-llama/Llama-3.1-8B-Instruct::vllm": ("llama3_json", "only supports single tool-calls"),
 }
 # Templates no override serves that fail the probe: refused at start-up with the problem and --chat-template.

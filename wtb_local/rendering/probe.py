@@ -201,10 +201,10 @@ def _anchored_cut(before: list[dict[str, Any]], prompt: str, full: str) -> str |
     return _strip_end(full[full.index(anchor) + len(anchor):])
 
 
-def _strip_end(text: str, extra: tuple[str, ...] = ()) -> str:
+def _strip_end(text: str) -> str:
     from wtb_local.rendering.renderer import END_OF_TURN  # renderer imports this module
 
-    markers = sorted({*END_OF_TURN, *extra}, key=len, reverse=True)
+    markers = sorted(END_OF_TURN, key=len, reverse=True)
     changed = True
     while changed:
         changed = False

@@ -16,8 +16,14 @@ from pydantic import BaseModel
 
 from wtb_local.rendering.adapt import adapt_messages
 from wtb_local.rendering.kwargs import thinking_kwargs
-from wtb_local.rendering.probe import (PROBE_TOOLS, RENDER_ERRORS, TemplateChoice, choose_template,
-                                      completion_after, cut_completion)
+from wtb_local.rendering.probe import (
+    PROBE_TOOLS,
+    RENDER_ERRORS,
+    TemplateChoice,
+    choose_template,
+    completion_after,
+    cut_completion,
+)
 from wtb_local.rendering.templates import TemplateError, resolve_template
 
 # End-of-turn markers a completion stops at (engines drop them from the text: tool-call-formats.md §2.1).
