@@ -140,11 +140,7 @@ def _gold_path_requests() -> list[tuple[list[dict], list[dict]]]:
     return requests
 
 
-# refused at start-up by the probe (tests/rendering/test_probe.py): never rendered by a run
-_REFUSED = {"deepseek-ai/DeepSeek-V3-0324::vllm"}
-
-
-@pytest.mark.parametrize("key", sorted(set(real_templates()) - _REFUSED))
+@pytest.mark.parametrize("key", sorted(real_templates()))
 def test_every_template_renders_every_gold_step_of_the_sample(key: str) -> None:
     renderer = PromptRenderer(make_tokenizer(real_templates()[key]["chat_template"], name=key), model_id=key)
     requests = _gold_path_requests()

@@ -22,6 +22,7 @@ from wtb_local.rendering.templates import TemplateError, normalize_model_id
 # The model each shipped override is for (every file in chat_templates/ must be listed here).
 OVERRIDE_MODELS = {
     "deepseek_r1_distill": "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B",
+    "deepseek_v3": "deepseek-ai/DeepSeek-V3-0324",
     "deepseek_v31": "deepseek-ai/DeepSeek-V3.1",
     "gemma3_pythonic": "google/gemma-3-27b-it",
     "gpt_oss": "openai/gpt-oss-120b",
@@ -80,8 +81,8 @@ XFAIL: dict[tuple[str, str], str] = {
     ("ByteDance-Seed/Seed-OSS-36B-Instruct", "one_call_all_types"): (
         "the template writes null as Python 'None' and objects/arrays as Python repr (|string) in history"),
 }
-# Refused at start-up by the probe (no override serves them): a run never renders with them.
-REFUSED = {"deepseek-ai/DeepSeek-V3-0324::vllm": "no clean cut of the rendered turn"}
+# Refused at start-up by the probe under an id no override serves (test_probe.py): never rendered.
+REFUSED = {"deepseek-ai/DeepSeek-V3-0324::vllm": ("someone/deepseek-v3-finetune", "no clean cut of the rendered turn")}
 
 
 def _history() -> list[dict[str, Any]]:
@@ -117,8 +118,6 @@ def _targets() -> list[tuple[str, str, str | None, str]]:
 def _params() -> list[Any]:
     params = []
     for label, model_id, override, text in _targets():
-        if label in REFUSED:
-            continue
         for case in CASES:
             reason = XFAIL.get((label, case)) or XFAIL.get((label, "*"))
             marks = [pytest.mark.xfail(reason=reason, strict=True)] if reason else []
@@ -183,9 +182,9 @@ def test_gold_arguments_never_hold_null() -> None:
 
 @pytest.mark.parametrize("key", sorted(REFUSED))
 def test_refused_templates_never_render(key: str) -> None:
-    with pytest.raises(TemplateError, match=REFUSED[key]):
-        PromptRenderer(make_tokenizer(real_templates()[key]["chat_template"], name=normalize_model_id(key)),
-                       model_id=key)
+    model_id, problem = REFUSED[key]
+    with pytest.raises(TemplateError, match=problem):
+        PromptRenderer(make_tokenizer(real_templates()[key]["chat_template"], name=model_id), model_id=model_id)
 
 
 # Templates whose generation prompt ends with a reasoning opening the history form lacks: their history

@@ -31,20 +31,22 @@ SERVED = {
     "google/gemma-3-27b-it": "gemma3_pythonic",
     "google/gemma-3-4b-it": "gemma3_pythonic",
     "microsoft/Phi-4-mini-instruct": "phi4_mini",
+    "deepseek-ai/DeepSeek-V3-0324": "deepseek_v3",
+    "deepseek-ai/DeepSeek-V3": "deepseek_v3",
     "MadeAgents/Hammer2.1-7b": "hammer2_1",
     "deepseek-ai/DeepSeek-R1-Distill-Llama-70B": "deepseek_r1_distill",
     "deepseek-ai/DeepSeek-V3.1": "deepseek_v31",
     "deepseek-ai/DeepSeek-V3.1-Terminus": "deepseek_v31",
 }
 NOT_SERVED = ["Qwen/Qwen3-8B", "Salesforce/Llama-xLAM-2-8b-fc-r", "NousResearch/Hermes-2-Pro-Llama-3-8B",
-              "ibm-granite/granite-4.0-h-small", "deepseek-ai/DeepSeek-V3-0324", "deepseek-ai/DeepSeek-R1-0528",
+              "ibm-granite/granite-4.0-h-small", "deepseek-ai/DeepSeek-V3.2", "deepseek-ai/DeepSeek-R1-0528",
               "moonshotai/Kimi-K2-Instruct", "google/gemma-2-9b-it", "microsoft/Phi-4"]
 
 
 def test_overrides_are_found_in_the_shipped_folder() -> None:
     assert chat_templates_dir().resolve() == OVERRIDES_DIR.resolve()
     names = [o.name for o in list_overrides()]
-    assert names == sorted(names) == ["deepseek_r1_distill", "deepseek_v31", "gemma3_pythonic", "gpt_oss",
+    assert names == sorted(names) == ["deepseek_r1_distill", "deepseek_v3", "deepseek_v31", "gemma3_pythonic", "gpt_oss",
                                       "granite3_3", "hammer2_1", "llama3_json", "llama4_pythonic", "phi4_mini",
                                       "pythonic_llama3"]
     assert all(o.patterns for o in list_overrides())

@@ -38,6 +38,7 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "Salesforce/xLAM-2-32b-fc-r::vllm": ("xlam", "tokenizer"),
     "Team-ACE/ToolACE-2-8B::vllm": ("pythonic", "override:pythonic_llama3"),
     "deepseek-ai/DeepSeek-R1-0528::vllm": ("deepseek_r1", "tokenizer"),
+    "deepseek-ai/DeepSeek-V3-0324::vllm": ("deepseek_v3", "override:deepseek_v3"),
     "deepseek-ai/DeepSeek-R1-Distill-Llama-8B": ("deepseek_r1", "override:deepseek_r1_distill"),
     "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B": ("deepseek_r1", "override:deepseek_r1_distill"),
     "deepseek-ai/DeepSeek-V3.1": ("deepseek_v31", "override:deepseek_v31"),
@@ -64,8 +65,6 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "tencent/Hunyuan-A13B-Instruct::vllm": ("hunyuan", "tokenizer"),
     "zai-org/GLM-4.6": ("glm45", "tokenizer"),
 }
-# Refused at start-up by the probe (tests/rendering/test_probe.py), so never run.
-REFUSED = {"deepseek-ai/DeepSeek-V3-0324::vllm"}
 # Replies the template's cut cannot serve, with the reason (each count is exact).
 # - vLLM's R1-0528 example has no generation-prompt pre-fill, while the deepseek_r1 parser reads every
 #   completion as starting inside the reasoning block: the 37 text-only gold replies, cut from the history
@@ -105,10 +104,9 @@ def _specials(model_id: str) -> tuple[str | None, str]:
 
 
 def test_every_template_is_covered() -> None:
-    assert sorted(EXPECTED) == sorted(set(_templates()) - REFUSED)
-    # every parser family runs through at least one template, except DeepSeek-V3's: its only template at
-    # hand (vLLM's example) is refused by the probe and its official one was not found
-    assert sorted({parser for parser, _ in EXPECTED.values()}) == sorted(set(parser_names()) - {"deepseek_v3"})
+    assert sorted(EXPECTED) == sorted(_templates())
+    # every parser family runs through at least one template
+    assert sorted({parser for parser, _ in EXPECTED.values()}) == sorted(parser_names())
 
 
 @pytest.mark.parametrize("key", sorted(EXPECTED))
