@@ -85,3 +85,12 @@ def test_models_line_is_required_and_checked() -> None:
         read_model_patterns("{{ x }}", origin="bad.jinja")
     with pytest.raises(TemplateError, match="bad regex"):
         read_model_patterns("{# models: ( #}", origin="bad.jinja")
+
+
+def test_hermes3_template_is_the_lfs_blob() -> None:
+    # llama.cpp's Hermes-3 file is known only by its Git LFS pointer: the fixture must be that blob
+    import hashlib
+
+    text = real_templates()["NousResearch/Hermes-3-Llama-3.1-8B::tool_use"]["chat_template"].encode("utf-8")
+    assert (len(text), hashlib.sha256(text).hexdigest()) == (
+        5004, "7ce09d55d3690e06c70b5c07228cc7e8c99c43a23cdc027762be4011efcdea6c")

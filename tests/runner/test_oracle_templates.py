@@ -30,6 +30,7 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "MiniMaxAI/MiniMax-M2": ("minimax_m2", "tokenizer"),
     "NousResearch/Hermes-2-Pro-Llama-3-8B::tool_use": ("hermes", "tokenizer"),
     "NousResearch/Hermes-2-Pro-Llama-3-8B::vllm": ("hermes", "tokenizer"),
+    "NousResearch/Hermes-3-Llama-3.1-8B::tool_use": ("hermes", "tokenizer"),
     "Qwen/QwQ-32B": ("hermes", "tokenizer"),
     "Qwen/Qwen2.5-7B-Instruct": ("hermes", "tokenizer"),
     "Qwen/Qwen3-0.6B": ("hermes", "tokenizer"),
