@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from wtb_local.resources import DEFAULT_DATASET
 from wtb_local.runner.loop import SCHEDULING_MODES
 
 _BACKENDS = ("auto", "vllm", "transformers", "openai", "oracle", "scripted", "replay")
@@ -50,8 +51,9 @@ def _sessions(_ctx: click.Context, _param: click.Parameter, value: str | None) -
               help="Thinking mode, mapped to the family's template kwarg (default: the template's default).")
 @click.option("--template-kwarg", "template_kwarg", multiple=True, envvar="WTB_TEMPLATE_KWARG",
               help="Extra chat-template kwarg k=v (v parsed as JSON when it parses); repeatable.")
-@click.option("--dataset", default="release", show_default=True, envvar="WTB_DATASET",
-              help="A path, `sample` (embedded) or `release` (fetched into the cache on first use).")
+@click.option("--dataset", default=DEFAULT_DATASET, show_default=True, envvar="WTB_DATASET",
+              help="A path, `sample` (embedded) or `release` (fetched into the cache on first use; "
+                   "never replaced by the sample).")
 @click.option("--script", envvar="WTB_SCRIPT",
               help="Script file for the scripted backend (script.jsonl format).")
 @click.option("--replay", envvar="WTB_REPLAY",
@@ -122,7 +124,6 @@ def run(**options: Any) -> None:
         raise click.ClickException(f"{where}{exc.strerror or exc}") from None
 
     from wtb_local.reports import metric_row, paper_row, print_tables
-    from wtb_local.resources import sample_dataset_path
 
     paths = outcome.paths
     click.echo(f"result:   {paths.result_file}")
@@ -144,13 +145,8 @@ def run(**options: Any) -> None:
     sessions = outcome.metric.get("total_info", {}).get("session", {}).get("total_count", 0)
     if paper and sessions != RELEASE_SESSIONS:
         # The paper's row is over the whole release; a partial or sample run is not comparable with it.
-        # `release` falls back to the embedded sample when it cannot be fetched: say which file was read.
-        dataset = run_settings.dataset
-        used = (outcome.manifest.get("dataset") or {}).get("path")
-        if dataset == "release" and used and Path(used) == sample_dataset_path():
-            dataset = "the embedded sample: the release was unavailable"
         click.echo(f"note: {sessions} of the release's {RELEASE_SESSIONS} sessions were scored "
-                   f"(dataset: {dataset}); the paper's row is over all {RELEASE_SESSIONS}.")
+                   f"(dataset: {run_settings.dataset}); the paper's row is over all {RELEASE_SESSIONS}.")
 
 
 RELEASE_SESSIONS = 256

@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import click
 
+from wtb_local.resources import DEFAULT_DATASET
+
 
 @click.command(name="score")
 @click.argument("result_file", type=click.Path(dir_okay=False))
 @click.option(
     "--dataset",
     "dataset",
-    default="sample",
+    default=DEFAULT_DATASET,
     show_default=True,
     envvar="WTB_DATASET",
-    help="Dataset the results belong to: a path, `sample` or `release`.",
+    help="Dataset the results belong to: a path, `sample` or `release` (the same default as `run`).",
 )
 @click.option(
     "--out",
@@ -60,7 +62,7 @@ def score(
             out_dir, scored.model_name, scored.score_rows, scored.metric, nested=False
         )
     except (DatasetError, ScoringError) as exc:
-        hint = " (pass --dataset release or the dataset file)" if "is not in the dataset" in str(exc) else ""
+        hint = " (pass --dataset sample or the dataset file the run used)" if "is not in the dataset" in str(exc) else ""
         raise click.ClickException(f"{exc}{hint}") from None
     except OSError as exc:
         raise click.ClickException(
