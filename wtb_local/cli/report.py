@@ -27,11 +27,14 @@ import click
     "--thinking/--no-thinking",
     default=None,
     envvar="WTB_THINKING",
-    help="Which of a Qwen3 model's paper rows to show.",
+    help="Which of a Qwen3 model's paper rows to show [default: the thinking mode a run's manifest records].",
 )
 def report(paths: tuple[str, ...], tables: tuple[str, ...], paper: bool, thinking: bool | None) -> None:
     """Print the table rows of scored runs (run directories or metric.json files)."""
     from wtb_local.reports import metric_row, paper_row, print_tables
+    from wtb_local.runner.length_cuts import cuts_line, cuts_warning
+    from wtb_local.runner.manifest import manifest_near
+    from wtb_local.runner.thinking import recorded_thinking
     from wtb_local.scoring import ScoringError, read_metric
 
     metrics = []
@@ -43,11 +46,26 @@ def report(paths: tuple[str, ...], tables: tuple[str, ...], paper: bool, thinkin
     names = [str(metric.get("model_name", "model")) for metric in metrics]
     rows = []
     shown_paper: set[str] = set()
+    cut_lines: list[str] = []
     for path, name, metric in zip(paths, names, metrics, strict=True):
         # Runs of one model (sample vs release, two parsers) share a model name: tell them apart by path.
-        rows.append(metric_row(metric, f"{name} ({path})" if names.count(name) > 1 else name))
-        known = paper_row(str(metric.get("model_name", "")), thinking) if paper else None
+        label = f"{name} ({path})" if names.count(name) > 1 else name
+        rows.append(metric_row(metric, label))
+        manifest = manifest_near(path)
+        mode = thinking if thinking is not None else recorded_thinking(manifest)
+        known = paper_row(str(metric.get("model_name", "")), mode) if paper else None
         if known is not None and known.label not in shown_paper:
             shown_paper.add(known.label)
             rows.append(known)
+        cuts = ((manifest or {}).get("summary") or {}).get("length_cuts")
+        if cuts and cuts.get("steps"):
+            budget = ((manifest or {}).get("sampling") or {}).get("max_new_tokens")
+            cut_lines.append(f"{label}: {cuts_line(cuts)} (max_new_tokens {budget})")
+            warning = cuts_warning(cuts, budget)
+            if warning:
+                click.echo(f"warning: {label}: {warning.removeprefix('warning: ')}", err=True)
     print_tables(rows, tuple(int(t) for t in tables) or (6, 7))
+    if cut_lines:  # from each run's manifest; a bare metric file has none
+        click.echo("\nsteps cut at the token limit:")
+        for line in cut_lines:
+            click.echo(line)

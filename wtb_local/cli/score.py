@@ -41,7 +41,8 @@ from wtb_local.resources import DEFAULT_DATASET
     "--thinking/--no-thinking",
     default=None,
     envvar="WTB_THINKING",
-    help="Which of a Qwen3 model's paper rows to show next to ours.",
+    help="Which of a Qwen3 model's paper rows to show next to ours [default: the thinking mode the run's "
+    "manifest records].",
 )
 def score(
     result_file: str, dataset: str, out_dir: str, model_name: str | None, thinking: bool | None
@@ -75,6 +76,11 @@ def score(
         click.echo(f"note: {len(scored.score_rows)} of {len(sessions)} sessions in {result_file}", err=True)
     click.echo(f"score:  {score_path}")
     click.echo(f"metric: {metric_path}")
+    if thinking is None:
+        from wtb_local.runner.manifest import manifest_near
+        from wtb_local.runner.thinking import recorded_thinking
+
+        thinking = recorded_thinking(manifest_near(result_file))
     print_tables(report_rows(scored.metric, scored.model_name, thinking))
 
 
