@@ -80,6 +80,8 @@ class Glm45Parser(ToolParser):
             props = props if isinstance(props, dict) else {}
             args = {key.strip(): _typed(value, props.get(key.strip())) for key, value in _PAIR.findall(body)}
             calls.append(ParsedCall(name=name, arguments=dumps_arguments(args)))
+            if end < 0:
+                errors.append(f"call {name!r}: no {CLOSE} (an unterminated block); call kept")
         return ParseResult(
             reasoning=reasoning, content=join_content(content), tool_calls=calls, errors=errors
         )

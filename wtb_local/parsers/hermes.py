@@ -126,9 +126,12 @@ class HermesParser(ToolParser):
             closed = end >= 0
             body = rest[body_start:end] if closed else rest[body_start:]
             pos = end + len(self.close_tag) if closed else len(rest)
+            unclosed = f"tool call block {block}: no {self.close_tag} (an unterminated block); call kept"
             found = json_block_calls(body)
             if found is not None:
                 calls += found
+                if found and not closed:
+                    errors.append(unclosed)
                 continue
             if not closed and is_truncated(finish_reason):
                 errors.append(f"{TRUNCATED}: block {block} cut off at the token limit")
@@ -139,6 +142,8 @@ class HermesParser(ToolParser):
                 errors.append(
                     f"tool call block {block}: the call object is not valid JSON; arguments kept as raw text"
                 )
+                if not closed:
+                    errors.append(unclosed)
             else:
                 errors.append(f"tool call block {block}: not a JSON call object")
                 content.append(rest[start:pos])

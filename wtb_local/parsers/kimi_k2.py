@@ -64,7 +64,10 @@ class KimiK2Parser(ToolParser):
             end = _SECTION_END.search(rest, begin.end())
             section = rest[begin.end() : end.start() if end else len(rest)]
             pos = end.end() if end else len(rest)
+            before = len(calls)
             self._parse_section(section, truncated=is_truncated(finish_reason), calls=calls, errors=errors)
+            if end is None and len(calls) > before:
+                errors.append("no <|tool_calls_section_end|> (an unterminated section); calls kept")
         return ParseResult(
             reasoning=reasoning, content=join_content(content), tool_calls=calls, errors=errors
         )
@@ -89,6 +92,8 @@ class KimiK2Parser(ToolParser):
                     f"call {n} ({match.group(1)}): arguments are not a JSON object; kept as raw text"
                 )
             calls.append(ParsedCall(id=call_id, name=match.group(1), arguments=raw))
+            if not finished:
+                errors.append(f"call {n} ({match.group(1)}): no <|tool_call_end|> (an unterminated call); call kept")
 
     def format(self, content: str | None, tool_calls: list[ParsedCall], reasoning: str | None = None) -> str:
         if not tool_calls:
