@@ -53,8 +53,8 @@ OURS: dict[int, tuple[str, str | None, str | None, list[list[str]]]] = {
     92: (PROSE, "some prefix text some suffix text", None, [["foo", '{"x":1}'], ["bar", '{"y":2}']]),
     107: (PROSE, "extra trailing data", None,
           [["get_current_weather", '{"city": "Dallas", "state": "TX", "unit": "fahrenheit"}']]),
-    139: ("sample artifact: upstream asserts two reasoning events that the sample joins without a separator; we "
-          "join analysis messages with a newline", "Unable to fetch weather data",
+    139: (("sample artifact: upstream asserts two reasoning events that the sample joins without a separator; "
+           "we join analysis messages with a newline"), "Unable to fetch weather data",
           "Need to get weather\nTool not responding", [["get_weather", '{"city":"Boston"}']] * 3),
     145: (PROSE, "Let me check the weather for you.\n\nI'll get that information.", None,
           [["get_weather", '{"city": "Tokyo"}']]),

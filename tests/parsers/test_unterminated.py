@@ -22,16 +22,16 @@ CASES: dict[str, tuple[str, list[str]]] = {
                     ["unclosed <tool_call> block"]),
     "seed_oss": ("<seed:tool_call>\n<function=get_weather>\n<parameter=city>Paris</parameter>\n</function>\n",
                  ["unclosed <seed:tool_call> block"]),
-    "minimax_m2": ('</think>\n<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Paris'
-                   "</parameter>\n</invoke>\n", ["unclosed <minimax:tool_call> block"]),
+    "minimax_m2": (('</think>\n<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Paris'
+                    "</parameter>\n</invoke>\n"), ["unclosed <minimax:tool_call> block"]),
     "hunyuan": (f'<answer>\n<tool_calls>[{{"name": "get_weather", "arguments": {WEATHER}}}]',
                 ["no </tool_calls> after the calls (an unterminated block); calls kept"]),
-    "kimi_k2": ("<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"
-                f"<|tool_call_argument_begin|>{WEATHER}",
+    "kimi_k2": (("<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"
+                 f"<|tool_call_argument_begin|>{WEATHER}"),
                 ["call 1 (get_weather): no <|tool_call_end|> (an unterminated call); call kept",
                  "no <|tool_calls_section_end|> (an unterminated section); calls kept"]),
-    "deepseek_v3": ("<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n"
-                    f"{WEATHER}\n```<｜tool▁call▁end｜>",
+    "deepseek_v3": (("<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n"
+                     f"{WEATHER}\n```<｜tool▁call▁end｜>"),
                     ["no <｜tool▁calls▁end｜> (an unterminated section); calls kept"]),
     "deepseek_v31": (f"<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{WEATHER}",
                      ["tool call to get_weather without <｜tool▁call▁end｜>",

@@ -31,7 +31,6 @@ CALL_BEGIN, ARG_BEGIN, CALL_END = "<|tool_call_begin|>", "<|tool_call_argument_b
 _SECTION_BEGIN = re.compile(r"<\|tool_calls?_section_begin\|>")
 _SECTION_END = re.compile(r"<\|tool_calls?_section_end\|>")
 _ID = re.compile(r"\s*(?:functions\.)?([\w.\-]+?):(\d+)\s*")
-_END_TOKENS = ("<|im_end|>",)
 
 
 class KimiK2Parser(ToolParser):
@@ -44,7 +43,7 @@ class KimiK2Parser(ToolParser):
     def parse(
         self, text: str, *, tools: list[dict[str, Any]] | None = None, finish_reason: str | None = None
     ) -> ParseResult:
-        text = strip_end_tokens(text or "", _END_TOKENS)
+        text = strip_end_tokens(text or "")
         reasoning, rest = split_reasoning(
             text, thinking=self.options.get("thinking"), call_markers=("<|tool_call",)
         )
