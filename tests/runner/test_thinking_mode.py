@@ -205,7 +205,7 @@ def test_qwen3_without_flag_records_thinking_and_picks_the_thinking_row(qwen3_di
     budget = _wtb(*base, "--max-new-tokens", "300", "--out", str(tmp_path / "budget"))
     assert budget.returncode == 0, budget.stderr
     manifest = json.loads((tmp_path / "budget" / "manifest.json").read_text())
-    assert (manifest["sampling"]["max_new_tokens"], manifest["max_new_tokens_from"]) == (300, "--max-new-tokens")
+    assert (manifest["sampling"]["max_new_tokens"], manifest["max_new_tokens_from"]) == (300, "given (--max-new-tokens)")
 
     # report and score follow the recorded mode too.
     report = _wtb("report", str(tmp_path / "default"), str(tmp_path / "off"), "--table", "6")

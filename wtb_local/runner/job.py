@@ -94,7 +94,7 @@ def _new_manifest(prep: PreparedRun, paths: RunPaths, config: dict[str, Any],
 
 def _budget_source(settings: RunSettings, thinking: Any) -> str:
     if not settings.max_new_tokens_by_mode:
-        return "--max-new-tokens"
+        return "given (--max-new-tokens)"
     mode = "on" if thinking is not None and thinking.effective else "off"
     return f"the default with thinking {mode}"
 
