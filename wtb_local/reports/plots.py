@@ -107,7 +107,8 @@ def _errors(plt: Any, path: Path, section: Section) -> None:
     rows = [row for row in section.rows if row.get("kind") in ("ours", "paper")]
     fig, ax = plt.subplots(figsize=(8.0, 1.2 + 0.45 * max(1, len(rows))))
     left = [0.0] * len(rows)
-    labels = [row["label"] for row in rows]
+    labels = [row["label"] + ("" if any(not math.isnan(_value(row, k)) for k, _ in section.columns)
+                              else " (no failed tasks)") for row in rows]
     colours = plt.get_cmap("tab10").colors
     for i, (key, header) in enumerate(section.columns):
         values = [0.0 if math.isnan(_value(row, key)) else _value(row, key) for row in rows]
