@@ -111,9 +111,9 @@ def test_paper_rows_and_differences(oracle: Path, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     six = _csv(tmp_path / "table6.csv")
     assert [(r["model"], r["kind"]) for r in six] == [
-        ("Qwen/Qwen3-8B", "ours"), ("paper: Qwen3-8B", "paper"), ("diff: Qwen/Qwen3-8B", "diff")]
+        ("Qwen_Qwen3-8B", "ours"), ("paper: Qwen3-8B", "paper"), ("diff: Qwen_Qwen3-8B", "diff")]
     assert six[1]["task_acc"] == "48.1400" and six[2]["task_acc"] == "51.8600"
-    assert "diff: Qwen/Qwen3-8B  +39.84" in done.stdout
+    assert "diff: Qwen_Qwen3-8B  +39.84" in done.stdout
     assert "8 of the release's 256 sessions scored" in done.stdout
     health = _csv(tmp_path / "health.csv")
     assert health[0]["tasks"] == "32" and health[0]["steps"] == "74" and health[0]["parse_failure_pct"] == "0.0000"

@@ -21,7 +21,7 @@ import click
     type=click.Choice(["6", "7"]),
     multiple=True,
     envvar="WTB_REPORT_TABLES",
-    help="Which of Table 6/7 to print (repeatable; default both).",
+    help="Print only these of Table 6/7 on the terminal (repeatable; default: both and every other table).",
 )
 @click.option(
     "--paper/--no-paper",
@@ -93,9 +93,10 @@ def report(paths: tuple[str, ...], tables: tuple[str, ...], paper: bool, thinkin
     print_tables(rows, tuple(int(t) for t in tables) or (6, 7))
 
     sections = build_sections(runs, paper)
-    for section in sections:
-        if section.key not in ("table6", "table7"):
-            click.echo("\n" + section_plain(section))
+    if not tables:  # `--table 6/7` asks for those tables alone
+        for section in sections:
+            if section.key not in ("table6", "table7"):
+                click.echo("\n" + section_plain(section))
     if out_dir is None:
         for note in run_notes(runs, paper):
             click.echo(f"note: {note}")

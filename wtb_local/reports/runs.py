@@ -184,9 +184,8 @@ def _load(found: _Found, dataset: str | None, thinking: bool | None) -> Run:
 
         scored = score_file(found.result, sessions, found.model_name)  # type: ignore[arg-type]
     metric = compute_metrics(scored.score_rows, sessions, model_dir_name(found.model_name))
-    # a run directory's manifest knows the model's real name (`Qwen/Qwen3-8B`, not the folder's)
-    name = str(model.get("name") or found.model_name) if found.manifest else found.model_name
-    run = Run(name, name, model_id, found.source, metric, run_thinking,
+    # labelled like the metric file names the model (the folder's name), as a metric-only run is
+    run = Run(found.model_name, found.model_name, model_id, found.source, metric, run_thinking,
               found.manifest, scored.score_rows, result_rows, sessions)
     run.tasks = task_records(scored.score_rows, sessions)
     return run
