@@ -115,7 +115,7 @@ def test_report_html_loads_and_filters_work_in_chromium(page: tuple[Path, Path],
     probe.write_text(text.replace("<head>", "<head>" + CAPTURE, 1).replace("</body>", SELFTEST + "</body>", 1),
                      encoding="utf-8")
     dom, log = _dump(probe, tmp_path / "profile")
-    match = re.search(r'<pre id="selftest">(.*?)</pre>', dom, re.S)
+    match = re.search(r'<pre id="selftest">(.*?)</pre>', dom, re.DOTALL)
     assert match, dom[-2000:]
     seen = json.loads(match.group(1).replace("&quot;", '"').replace("&lt;", "<").replace("&gt;", ">")
                       .replace("&amp;", "&"))

@@ -164,9 +164,7 @@ def format_value(value: Any, kind: str = "ours", percent: bool = True) -> str:
     a figure the files do not record."""
     if value is None:
         return "n/a"
-    if isinstance(value, bool) or isinstance(value, str):
-        return str(value)
-    if isinstance(value, int):
+    if isinstance(value, bool | str | int):
         return str(value)
     if isinstance(value, float):
         if math.isnan(value):

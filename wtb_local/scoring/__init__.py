@@ -20,7 +20,6 @@ from wtb_local.evaluator.judge import score_session
 from wtb_local.evaluator.metrics import compute_metrics, session_index
 from wtb_local.schema import Session
 from wtb_local.scoring.checks import check_rows
-from wtb_local.scoring.taxonomy import annotate_categories
 from wtb_local.scoring.files import (
     METRIC_FILE_NAME,
     RESULT_FILE_NAME,
@@ -35,6 +34,7 @@ from wtb_local.scoring.files import (
     write_result_rows,
     write_score_files,
 )
+from wtb_local.scoring.taxonomy import annotate_categories
 
 __all__ = [
     "METRIC_FILE_NAME",
