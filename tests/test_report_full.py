@@ -184,3 +184,37 @@ def test_bad_format_and_dataset_mismatch_are_one_line(oracle: Path, tmp_path: Pa
     assert bad.returncode == 2 and "unknown format pdf" in bad.stderr
     wrong = _cli("report", str(oracle), "--dataset", str(VECTORS / "dataset.jsonl"))
     assert wrong.returncode == 1 and wrong.stderr.count("\n") == 1 and "dataset sha256" in wrong.stderr
+
+
+@pytest.mark.slow
+def test_report_of_a_tiny_model_run(tmp_path: Path) -> None:
+    """A real generation run (tiny random-weight model, transformers backend): every table, the health
+    figures it records (raw completions, cut by the 8-token limit, tokens, latency) and the browser."""
+    pytest.importorskip("transformers", reason="transformers is not installed (pip install -e .[hf])")
+    from tests.runner.conftest import chat_template
+    from wtb_local.testing import build_tiny_model
+
+    model = build_tiny_model(tmp_path / "qwen", chat_template("Qwen/Qwen2.5-7B-Instruct"),
+                             special_tokens=["<tool_call>", "</tool_call>"], max_position_embeddings=8192)
+    done = _cli("run", "--backend", "transformers", "--model", str(model), "--model-name", "tiny", "--dataset",
+                "sample", "--limit", "2", "--max-new-tokens", "8", "--batch-size", "8", "--out",
+                str(tmp_path / "run"), "--progress", "none")
+    assert done.returncode == 0, done.stderr
+    done = _cli("report", str(tmp_path / "run"), "--out", str(tmp_path / "r"), "--format", "csv,html")
+    assert done.returncode == 0, done.stderr
+    steps = [step["inference_output"]
+             for line in (tmp_path / "run" / "result" / "tiny" / RESULT).read_text().splitlines()
+             for task in json.loads(line)["result"]
+             for key, step in task["inference_log"].items() if key.startswith("step_")]
+    health = _csv(tmp_path / "r" / "health.csv")[0]
+    assert health["tasks"] == "8" and health["steps"] == str(len(steps))
+    assert health["length_steps"] == str(sum(s["finish_reason"] == "length" for s in steps))
+    assert int(health["length_steps"]) > 0 and health["failed_requests"] == "0"
+    assert float(health["prompt_tokens_per_task"]) > 0 and float(health["generated_tokens_per_task"]) > 0
+    assert float(health["latency_mean_s"]) > 0 and float(health["wall_s"]) > 0
+    errors = _csv(tmp_path / "r" / "errors.csv")[0]
+    six = _csv(tmp_path / "r" / "table6.csv")[0]
+    assert int(errors["failed"]) == round(8 * (1 - float(six["task_acc"]) / 100))
+    assert sorted(p.name for p in (tmp_path / "r").iterdir()) == [
+        "errors.csv", "health.csv", "report.html", "subtypes.csv", "table6.csv", "table7.csv", "table8.csv",
+        "transitions.csv"]
