@@ -81,7 +81,8 @@ def _finish(plt: Any, fig: Any, ax: Any, path: Path, title: str) -> None:
     ax.set_ylim(0, 100)
     ax.set_title(title)
     handles, _ = ax.get_legend_handles_labels()
-    ax.legend(fontsize=8, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.14),
+    ax.legend(fontsize=8, frameon=False, loc="upper center",
+              bbox_to_anchor=(0.5, -0.2 if ax.get_xlabel() else -0.1),
               ncol=min(3, max(1, len(handles))))
     fig.tight_layout()
     fig.savefig(path, dpi=_DPI, bbox_inches="tight")
@@ -99,7 +100,6 @@ def _lines(plt: Any, path: Path, section: Section, keys: Sequence[tuple[str, str
             ax.plot([header for _, header in keys], [_value(known, key) for key, _ in keys], marker="x",
                     linestyle="--", color="black", label=known["label"])
     ax.set_xlabel(xlabel)
-    ax.xaxis.set_label_coords(0.5, -0.08)
     _finish(plt, fig, ax, path, title)
 
 
