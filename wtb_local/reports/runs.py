@@ -175,14 +175,10 @@ def _load(found: _Found, dataset: str | None, thinking: bool | None) -> Run:
                    found.manifest, note="metric file only: no per-task breakdowns, taxonomy or browser")
     sessions = _sessions(found, dataset)
     result_rows = [row for _, row in read_jsonl(found.result)] if found.result else None
-    if found.score is not None:
-        from wtb_local.scoring import score_file
+    from wtb_local.scoring import score_file
 
-        scored = score_file(found.score, sessions, found.model_name)
-    else:
-        from wtb_local.scoring import score_file
-
-        scored = score_file(found.result, sessions, found.model_name)  # type: ignore[arg-type]
+    # a score file is re-counted (not scored twice); a result file alone is scored here
+    scored = score_file(found.score or found.result, sessions, found.model_name)  # type: ignore[arg-type]
     metric = compute_metrics(scored.score_rows, sessions, model_dir_name(found.model_name))
     # labelled like the metric file names the model (the folder's name), as a metric-only run is
     run = Run(found.model_name, found.model_name, model_id, found.source, metric, run_thinking,
@@ -244,12 +240,5 @@ def task_records(score_rows: Sequence[dict[str, Any]], sessions: Sequence[Any]) 
     return records
 
 
-def check_readable(paths: Sequence[str | Path]) -> None:
-    """One-line errors for paths that do not exist (click checks too; the API gets the same message)."""
-    for path in paths:
-        if not Path(path).exists():
-            raise ReportError(f"{path}: no such file or directory")
-
-
-__all__ = ["COARSE_TYPE", "ReportError", "Run", "ScoringError", "TaskRecord", "check_readable", "find_runs",
-           "load_runs", "task_records"]
+__all__ = ["COARSE_TYPE", "ReportError", "Run", "ScoringError", "TaskRecord", "find_runs", "load_runs",
+           "task_records"]
