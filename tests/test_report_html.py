@@ -45,6 +45,8 @@ SELFTEST = """<script>
   out.detail_steps = detail.querySelectorAll(".step").length;
   set("f-category", ""); set("f-verdict", ""); set("f-model", ""); set("f-type", "Chat"); out.chat = count();
   set("f-type", ""); set("f-session", "wild_tool_bench_7"); out.session7 = count();
+  set("f-session", ""); set("f-session-verdict", "correct"); out.solved_sessions_tasks = count();
+  set("f-session-verdict", "");
   set("f-session", ""); set("f-model", "0"); set("f-verdict", "correct"); out.oracle_correct = count();
   var opened = document.querySelector("#b-rows tr"); opened.click();
   out.oracle_opened = detail.getAttribute("data-open");
@@ -103,6 +105,8 @@ def _expected(base: Path) -> dict[str, Counter[str]]:
                 counts[f"cat:{task['error_category']}"] += 1
                 if row["id"] == "wild_tool_bench_7":
                     counts["session7"] += 1
+            if all(task["label"] == "correct" for task in row["results"]):
+                counts["solved_tasks"] += len(row["results"])
         tasks[name] = counts
     return tasks
 
@@ -129,6 +133,7 @@ def test_report_html_loads_and_filters_work_in_chromium(page: tuple[Path, Path],
     assert seen["detail_steps"] >= 1
     assert seen["chat"] == 5 + 43  # chat tasks: the sample's 5 and the vectors' 43
     assert seen["session7"] == oracle["session7"] + scripted["session7"] == 8
+    assert seen["solved_sessions_tasks"] == 32 + scripted["solved_tasks"] == 32 + 4 * 3  # 3 of 64 solved
     assert seen["oracle_correct"] == 32 and seen["oracle_opened"] == "0/wild_tool_bench_0/0"
     assert seen["oracle_raw"].startswith("<tool_call>\n{\"name\": \"getRealtimeCity\"")
     assert set(seen["categories"]) == {""} | {c[4:] for c in scripted if c.startswith("cat:") and c != "cat:None"}

@@ -6,7 +6,7 @@
   var PAGE = 50;
   var index = JSON.parse(document.getElementById("wtb-index").textContent);
   var runs = index.runs;
-  var tasks = index.tasks; // [run, session, task, type, verdict, category, subtype, transitions]
+  var tasks = index.tasks; // [run, session, task, type, verdict, category, subtype, transitions, session verdict]
   var shown = tasks;
   var page = 0;
   var cache = {};
@@ -37,6 +37,7 @@
   function filters() {
     return {
       run: $("f-model").value, verdict: $("f-verdict").value, type: $("f-type").value,
+      sessionVerdict: $("f-session-verdict").value,
       category: $("f-category").value, session: $("f-session").value.trim()
     };
   }
@@ -46,6 +47,7 @@
     shown = tasks.filter(function (t) {
       return (f.run === "" || String(t[0]) === f.run) &&
         (f.verdict === "" || t[4] === f.verdict) &&
+        (f.sessionVerdict === "" || t[8] === f.sessionVerdict) &&
         (f.type === "" || t[3] === f.type) &&
         (f.category === "" || (t[5] || "") === f.category) &&
         (f.session === "" || t[1].indexOf(f.session) !== -1);
@@ -134,7 +136,7 @@
   fillSelect("f-model", runs.map(function (_, i) { return i; }), runs);
   fillSelect("f-type", distinct(3));
   fillSelect("f-category", distinct(5).filter(function (c) { return c !== ""; }));
-  ["f-model", "f-verdict", "f-type", "f-category"].forEach(function (id) { $(id).addEventListener("change", apply); });
+  ["f-model", "f-verdict", "f-session-verdict", "f-type", "f-category"].forEach(function (id) { $(id).addEventListener("change", apply); });
   $("f-session").addEventListener("input", apply);
   $("b-prev").addEventListener("click", function () { if (page > 0) { page -= 1; render(); } });
   $("b-next").addEventListener("click", function () { if ((page + 1) * PAGE < shown.length) { page += 1; render(); } });

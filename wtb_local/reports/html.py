@@ -80,6 +80,7 @@ def _session_blocks(run_index: int, run: Run) -> tuple[list[list[Any]], list[str
         results = row.get("results")
         recorded_tasks = recorded.get(row["id"], {}).get("result")
         details = []
+        solved = all(records[(session.id, i)].correct for i in range(len(session.english_tasks)))
         for i in range(len(session.english_tasks)):
             record = records[(session.id, i)]
             scored = results[i] if isinstance(results, list) and i < len(results) else results
@@ -87,7 +88,7 @@ def _session_blocks(run_index: int, run: Run) -> tuple[list[list[Any]], list[str
             details.append(task_detail(scored, mine, record.category))
             index_rows.append([run_index, session.id, i, record.task_type,
                                "correct" if record.correct else "error", record.category, record.subtype,
-                               record.transitions])
+                               record.transitions, "correct" if solved else "error"])
         blocks.append(_json_block(f"wtb-s-{run_index}-{session.id}",
                                   {"tools": session.english_tools, "tasks": details}))
     return index_rows, blocks
@@ -129,6 +130,8 @@ def report_html(sections: Sequence[Section], runs: Sequence[Run], plots: Sequenc
 <label>model <select id="f-model"><option value="">all</option></select></label>
 <label>verdict <select id="f-verdict"><option value="">all</option><option value="correct">correct</option>
 <option value="error">error</option></select></label>
+<label>session verdict <select id="f-session-verdict"><option value="">all</option>
+<option value="correct">every task correct</option><option value="error">a task failed</option></select></label>
 <label>task type <select id="f-type"><option value="">all</option></select></label>
 <label>error category <select id="f-category"><option value="">all</option></select></label>
 <label>session <input id="f-session" type="search" placeholder="wild_tool_bench_"></label>
