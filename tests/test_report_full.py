@@ -218,3 +218,16 @@ def test_report_of_a_tiny_model_run(tmp_path: Path) -> None:
     assert sorted(p.name for p in (tmp_path / "r").iterdir()) == [
         "errors.csv", "health.csv", "report.html", "subtypes.csv", "table6.csv", "table7.csv", "table8.csv",
         "transitions.csv"]
+
+
+def test_a_folder_of_runs_keeps_runs_of_one_model_apart(oracle: Path, tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    shutil.copytree(oracle, runs / "a")
+    done = _cli("run", "--backend", "oracle", "--model", "Qwen/Qwen3-8B", "--dataset", "sample", "--sessions", "0",
+                "--out", str(runs / "b"), "--progress", "none")
+    assert done.returncode == 0, done.stderr
+    done = _cli("report", str(runs), "--out", str(tmp_path / "r"), "--format", "csv")
+    assert done.returncode == 0, done.stderr
+    health = _csv(tmp_path / "r" / "health.csv")
+    assert [(r["model"], r["tasks"]) for r in health] == [
+        (f"Qwen_Qwen3-8B ({runs / 'a'})", "32"), (f"Qwen_Qwen3-8B ({runs / 'b'})", "4")]

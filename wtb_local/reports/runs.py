@@ -93,24 +93,28 @@ def find_runs(path: str | Path) -> list[_Found]:
     path = Path(path)
     if path.is_file():
         return [_from_file(path)]
-    manifest = _read_manifest(path)
-    found: dict[str, _Found] = {}
-    for score in sorted(path.rglob(SCORE_FILE_NAME)):
-        found.setdefault(score.parent.name, _Found(score.parent.name, path)).score = score
-    for metric in sorted(path.rglob(METRIC_FILE_NAME)):
-        found.setdefault(metric.parent.name, _Found(metric.parent.name, path)).metric = metric
-    for result in sorted(path.rglob(RESULT_FILE_NAME)):
-        found.setdefault(result.parent.name, _Found(result.parent.name, path)).result = result
+    found: dict[tuple[Path, str], _Found] = {}
+    for attribute, name in (("score", SCORE_FILE_NAME), ("metric", METRIC_FILE_NAME), ("result", RESULT_FILE_NAME)):
+        for file in sorted(path.rglob(name)):
+            root = _run_root(file)
+            entry = found.setdefault((root, file.parent.name), _Found(file.parent.name, root))
+            setattr(entry, attribute, file)
     if not found:
         metrics = sorted(path.rglob("*metric*.json"))
         if not metrics:
             raise ReportError(f"{path}: no {SCORE_FILE_NAME}, {RESULT_FILE_NAME} or {METRIC_FILE_NAME} found")
-        found[metrics[0].stem] = _Found(metrics[0].stem, path, metric=metrics[0])
-    runs = [found[name] for name in sorted(found)]
-    if manifest is not None:
-        for run in runs:
-            run.manifest = manifest
+        return [_Found(metrics[0].stem, path, metric=metrics[0])]
+    runs = [found[key] for key in sorted(found)]
+    for run in runs:  # several run directories under one path: each its own manifest
+        run.manifest = _read_manifest(run.source)
     return runs
+
+
+def _run_root(file: Path) -> Path:
+    """RUN for RUN/score/<model>/file and RUN/result/<model>/file; the folder of a flat `score --out DIR`."""
+    if file.parent.parent.name in ("score", "result"):
+        return file.parent.parent.parent
+    return file.parent
 
 
 def _from_file(path: Path) -> _Found:
