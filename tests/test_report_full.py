@@ -231,3 +231,13 @@ def test_a_folder_of_runs_keeps_runs_of_one_model_apart(oracle: Path, tmp_path: 
     health = _csv(tmp_path / "r" / "health.csv")
     assert [(r["model"], r["tasks"]) for r in health] == [
         (f"Qwen_Qwen3-8B ({runs / 'a'})", "32"), (f"Qwen_Qwen3-8B ({runs / 'b'})", "4")]
+
+
+def test_a_score_file_path_finds_its_run(oracle: Path, tmp_path: Path) -> None:
+    """A score file inside a run directory: the manifest (dataset, model id) and the result file are found."""
+    score = oracle / "score" / "Qwen_Qwen3-8B" / SCORE
+    done = _cli("report", str(score), "--out", str(tmp_path), "--format", "csv")
+    assert done.returncode == 0, done.stderr
+    health = _csv(tmp_path / "health.csv")
+    assert [(r["model"], r["steps"], r["status"]) for r in health] == [("Qwen_Qwen3-8B", "74", "complete")]
+    assert [r["kind"] for r in _csv(tmp_path / "table6.csv")] == ["ours", "paper", "diff"]
