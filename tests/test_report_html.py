@@ -43,6 +43,8 @@ SELFTEST = """<script>
   out.opened = detail.getAttribute("data-open");
   out.detail_has_gold = detail.textContent.indexOf("gold candidates at this step") !== -1;
   out.detail_steps = detail.querySelectorAll(".step").length;
+  out.history_closed = !detail.querySelector("details.history").open;
+  out.first_own_role = detail.querySelector("details[open] .msg .role").textContent;
   set("f-category", ""); set("f-verdict", ""); set("f-model", ""); set("f-type", "Chat"); out.chat = count();
   set("f-type", ""); set("f-session", "wild_tool_bench_7"); out.session7 = count();
   set("f-session", ""); set("f-session-verdict", "correct"); out.solved_sessions_tasks = count();
@@ -130,7 +132,7 @@ def test_report_html_loads_and_filters_work_in_chromium(page: tuple[Path, Path],
     assert seen["errors"] == oracle["error"] + scripted["error"] == 120
     assert seen["scripted_refusals"] == scripted["cat:Refusal"] == 12
     assert seen["opened"].startswith("1/wild_tool_bench_") and seen["detail_has_gold"]
-    assert seen["detail_steps"] >= 1
+    assert seen["detail_steps"] >= 1 and seen["history_closed"] and seen["first_own_role"] == "user"
     assert seen["chat"] == 5 + 43  # chat tasks: the sample's 5 and the vectors' 43
     assert seen["session7"] == oracle["session7"] + scripted["session7"] == 8
     assert seen["solved_sessions_tasks"] == 32 + scripted["solved_tasks"] == 32 + 4 * 3  # 3 of 64 solved

@@ -123,8 +123,11 @@
       detail.appendChild(pre(task ? task.error : "no record of this task"));
       return;
     }
-    var conv = el("details", { "open": "" }, [el("summary", {}, ["conversation as the model saw it at its last step (" + task.messages.length + " messages)"])]);
-    task.messages.forEach(function (m) { conv.appendChild(message(m)); });
+    var history = el("details", { "class": "history" }, [el("summary", {}, ["system prompt and earlier tasks, gold history (" + task.history + " messages)"])]);
+    task.messages.slice(0, task.history).forEach(function (m) { history.appendChild(message(m)); });
+    detail.appendChild(history);
+    var conv = el("details", { "open": "" }, [el("summary", {}, ["this task as the model saw it at its last step (" + (task.messages.length - task.history) + " messages)"])]);
+    task.messages.slice(task.history).forEach(function (m) { conv.appendChild(message(m)); });
     detail.appendChild(conv);
     task.steps.forEach(function (s, i) { detail.appendChild(step(s, i)); });
     var tools = el("details", {}, [el("summary", {}, ["tools offered (" + data.tools.length + ")"])]);

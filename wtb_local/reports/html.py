@@ -61,10 +61,13 @@ def task_detail(scored: Any, recorded: Any, category: str | None) -> dict[str, A
         if dropped:
             entry["dropped"] = True
         steps.append(entry)
+    begin = (scored.get("inference_log") or {}).get("begin_of_current_task")
+    starts = [i for i, m in enumerate(messages) if begin is not None and m == begin]
     verdict = {k: scored.get(k) for k in ("label", "action_name_label", "action_arguments_label", "is_optimal")
                if k in scored}
     verdict["error_category"] = category
-    return {"verdict": verdict, "messages": messages, "steps": steps}
+    # messages before this task's own user message are the gold history of the earlier tasks
+    return {"verdict": verdict, "messages": messages, "history": starts[-1] if starts else 0, "steps": steps}
 
 
 def _session_blocks(run_index: int, run: Run) -> tuple[list[list[Any]], list[str]]:
