@@ -23,10 +23,10 @@ from typing import Any
 from pydantic import BaseModel
 
 # The paper's budget (App. E.1: max_new_tokens=512) for answers without reasoning. With reasoning, 512
-# tokens end most steps inside the thinking block (the paper's own Qwen3-Thinking rows suffer it:
-# paper-harness.md); 8,192 is 16x that, room for the deliberation a tool choice needs, while one runaway
-# step still costs at most 8k tokens of a batch. Qwen's model cards suggest 32,768 for open-ended
-# reasoning (maths, code). The run's length-cut counts say whether the budget was enough.
+# tokens are often exhausted by thinking (paper-harness.md, on the paper's own Qwen3 runs); 8,192 is 16x
+# that, room for the deliberation a tool choice needs, while one runaway step still costs at most 8k
+# tokens of a batch. Qwen's model cards suggest 32,768 for open-ended reasoning (maths, code). The run's
+# length-cut counts say whether the budget was enough.
 NON_THINKING_MAX_NEW_TOKENS = 512
 THINKING_MAX_NEW_TOKENS = 8192
 
