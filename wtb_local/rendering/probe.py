@@ -14,11 +14,13 @@ from __future__ import annotations
 import json
 import os
 import re
+from datetime import datetime
 from typing import Any, Protocol
 
 import jinja2
 from pydantic import BaseModel, Field
 
+from wtb_local.end_of_turn import strip_end_of_turn
 from wtb_local.rendering.adapt import Adaptation, IdStyle, adapt_messages
 from wtb_local.rendering.templates import TemplateError, override_for, template_sha256
 
@@ -32,7 +34,16 @@ class RenderFn(Protocol):
     """(template text, messages, tools) -> rendered text, with or without the generation prompt."""
 
     def __call__(self, template: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
-                 add_generation_prompt: bool = True) -> str: ...
+                 add_generation_prompt: bool = True, **context: Any) -> str: ...
+
+
+def _frozen_strftime(fmt: str) -> str:
+    return datetime(2024, 6, 12, 10, 23, 45).strftime(fmt)  # the probe conversation's own date
+
+
+# Cuts compare several renderings of one conversation: a template that prints the current time
+# (transformers' strftime_now) must print the same time in all of them. Only the cut text is used.
+_FROZEN_CLOCK: dict[str, Any] = {"strftime_now": _frozen_strftime}
 
 
 class TemplateChoice(BaseModel):
@@ -153,39 +164,78 @@ def cut_completion(render: RenderFn, template: str, messages: list[dict[str, Any
     it is no longer last (Hermes closes a last tool result without a newline): the turn starts after the
     last generation prompt header. (4) No generation prompt and text placed by position (Mistral puts the
     system prompt and tools in the last user turn): the turn starts after the previous message's text and
-    what follows it in the prompt, when that occurs exactly once.
+    what follows it in the prompt, when that occurs exactly once. (5) No generation prompt, but the last
+    turn ends with a pre-fill while it is last: the turn starts where the two renderings part. All
+    renderings see one frozen clock (`strftime_now`).
     """
     before, upto = messages[:index], messages[:index + 1]
-    prompt = render(template, before, tools, add_generation_prompt=True)
-    full = render(template, upto, tools, add_generation_prompt=False)
+    return _cut(render, template, before, upto, tools)
+
+
+def _cut(render: RenderFn, template: str, before: list[dict[str, Any]], upto: list[dict[str, Any]],
+         tools: list[dict[str, Any]]) -> tuple[str, str] | None:
+    prompt = render(template, before, tools, add_generation_prompt=True, **_FROZEN_CLOCK)
+    full = render(template, upto, tools, add_generation_prompt=False, **_FROZEN_CLOCK)
     if full.startswith(prompt):
         return _strip_end(full[len(prompt):]), ""
-    base = render(template, before, tools, add_generation_prompt=False)
+    base = render(template, before, tools, add_generation_prompt=False, **_FROZEN_CLOCK)
     if prompt.startswith(base) and len(prompt) > len(base):
         header = prompt[len(base):]
         if full.startswith(base):
             segment = full[len(base):]
-            shared = os.path.commonprefix([header, segment])
-            if shared != header:  # back off to the end of the last whole special token or line
-                shared = shared[: max(shared.rfind(">"), shared.rfind("\n")) + 1]
+            shared = _back_off(os.path.commonprefix([header, segment]), header)
             if shared.strip():
                 return _strip_end(segment[len(shared):]), header[len(shared):]
         at = full.rfind(header)
         return (_strip_end(full[at + len(header):]), "") if at >= 0 else None
     body = _anchored_cut(before, prompt, full)
-    return None if body is None else (body, "")
+    if body is not None:
+        return body, ""
+    # (5) no separate generation prompt, but the last turn ends with a pre-fill whenever it is last
+    # (Hunyuan with thinking off appends `<think>\n\n</think>\n`): the turn starts where the two
+    # renderings part, provided that is right after the previous message's text and its closing markup
+    shared = _back_off(os.path.commonprefix([prompt, full]), prompt)
+    last = _last_text(before)
+    if last and last in shared and len(shared) - shared.rindex(last) - len(last) <= _MARKUP:
+        prefill = prompt[len(shared):]
+        body = full[len(shared):].rstrip()
+        # such templates append the pre-fill after whatever turn is last, this one included
+        if prefill.strip() and body.endswith(prefill.rstrip()):
+            body = body[: -len(prefill.rstrip())]
+        return _strip_end(body), prefill
+    return None
+
+
+_MARKUP = 64  # at most this much closing markup between a message's text and the next turn
+
+
+def _back_off(shared: str, header: str) -> str:
+    """A common prefix cut back to the end of its last whole special token or line (unless it is all of
+    `header`): `<｜Assistant｜><` shared by `<think>` and `<｜tool▁calls▁begin｜>` is not a boundary."""
+    if shared == header:
+        return shared
+    return shared[: max(shared.rfind(">"), shared.rfind("\n")) + 1]
+
+
+def _last_text(before: list[dict[str, Any]]) -> str:
+    content = before[-1].get("content")
+    return content if isinstance(content, str) else ""
 
 
 # A generation prompt that opens a reasoning block the history form lacks (`<think>\n`): the model closes
 # it before writing the turn, so the completion starts with the closing tag.
 _OPENER = re.compile(r"^\s*<(?P<tag>[A-Za-z][\w:-]*)>\s*$")
+# A pre-filled, closed reasoning block (`<think>\n\n</think>\n` with thinking off, Seed-OSS's budget note
+# with a zero budget): the turn follows it as is.
+_CLOSED = re.compile(r"^\s*<(?P<tag>[A-Za-z][\w:-]*)>.*</(?P=tag)>\s*$", re.DOTALL)
 
 
 def completion_after(prefill: str, body: str) -> str | None:
     """What a model writes after a generation prompt that pre-fills `prefill`, to produce the history
-    form `body`: `body` itself, or `</tag>` + blank line + `body` after a pre-filled `<tag>`; None when the
-    pre-filled text is anything else (no honest completion can be derived)."""
-    if not prefill:
+    form `body`: `body` itself (no pre-fill, or a closed `<tag>...</tag>` block), or `</tag>` + blank
+    line + `body` after a pre-filled `<tag>`; None when the pre-filled text is anything else (no honest
+    completion can be derived)."""
+    if not prefill or _CLOSED.match(prefill):
         return body
     opened = _OPENER.match(prefill)
     return f"</{opened.group('tag')}>\n\n{body}" if opened else None
@@ -202,18 +252,7 @@ def _anchored_cut(before: list[dict[str, Any]], prompt: str, full: str) -> str |
 
 
 def _strip_end(text: str) -> str:
-    from wtb_local.rendering.renderer import END_OF_TURN  # renderer imports this module
-
-    markers = sorted(END_OF_TURN, key=len, reverse=True)
-    changed = True
-    while changed:
-        changed = False
-        stripped = text.rstrip()
-        for marker in markers:
-            if stripped.endswith(marker):
-                text, changed = stripped[: -len(marker)], True
-                break
-    return text.rstrip()
+    return strip_end_of_turn(text).rstrip()
 
 
 def check_calls(render: RenderFn, template: str, messages: list[dict[str, Any]], parser: Any) -> list[str]:
@@ -228,10 +267,12 @@ def check_calls(render: RenderFn, template: str, messages: list[dict[str, Any]],
         if not calls:
             continue
         names = ", ".join((c.get("function") or {}).get("name", "?") for c in calls)
-        text = cut_turn(render, template, messages, index, PROBE_TOOLS)
-        if text is None:
+        cut = cut_completion(render, template, messages, index, PROBE_TOOLS)
+        # the cut must also be writable as a completion after the generation prompt (the oracle's reply)
+        if cut is None or completion_after(cut[1], cut[0]) is None:
             problems.append(f"history turn {index} ({names}): no clean cut of the rendered turn")
             continue
+        text = cut[0]
         parsed = parse_completion(parser, text, tools=PROBE_TOOLS, finish_reason="stop")
         want = [((c.get("function") or {}).get("name"), typed(_arguments(c))) for c in calls]
         got = [(c.name, typed(_json_or_text(c.arguments))) for c in parsed.tool_calls]

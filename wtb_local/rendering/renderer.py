@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from wtb_local.end_of_turn import END_OF_TURN, strip_end_of_turn
 from wtb_local.rendering.adapt import adapt_messages
 from wtb_local.rendering.kwargs import thinking_kwargs
 from wtb_local.rendering.probe import (
@@ -25,13 +26,6 @@ from wtb_local.rendering.probe import (
     cut_completion,
 )
 from wtb_local.rendering.templates import TemplateError, resolve_template
-
-# End-of-turn markers a completion stops at (engines drop them from the text: tool-call-formats.md §2.1).
-END_OF_TURN = (
-    "<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<｜end▁of▁sentence｜>", "<|end|>", "<|return|>", "<|call|>",
-    "<|end_of_text|>", "<|endoftext|>", "</s>", "<end_of_turn>", "<|im_end_of_turn|>", "<|eot|>",
-    "<|eos|>", "<|observation|>", "<|user|>", "<seed:eos>", "[e~[",
-)
 
 
 class RenderedPrompt(BaseModel):
@@ -133,10 +127,11 @@ class PromptRenderer:
         return text
 
     def _render_with(self, template: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
-                     *, add_generation_prompt: bool = True) -> str:
+                     *, add_generation_prompt: bool = True, **context: Any) -> str:
+        # `context`: extra template variables for this rendering only (the probe's frozen clock)
         return self.tokenizer.apply_chat_template(
             messages, tools=tools or None, chat_template=template,
-            add_generation_prompt=add_generation_prompt, tokenize=False, **self.template_kwargs)
+            add_generation_prompt=add_generation_prompt, tokenize=False, **{**self.template_kwargs, **context})
 
     def _end_markers(self) -> list[str]:
         markers = set(END_OF_TURN)
@@ -146,13 +141,4 @@ class PromptRenderer:
         return sorted(markers, key=len, reverse=True)
 
     def _strip_end(self, text: str) -> str:
-        markers = self._end_markers()
-        changed = True
-        while changed:
-            changed = False
-            stripped = text.rstrip()
-            for marker in markers:
-                if stripped.endswith(marker):
-                    text, changed = stripped[: -len(marker)], True
-                    break
-        return text.rstrip()
+        return strip_end_of_turn(text, self._end_markers()).rstrip()
