@@ -76,7 +76,13 @@ def test_openai_backend_end_to_end(qwen_tiny_dir: Path, tmp_path: Path) -> None:
     assert all("raw" in s and "finish_reason" in s for s in steps)
     request = server.requests[0]
     assert request["skip_special_tokens"] is False and request["max_tokens"] == 512
-    assert request["prompt"].startswith("<|im_start|>system")
+    # The renderer's token ids are the prompt, and the sampling is the checkpoint's generation_config
+    # (tiny_model.py writes Qwen2.5's) resolved as the in-process backends resolve it: nothing is left to
+    # the server's own defaults.
+    assert all(isinstance(i, int) for i in request["prompt"]) and "add_special_tokens" not in request
+    assert server.prompt_text(request["prompt"]).startswith("<|im_start|>system")
+    sampling = {k: request[k] for k in ("temperature", "top_p", "top_k", "min_p", "repetition_penalty")}
+    assert sampling == {"temperature": 0.7, "top_p": 0.8, "top_k": 20, "min_p": 0.0, "repetition_penalty": 1.05}
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])

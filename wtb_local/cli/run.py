@@ -41,6 +41,9 @@ def _sessions(_ctx: click.Context, _param: click.Parameter, value: str | None) -
                    "scripted when --script is given, replay when --replay is given.")
 @click.option("--base-url", envvar="WTB_BASE_URL", help="OpenAI-compatible server (openai backend), e.g. "
               "http://127.0.0.1:8000/v1.")
+@click.option("--server-prompt", type=click.Choice(("token-ids", "text")), envvar="WTB_SERVER_PROMPT",
+              help="openai backend: send the rendered prompt as token ids (default; vLLM, SGLang) or as text "
+                   "with add_special_tokens false (servers that take only text).")
 @click.option("--api-key", envvar="WTB_API_KEY", help="API key for --base-url (never written to disk).")
 @click.option("--parser", envvar="WTB_PARSER",
               help="Tool-call parser (default: chosen from the template/model id).")

@@ -174,7 +174,8 @@ def build_backend(settings: RunSettings, *, parser: Any, renderer: Any) -> Backe
             raise RunError("--backend openai needs --base-url (e.g. http://127.0.0.1:8000/v1)")
         return backend_class(name)(OpenAIConfig(
             base_url=settings.base_url, model=settings.model, api_key=settings.api_key,
-            max_concurrency=settings.max_num_seqs or 64, max_model_len=settings.max_model_len))
+            max_concurrency=settings.max_num_seqs or 64, max_model_len=settings.max_model_len,
+            prompt_format=settings.server_prompt or "token-ids", revision=settings.revision))
     raise RunError(f"unknown backend {name!r}")
 
 
@@ -192,6 +193,8 @@ def resolve_settings(settings: RunSettings) -> RunSettings:
         settings.script_sha256 = _file_sha256(settings.script)
     if settings.backend == "openai" and not settings.base_url:  # before the tokenizer is fetched
         raise RunError("--backend openai needs --base-url (e.g. http://127.0.0.1:8000/v1)")
+    # Only server mode sends prompts over the wire; other backends record none.
+    settings.server_prompt = (settings.server_prompt or "token-ids") if settings.backend == "openai" else None
     if not settings.model_name:
         settings.model_name = settings.model or settings.backend
     if settings.backend == "replay":

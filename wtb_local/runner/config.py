@@ -35,10 +35,11 @@ HASHED_FIELDS: tuple[str, ...] = (
     "max_model_len",
     "script_sha256",
     "replay_sha256",
+    "server_prompt",
 )
 # Hashed fields added after run directories had been written: left out while unset, so those runs'
 # hashes stay the same and they can still be resumed.
-_HASHED_WHEN_SET = frozenset({"replay_sha256"})
+_HASHED_WHEN_SET = frozenset({"replay_sha256", "server_prompt"})
 
 
 class RunSettings(BaseModel):
@@ -48,6 +49,7 @@ class RunSettings(BaseModel):
     model_name: str | None = None  # default: the model id (or the backend name)
     backend: str = "auto"
     base_url: str | None = None
+    server_prompt: str | None = None  # openai backend: token-ids (default) | text; None for other backends
     api_key: str | None = Field(default=None, exclude=True)  # never written to disk
     parser: str | None = None
     # e.g. {"thinking": true} when the generation prompt pre-fills <think>; recorded so replays parse alike
