@@ -11,10 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from pathlib import Path
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 CANNED = (
