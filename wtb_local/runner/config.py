@@ -86,6 +86,9 @@ class RunSettings(BaseModel):
     dataset_sha256: str | None = None
     script_sha256: str | None = None
     replay_sha256: str | None = None
+    # vLLM's context window when --max-model-len is not given (context_length.py). Not hashed: it only
+    # bounds prompt + generation from above, it does not change what the model sees.
+    default_max_model_len: int | None = None
 
     @property
     def seed(self) -> int:

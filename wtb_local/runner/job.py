@@ -22,6 +22,7 @@ from typing import Any
 from wtb_local.backends.base import Backend
 from wtb_local.runner.components import PreparedRun, build_backend, prepare_run
 from wtb_local.runner.config import RunSettings, config_hash, hashed_config
+from wtb_local.runner.context_length import engine_context_length
 from wtb_local.runner.environment import machine, package_versions
 from wtb_local.runner.errors import RunError
 from wtb_local.runner.loop import SessionRunner, resolve_scheduling
@@ -129,7 +130,10 @@ async def run_job_async(settings: RunSettings, *, backend: Backend | None = None
     paths = run_paths(settings)
     config = hashed_config(settings)
     resume = check_resume(settings, paths, config)
+    # Only an engine this run starts gets a context window from it (a given backend has its own).
+    context_length = engine_context_length(prep) if backend is None else None
     manifest = _new_manifest(prep, paths, config, read_manifest(paths.run_dir) if resume else None)
+    manifest["context_length"] = context_length
     store = _open_store(paths, resume=resume, err=err)
     finished = store.finished()
     pending = [s for s in prep.selected if s.id not in finished]
