@@ -56,7 +56,7 @@ def test_the_walked_prompt_is_the_one_a_run_sends(renderer: Any, qwen_tiny_dir: 
                         sessions=["4"], out=str(tmp_path), progress="none"))
     row = read_jsonl(tmp_path / "result" / "oracle" / RESULT_NAME)[0]
     log = row["result"][3]["inference_log"]
-    last = log[sorted(k for k in log if k.startswith("step_"))[-1]]["inference_input"]
+    last = log[max((k for k in log if k.startswith("step_")), key=lambda k: int(k[5:]))]["inference_input"]
     assert len(renderer.render(last["messages"], last["tools"]).token_ids) == 3891
 
 

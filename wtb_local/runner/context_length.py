@@ -76,7 +76,7 @@ def _needs(renderer: Any, sessions: list[Any]) -> list[TaskNeed]:
                 episode.accept(episode.gold_reply())
             try:
                 texts.append(renderer.render_text(messages, tools))
-            except Exception:  # noqa: BLE001 - a template that raises here fails that step at run time
+            except Exception:  # noqa: BLE001, S112 - a template that raises here fails that step at run time
                 continue
             tasks.append((session.id, episode.task_idx, max(episode.step, 1)))
     # One batched tokenizer call (the renderer's own encoding, without special tokens): the fast
