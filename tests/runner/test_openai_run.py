@@ -126,3 +126,23 @@ def test_resume_after_a_kill_gives_the_same_files(qwen_tiny_dir: Path, tmp_path:
         assert f"2 finished session(s) skipped, {len(sessions) - 2} to run" in resumed.output
         assert invoke(_args(qwen_tiny_dir, server.base_url, clean)).exit_code == 0
     assert without_timing(run_files(killed, "fake")) == without_timing(run_files(clean, "fake"))
+
+
+def test_text_prompts_on_request_and_recorded(qwen_tiny_dir: Path, tmp_path: Path) -> None:
+    """`WTB_SERVER_PROMPT=text` (the --server-prompt twin) through the real command: the rendered text goes
+    out with add_special_tokens false; the choice is part of the run configuration."""
+    out = tmp_path / "text"
+    with fake_openai_server(str(qwen_tiny_dir)) as server:
+        env = {**os.environ, "WTB_SERVER_PROMPT": "text"}
+        cmd = [sys.executable, "-m", "wtb_local", *_args(qwen_tiny_dir, server.base_url, out, "--limit", "1")]
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=False)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert server.requests and all(
+            isinstance(r["prompt"], str) and r["prompt"].startswith("<|im_start|>system")
+            and r["add_special_tokens"] is False for r in server.requests)
+        manifest = json.loads((out / "manifest.json").read_text())
+        assert manifest["config"]["server_prompt"] == "text"
+        switched = invoke(_args(qwen_tiny_dir, server.base_url, out, "--limit", "1", "--server-prompt",
+                                "token-ids"))
+    assert switched.exit_code != 0
+    assert 'server_prompt: "text" -> "token-ids"' in switched.output
