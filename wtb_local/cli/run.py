@@ -31,6 +31,10 @@ def _sessions(_ctx: click.Context, _param: click.Parameter, value: str | None) -
     return ids
 
 
+def _protocol(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    return None if value in (None, "release") else value  # release: left out of the run hash (old runs resume)
+
+
 @click.command(name="run")
 @click.option("--model", envvar="WTB_MODEL", help="Hugging Face model id or local directory.")
 @click.option("--model-name", envvar="WTB_MODEL_NAME",
@@ -105,6 +109,10 @@ def _sessions(_ctx: click.Context, _param: click.Parameter, value: str | None) -
 @click.option("--progress", type=click.Choice(("auto", "rich", "plain", "none")), default="auto",
               show_default=True, envvar="WTB_PROGRESS",
               help="auto: a bar on a terminal, plain lines otherwise.")
+@click.option("--protocol", type=click.Choice(("release", "paper")), default="release", show_default=True,
+              envvar="WTB_PROTOCOL", callback=_protocol,
+              help="release: the benchmark's released evaluator; paper: the paper harness's per-family prompts, "
+                   "generation, parse rules and lenient checker (README: \"Which numbers can I compare with the paper?\").")
 def run(**options: Any) -> None:
     """Run a model on WildToolBench, score it and print its Table 6 row (the main job)."""
     from wtb_local.runner import RunError, run_job, settings_from_options
@@ -138,9 +146,15 @@ def run(**options: Any) -> None:
         click.echo(f"warning: {sum(failed.values())} request(s) failed and were scored as step errors: "
                    f"{reasons}{more}", err=True)
     run_settings = outcome.settings
-    rows = [metric_row(outcome.metric, run_settings.model_name)]
+    protocol = run_settings.protocol or "release"
+    label = run_settings.model_name if protocol == "release" else f"{run_settings.model_name} [{protocol}]"
+    rows = [metric_row(outcome.metric, label)]
     paper = paper_row(run_settings.model or run_settings.model_name, run_settings.thinking)
     print_tables(rows + ([paper] if paper else []), stream=sys.stdout)
+    if paper:
+        from wtb_local.reports.protocols import paper_row_note
+
+        click.echo(paper_row_note(protocol))
     sessions = outcome.metric.get("total_info", {}).get("session", {}).get("total_count", 0)
     if paper and sessions != RELEASE_SESSIONS:
         # The paper's row is over the whole release; a partial or sample run is not comparable with it.
