@@ -31,7 +31,8 @@ import click
 )
 def report(paths: tuple[str, ...], tables: tuple[str, ...], paper: bool, thinking: bool | None) -> None:
     """Print the table rows of scored runs (run directories or metric.json files)."""
-    from wtb_local.reports import metric_row, paper_row, print_tables
+    from wtb_local.reports import paper_row, print_tables
+    from wtb_local.reports.protocols import protocol_rows
     from wtb_local.scoring import ScoringError, read_metric
 
     metrics = []
@@ -45,7 +46,8 @@ def report(paths: tuple[str, ...], tables: tuple[str, ...], paper: bool, thinkin
     shown_paper: set[str] = set()
     for path, name, metric in zip(paths, names, metrics, strict=True):
         # Runs of one model (sample vs release, two parsers) share a model name: tell them apart by path.
-        rows.append(metric_row(metric, f"{name} ({path})" if names.count(name) > 1 else name))
+        # Every run row says its protocol and checker; a run's re-scorings (`rescore`) follow it.
+        rows.extend(protocol_rows(path, f"{name} ({path})" if names.count(name) > 1 else name, metric))
         known = paper_row(str(metric.get("model_name", "")), thinking) if paper else None
         if known is not None and known.label not in shown_paper:
             shown_paper.add(known.label)

@@ -28,10 +28,11 @@ def run_protocol(run_dir: str | Path) -> tuple[str, str]:
 
 
 def rescored_metrics(run_dir: str | Path) -> list[tuple[str, dict[str, Any]]]:
-    """(checker, metric) of every `score-<checker>/<model>/Wild-Tool-Bench_metric.json` in a run directory."""
+    """(checker, metric) of every `score-<checker>/score/<model>/Wild-Tool-Bench_metric.json` in a run
+    directory (what `rescore` writes)."""
     found = []
-    for path in sorted(Path(run_dir).glob("score-*/*/Wild-Tool-Bench_metric.json")):
-        checker = path.parent.parent.name[len("score-"):]
+    for path in sorted(Path(run_dir).glob("score-*/score/*/Wild-Tool-Bench_metric.json")):
+        checker = path.parents[2].name[len("score-"):]
         found.append((checker, json.loads(path.read_text(encoding="utf-8"))))
     return found
 
@@ -39,3 +40,17 @@ def rescored_metrics(run_dir: str | Path) -> list[tuple[str, dict[str, Any]]]:
 def protocol_label(name: str, protocol: str, checker: str) -> str:
     """`model [release-strict]`: every report row says which protocol and checker produced it."""
     return f"{name} [{protocol}-{checker}]"
+
+
+def protocol_rows(path: str | Path, name: str, metric: dict[str, Any]) -> list[Any]:
+    """The report rows of one path: the run labelled with its protocol and checker, then its re-scorings."""
+    from wtb_local.reports.table import metric_row
+
+    if not Path(path).is_dir():
+        return [metric_row(metric, name)]
+    protocol, checker = run_protocol(path)
+    rows = [metric_row(metric, protocol_label(name, protocol, checker))]
+    for other, rescored in rescored_metrics(path):
+        if other != checker:
+            rows.append(metric_row(rescored, protocol_label(name, protocol, other)))
+    return rows
