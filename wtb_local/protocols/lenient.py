@@ -35,7 +35,11 @@ def rouge_l(prediction: str, gold: str) -> float:
     harness's `rouge_scorer.RougeScorer(..., tokenizer=<jieba>)` computes it."""
     global _scorer
     if _scorer is None:
-        import jieba
+        import warnings
+
+        with warnings.catch_warnings():  # jieba imports the deprecated pkg_resources
+            warnings.simplefilter("ignore", DeprecationWarning)
+            import jieba
         from rouge_score import rouge_scorer
 
         jieba.setLogLevel(60)  # jieba prints its dictionary loading to stderr otherwise

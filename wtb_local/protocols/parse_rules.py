@@ -180,10 +180,10 @@ class PaperParser(ToolParser):
         if self.rule != "native":
             return RULES[self.rule](text)
         parsed = self.native.parse(text, tools=tools, finish_reason=finish_reason)
-        if not parsed.tool_calls:
+        if not parsed.tool_calls or parsed.errors:
             return ParseResult(content=text)  # think text and broken calls stay as text
         think = f"<think>{parsed.reasoning}</think>" if parsed.reasoning else ""
-        return ParseResult(content=think + (parsed.content or ""), tool_calls=parsed.tool_calls, errors=parsed.errors)
+        return ParseResult(content=think + (parsed.content or ""), tool_calls=parsed.tool_calls)
 
     def format(self, content: str | None, tool_calls: list[ParsedCall], reasoning: str | None = None) -> str:
         """What this family's model writes for a reply (oracle backend)."""
