@@ -239,8 +239,8 @@ def _pythonic_history(rest: list[dict[str, Any]], *, split_results: bool) -> lis
         if message.get("role") == "assistant" and message.get("tool_calls"):
             last_calls = message["tool_calls"]
             out.append({"role": "assistant", "content": python_calls(last_calls)})
-        elif message.get("role") == "tool" and message.get("tool_call_id") is None:
-            observations = json.loads(message["content"])
+        elif message.get("role") == "tool" and message.get("tool_call_id") is None and "name" not in message:
+            observations = json.loads(message["content"])  # a history step: one JSON array
             if split_results:  # watt: one tool message per result with its name (§2.5)
                 out.extend({"role": "tool", "name": c["function"]["name"], "content": json.dumps(obs, ensure_ascii=False)}
                            for c, obs in zip(last_calls, observations))
@@ -263,7 +263,8 @@ def build_toolace(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -
 
 def build_watt(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Built:
     date, rest = _date_of(messages)
-    body = _tool_runs(_pythonic_history([_clean(m) for m in rest], split_results=True))
+    # live results are named from the model's calls before those become Python text
+    body = _pythonic_history(_tool_runs([_clean(m) for m in rest]), split_results=True)
     system_text = (DATE_MARKER + date).replace("\n", "")
     system = {"role": "system", "content": toolace_system(tools, indent=False) + system_text}
     return [system, *body], None, {"date_string": date}
