@@ -155,3 +155,18 @@ def test_tiny_model_through_transformers_with_the_qwen_rules(tmp_path: Path) -> 
     step = rows[0]["result"][0]["inference_log"]["step_0"]["inference_output"]
     assert step["error_reason"] == "tool_calls and content are None or empty"
     assert step["raw"] in ("", "<|im_end|>")
+
+
+def test_a_paper_run_replays_offline_to_the_same_verdicts(tmp_path: Path) -> None:
+    """The replay backend re-parses a paper run's raw completions with the recorded rule (and its
+    special tokens) and reaches the same labels."""
+    assert invoke([*_oracle(tmp_path / "run", "meta-llama/Llama-3.1-8B-Instruct"), "--protocol", "paper"]).exit_code == 0
+    done = invoke(["--backend", "replay", "--replay", str(tmp_path / "run"), "--model",
+                   "meta-llama/Llama-3.1-8B-Instruct", "--dataset", "sample", "--out", str(tmp_path / "again"),
+                   "--progress", "none", "--protocol", "paper"])
+    assert done.exit_code == 0, done.output
+    name = "meta-llama_Llama-3.1-8B-Instruct"
+    assert _labels(tmp_path / "again" / "score" / name / "Wild-Tool-Bench_score.jsonl") == _labels(
+        tmp_path / "run" / "score" / name / "Wild-Tool-Bench_score.jsonl")
+    manifest = json.loads((tmp_path / "again" / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["parser"] == "paper:llama"

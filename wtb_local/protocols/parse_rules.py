@@ -140,6 +140,16 @@ def parse_xlam2(text: str) -> ParseResult:
     return ParseResult(content=_calls_text([c.name for c in calls]), tool_calls=calls)
 
 
+# the project parser whose format a rule's family writes (the oracle, and a replay's recorded parser name)
+NATIVE = {"qwen": "hermes", "llama": "llama3_json", "hammer": "hammer", "pythonic": "pythonic", "xlam2": "xlam"}
+
+
+def native_parser_name(name: str) -> str:
+    """`paper:native:hermes` -> `hermes`; `paper:qwen` -> `hermes` (a recorded paper run's parser name)."""
+    parts = name.split(":")
+    return parts[2] if len(parts) == 3 and parts[1] == "native" else NATIVE.get(parts[-1], parts[-1])
+
+
 RULES = {"qwen": parse_qwen, "llama": parse_llama, "hammer": parse_hammer, "pythonic": parse_pythonic,
          "xlam2": parse_xlam2}
 

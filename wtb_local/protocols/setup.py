@@ -67,6 +67,7 @@ class PaperSetup:
     dates: dict[str, str]
     texts: dict[str, list[str]]
     sources: dict[str, dict[str, int]] = field(default_factory=dict)
+    special_tokens: list[str] = field(default_factory=list)
 
     def episodes_for(self, session: Any) -> list[Any]:
         return paper_episodes(session, date=self.dates[session.id], texts=self.texts[session.id],
@@ -107,14 +108,29 @@ def apply_paper(prep: Any) -> PaperSetup:
                                       source="path/override" if settings.chat_template else "tokenizer")
         special = list(getattr(tokenizer, "all_special_tokens", []) or [])
         settings.template_sha256 = prep.renderer.choice.sha256
-    if prep.parser is not None or settings.backend == "oracle":
+    elif settings.backend == "replay" and settings.replay:
+        special = recorded_special_tokens(settings.replay)
+    if settings.backend != "scripted":
         native = prep.parser
         if rule.parse_rule == "native" and native is None:
             raise RunError("--protocol paper: no tool-call parser for this model; pass --parser")
         prep.parser = PaperParser(rule.parse_rule, special_tokens=special,
                                   native=native if rule.parse_rule == "native" else None)
         settings.parser = prep.parser.name
-    return PaperSetup(rule, dates, texts, sources)
+    return PaperSetup(rule, dates, texts, sources, special)
+
+
+def recorded_special_tokens(result_file: str) -> list[str]:
+    """The special tokens a recorded paper run removed before parsing (its manifest), for its replay."""
+    import json
+    from pathlib import Path
+
+    try:
+        manifest = json.loads((Path(result_file).resolve().parents[2] / "manifest.json").read_text(encoding="utf-8"))
+        tokens = manifest["protocol"]["special_tokens"]
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return []
+    return [t for t in tokens if isinstance(t, str)] if isinstance(tokens, list) else []
 
 
 def _explicit_template(settings: Any) -> str | None:
@@ -142,6 +158,7 @@ def manifest_section(setup: PaperSetup | None, settings: Any) -> dict[str, Any]:
         "generation": {"max_new_tokens": settings.sampling.max_new_tokens,
                        "sampling": rule.sampling, "temperature": settings.sampling.temperature,
                        "decoding": "special tokens removed before parsing (skip_special_tokens=True)"},
+        "special_tokens": sorted(setup.special_tokens),  # removed before parsing; a replay reuses them
         "tool_results": rule.tool_results,
         "parse_rule": rule.parse_rule,
         "sources": setup.sources,
