@@ -170,3 +170,28 @@ def test_a_paper_run_replays_offline_to_the_same_verdicts(tmp_path: Path) -> Non
         tmp_path / "run" / "score" / name / "Wild-Tool-Bench_score.jsonl")
     manifest = json.loads((tmp_path / "again" / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["parser"] == "paper:llama"
+
+
+def test_report_splits_the_gap_to_the_paper_into_the_checkers_part_and_the_rest(tmp_path: Path) -> None:
+    """One release run scored strict (the run) and lenient (`rescore`): the report's note gives both task
+    accuracies, their difference (the checker's part) and the remaining distance to the paper's row."""
+    from click.testing import CliRunner
+
+    from wtb_local.cli import cli
+
+    run_dir = tmp_path / "s"
+    args = scripted_args(run_dir)
+    args[args.index("--model-name") + 1] = QWEN  # the paper has this model's row
+    assert invoke(args).exit_code == 0
+    assert CliRunner().invoke(cli, ["rescore", str(run_dir), "--checker", "lenient"]).exit_code == 0
+    strict = json.loads((run_dir / "score" / QWEN_DIR / "Wild-Tool-Bench_metric.json").read_text(encoding="utf-8"))
+    lenient = json.loads((run_dir / "score-lenient" / "score" / QWEN_DIR / "Wild-Tool-Bench_metric.json")
+                         .read_text(encoding="utf-8"))
+    s, le = (100 * m["total_info"]["task"]["accuracy"] for m in (strict, lenient))
+    assert le != s  # the scripted replies include argument errors the two checkers judge differently
+    done = CliRunner().invoke(cli, ["report", str(run_dir), "--table", "6"])
+    assert done.exit_code == 0, done.output
+    assert done.output.splitlines()[-1] == (
+        f"gap to the paper (Qwen_Qwen2.5-7B-Instruct, --protocol release, task accuracy): release-strict {s:.2f}, "
+        f"release-lenient {le:.2f} (checker: {le - s:+.2f}); paper 45.02 (the rest: {45.02 - le:+.2f}, "
+        "prompts/generation/sampling/parse rules — run --protocol paper to measure them)")

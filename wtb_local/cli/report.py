@@ -32,7 +32,7 @@ import click
 def report(paths: tuple[str, ...], tables: tuple[str, ...], paper: bool, thinking: bool | None) -> None:
     """Print the table rows of scored runs (run directories or metric.json files)."""
     from wtb_local.reports import paper_row, print_tables
-    from wtb_local.reports.protocols import protocol_rows
+    from wtb_local.reports.protocols import gap_note, protocol_rows
     from wtb_local.scoring import ScoringError, read_metric
 
     metrics = []
@@ -44,12 +44,19 @@ def report(paths: tuple[str, ...], tables: tuple[str, ...], paper: bool, thinkin
     names = [str(metric.get("model_name", "model")) for metric in metrics]
     rows = []
     shown_paper: set[str] = set()
+    notes: list[str] = []
     for path, name, metric in zip(paths, names, metrics, strict=True):
         # Runs of one model (sample vs release, two parsers) share a model name: tell them apart by path.
         # Every run row says its protocol and checker; a run's re-scorings (`rescore`) follow it.
         rows.extend(protocol_rows(path, f"{name} ({path})" if names.count(name) > 1 else name, metric))
         known = paper_row(str(metric.get("model_name", "")), thinking) if paper else None
+        if known is not None:
+            note = gap_note(path, name, metric, known.values[6]["task_acc"])
+            if note:
+                notes.append(note)
         if known is not None and known.label not in shown_paper:
             shown_paper.add(known.label)
             rows.append(known)
     print_tables(rows, tuple(int(t) for t in tables) or (6, 7))
+    for note in notes:
+        click.echo(note)

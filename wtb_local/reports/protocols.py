@@ -54,3 +54,20 @@ def protocol_rows(path: str | Path, name: str, metric: dict[str, Any]) -> list[A
         if other != checker:
             rows.append(metric_row(rescored, protocol_label(name, protocol, other)))
     return rows
+
+
+def gap_note(path: str | Path, name: str, metric: dict[str, Any], paper_task_acc: float) -> str | None:
+    """One line splitting a run's task-accuracy gap to the paper's row into the argument checker's part
+    (lenient minus strict, from `rescore`) and the rest (prompts, generation, sampling, parse rules); None
+    when the run has not been scored with both checkers."""
+    if not Path(path).is_dir():
+        return None
+    protocol, checker = run_protocol(path)
+    by_checker = {checker: metric, **dict(rescored_metrics(path))}
+    if not {"strict", "lenient"} <= set(by_checker):
+        return None
+    strict, lenient = (100.0 * float(by_checker[c]["total_info"]["task"]["accuracy"]) for c in ("strict", "lenient"))
+    return (f"gap to the paper ({name}, --protocol {protocol}, task accuracy): {protocol}-strict {strict:.2f}, "
+            f"{protocol}-lenient {lenient:.2f} (checker: {lenient - strict:+.2f}); paper {paper_task_acc:.2f} "
+            f"(the rest: {paper_task_acc - lenient:+.2f}, prompts/generation/sampling/parse rules"
+            f"{'' if protocol == 'paper' else ' — run --protocol paper to measure them'})")
