@@ -91,3 +91,46 @@ def test_metrics_use_structure_buckets_and_harness_ap_op() -> None:
     assert metric["progress_info"]["Total"] == {"rate": 1 / 3, "complete_step": 1, "total_step": 3}
     assert metric["optimal_info"]["Total"] == {"accuracy": 0.0, "correct_count": 0, "total_count": 1}
     assert metric["protocol"]["checker"] == "lenient"
+
+
+# --- §3.2 one failure category per failed task ----------------------------------------------------------------
+
+from wtb_local.protocols.harness_scoring import error_type  # noqa: E402
+
+ASK = "ask_user_for_required_parameters"
+
+
+def _gold(*names: str) -> list[dict]:
+    return [{"action": {"name": n, "arguments": {}}} for n in names]
+
+
+def _text() -> dict:
+    return {"content": "text", "tool_calls": None}
+
+
+def _calls(*names: str) -> dict:
+    return {"content": None, "tool_calls": [{"id": str(i), "function": {"name": n, "arguments": "{}"}}
+                                            for i, n in enumerate(names)]}
+
+
+@pytest.mark.parametrize(("case", "steps", "gold", "label"), [
+    ("one step and no valid call", [_text()], _gold("f", PREPARE), "reject tool calling"),
+    ("a chat task got a call", [_calls("f")], _gold(PREPARE), "call function without reject"),
+    ("a name not offered", [_calls("nope")], _gold("f", PREPARE), "function name hallucination"),
+    ("filter_by_prompt is a refusal", [_calls("filter_by_prompt")], _gold("f", PREPARE), "reject tool calling"),
+    ("never paused to ask", [_calls("f")], _gold(ASK, "f", PREPARE), "missing information in tool calling"),
+    ("two text turns on a clarify task", [_text(), _text()], _gold(ASK, "f", PREPARE), "redundant tool calling"),
+    ("premature text mid-sequence", [_calls("f"), _text()], _gold("f", "g", PREPARE), "call the wrong function"),
+    ("more calls than gold nodes", [_calls("f", "f")], _gold("f", PREPARE), "redundant tool calling"),
+    ("gold tools only, wrong grouping", [_calls("g")], _gold("f", "g", PREPARE), "early stop"),
+])
+def test_action_error_categories(case: str, steps: list, gold: list, label: str) -> None:
+    assert error_type("error", steps, gold, {"f", "g"}, []) == label
+
+
+def test_parameter_error_category_by_earliest_step_and_precedence() -> None:
+    errors = [{"idx": 1, "error_type": ["param value error"]},
+              {"idx": 0, "error_type": ["type error", "param hallucination"]}]
+    assert error_type("correct", [], _gold("f", PREPARE), {"f"}, errors) == "param hallucination"
+    assert error_type("correct", [], _gold("f", PREPARE), {"f"}, [{"idx": 0, "error_type": ["miss required params",
+                                                                                            "type error"]}]) == "miss required params"

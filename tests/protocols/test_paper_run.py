@@ -80,6 +80,10 @@ def test_llama_keyword_rule_turns_its_calls_into_text(tmp_path: Path) -> None:
     assert metric["total_info"]["task"]["correct_count"] == 5
     assert metric["task_type_info"]["Chat"]["accuracy"] == 1.0
     assert metric["task_type_info"]["Single-Tool"]["accuracy"] == 0.0
+    # §2.2 + §3.2: a text turn in place of a call is a refusal; on clarify tasks the second text turn is
+    # "redundant" — Table 8's Llama pattern (about 80% Refusal, 20% Redundant Call)
+    shares = {k: v["count"] for k, v in metric["error_type_info"].items() if v["count"]}
+    assert shares == {"reject tool calling": 22, "redundant tool calling": 5}
     manifest = json.loads((tmp_path / "llama" / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["protocol"]["generation"]["max_new_tokens"] == 1024
 

@@ -125,6 +125,76 @@ def progress_calls(label: str, steps: Sequence[dict[str, Any]], node_count: int,
     return done
 
 
+# the harness's 12 failure labels in its summary order (§3.3); the first seven are Table 8's action columns
+ERROR_TYPES = (
+    "reject tool calling", "function name hallucination", "missing information in tool calling",
+    "call function without reject", "redundant tool calling", "call the wrong function", "early stop",
+    "miss required params", "param hallucination", "type error", "param value hallucination", "param value error",
+)
+_PARAM_PRECEDENCE = ERROR_TYPES[7:]
+ASK = "ask_user_for_required_parameters"
+PREPARE = "prepare_to_answer"
+
+
+def _valid_calls(step: dict[str, Any]) -> bool:
+    calls = step.get("tool_calls")
+    return (isinstance(calls, list) and len(calls) > 0 and isinstance(calls[0], dict)
+            and isinstance(calls[0].get("function"), dict) and "name" in calls[0]["function"])
+
+
+def _multiset_minus(left: Sequence[str], right: Sequence[str]) -> list[str]:
+    rest = list(right)
+    out = []
+    for name in left:
+        if name in rest:
+            rest.remove(name)
+        else:
+            out.append(name)
+    return out
+
+
+def error_type(action_label: str, steps: Sequence[dict[str, Any]], nodes: Sequence[dict[str, Any]],
+               tool_names: set[str], argument_errors: Sequence[dict[str, Any]]) -> str:
+    """The one failure category of a failed task (§3.2 `check_error_type`)."""
+    if action_label == ERROR:
+        if len(steps) == 1 and not _valid_calls(steps[0]):
+            return "reject tool calling"
+        if len(nodes) == 1 and nodes[0]["action"]["name"] == PREPARE:
+            return "call function without reject"
+        found: str | None = None
+        already: list[str] = []
+        for step in steps:
+            if not _valid_calls(step):
+                already.append(ASK)  # a text (or malformed) step counts as an ask
+                continue
+            for call in step["tool_calls"]:
+                name = (call.get("function") or {}).get("name")
+                if name == "filter_by_prompt":
+                    found = "reject tool calling"
+                    break
+                if name not in tool_names:
+                    found = "function name hallucination"
+                    break
+                already.append(name)
+        if found is not None:
+            return found
+        gold = [node["action"]["name"] for node in nodes]
+        if ASK in gold and ASK not in already:
+            return "missing information in tool calling"
+        if len(already) > len(nodes) - 1:
+            return "redundant tool calling"
+        if ASK in _multiset_minus(gold, already):
+            return "missing information in tool calling"
+        if _multiset_minus(already, gold):
+            return "call the wrong function" if any(n not in gold for n in already) else "redundant tool calling"
+        return "early stop"
+    first = sorted(argument_errors, key=lambda e: e["idx"])[0]["error_type"] if argument_errors else []
+    for label in _PARAM_PRECEDENCE:
+        if label in first:
+            return label
+    return "unclassified"  # the harness asserts here (its pairing bug can leave the list empty)
+
+
 def score_task(task: dict[str, Any], nodes: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """One task's lenient verdict: label, action label, argument label, optimal flag, structure, AP."""
     steps = predicted_steps(task)
@@ -153,6 +223,9 @@ def score_task(task: dict[str, Any], nodes: Sequence[dict[str, Any]], tools: Seq
     }
     if check_error:
         entry["check_error"] = check_error
+    if entry["label"] == ERROR:
+        names = {tool["function"]["name"] for tool in tools}
+        entry["error_type"] = error_type(action or ERROR, steps, nodes, names, errors)
     return entry
 
 
@@ -172,6 +245,17 @@ def score_rows_lenient(result_rows: Sequence[dict[str, Any]], sessions: Sequence
                    for i, task in enumerate(tasks)]
         rows.append({"id": row["id"], "results": results})
     return rows
+
+
+def _error_shares(score_rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Each failure category's count and share of the failed tasks (Table 8's percentages, §3.3)."""
+    counts = {name: 0 for name in ERROR_TYPES}
+    for row in score_rows:
+        for entry in row.get("results") or []:
+            if entry.get("label") == ERROR and entry.get("error_type"):
+                counts[entry["error_type"]] = counts.get(entry["error_type"], 0) + 1
+    failed = sum(counts.values())
+    return {name: {"count": n, "share": n / failed if failed else 0.0} for name, n in counts.items()}
 
 
 def harness_metrics(score_rows: Sequence[dict[str, Any]], sessions: Sequence[Session], model_name: str) -> dict[str, Any]:
@@ -240,6 +324,7 @@ def harness_metrics(score_rows: Sequence[dict[str, Any]], sessions: Sequence[Ses
         "optimal_info": buckets("optimal"),
         "progress_info": {name: {"rate": c / t if t else 0.0, "complete_step": c, "total_step": t}
                           for name, (c, t) in counts["progress"].items()},
-        "protocol": {"checker": "lenient", "rules": "paper-harness.md §3.1, §3.4"},
+        "error_type_info": _error_shares(score_rows),
+        "protocol": {"checker": "lenient", "rules": "paper-harness.md §3.1, §3.2, §3.4"},
     }
 
