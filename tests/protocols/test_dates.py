@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from wtb_local.protocols.dates import DateError, add_weekday, harness_dates, session_date, with_date
+from wtb_local.protocols.dates import DateError, add_weekday, harness_dates, session_date, task_dates, with_date
 from wtb_local.schema import Session
 
 
@@ -51,3 +51,16 @@ def test_without_env_info_the_english_timestamp_is_used_and_marked_inferred() ->
 def test_no_date_at_all_is_a_one_line_error() -> None:
     with pytest.raises(DateError, match="wild_tool_bench_0: field env_info/english_env_info"):
         session_date(_session(english_env_info="sometime"))
+
+
+def test_a_string_serves_every_task_and_a_list_gives_one_per_task() -> None:
+    two = {"english_tasks": ["a", "b"], "english_answer_list": [[{"action": {"name": "prepare_to_answer",
+           "arguments": {}}, "observation": "x"}]] * 2, "english_task_types": ["Chat", "Chat"],
+           "english_turn_subtypes": ["Partial Information"]}
+    assert task_dates(_session(env_info="2024-06-12 10:23:45 星期三", **two))[0] == ["2024-06-12 10:23:45 Wednesday"] * 2
+    dates, source = task_dates(_session(env_info=["2024-06-12 10:23:45 星期三", "2024-06-13 08:00:00 星期四"], **two))
+    assert dates == ["2024-06-12 10:23:45 Wednesday", "2024-06-13 08:00:00 Thursday"]
+    assert "documented" in source
+    dates, source = task_dates(_session(env_info=["2024-06-12 10:23:45 星期三", "2024-06-13 08:00:00"], **two))
+    assert dates == ["2024-06-12 10:23:45 Wednesday"] * 2
+    assert "inferred" in source

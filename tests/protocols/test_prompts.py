@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from wtb_local.protocols.dates import session_date
+from wtb_local.protocols.dates import task_dates
 from wtb_local.protocols.families import QWEN_SYSTEM, build_prompt, family_for, toolace_system
 from wtb_local.protocols.history import CURRENT_TASK_KEY, paper_episodes, strip_role, task_texts
 from wtb_local.schema import Session
@@ -44,9 +44,9 @@ HISTORY_ARRAY = json.dumps(['{"t": 20}', {"t": 25}])  # one tool message: the JS
 
 
 def _episodes(tool_results: str = "per_call") -> list:
-    date, _ = session_date(SESSION)
+    dates, _ = task_dates(SESSION)
     texts, _ = task_texts(SESSION)
-    return paper_episodes(SESSION, date=date, texts=texts, tool_results=tool_results)
+    return paper_episodes(SESSION, dates=dates, texts=texts, tool_results=tool_results)
 
 
 def _task1() -> list[dict]:

@@ -36,6 +36,25 @@ def add_weekday(stamp: str) -> str:
     return f"{text} {WEEKDAYS[when.weekday()]}"
 
 
+def task_dates(session: Any) -> tuple[list[str], str]:
+    """Per task the date with weekday, and where it came from. A string `env_info` serves every task; a
+    list gives one per task (§1.4). The harness silently ran fewer tasks when a list had fewer dated
+    entries; here such tasks take the last dated entry, recorded as inferred."""
+    count = len(getattr(session, "english_tasks", []) or [])
+    extra = getattr(session, "model_extra", None) or {}
+    env_info = extra.get("env_info")
+    if isinstance(env_info, list):
+        kept = harness_dates(env_info)
+        if kept:
+            dates = [add_weekday(kept[min(i, len(kept) - 1)]) for i in range(count)]
+            if len(kept) >= count:
+                return dates, "env_info per task (documented, paper-harness.md §1.4)"
+            return dates, (f"env_info per task, {count - len(kept)} task(s) without a dated entry take the "
+                           "last one (inferred: the harness dropped them)")
+    date, source = session_date(session)
+    return [date] * count, source
+
+
 def session_date(session: Any) -> tuple[str, str]:
     """(date with weekday, where it came from). The Chinese `env_info` is documented (§1.4); a release
     file without it falls back to the timestamp in `english_env_info` with the weekday recomputed, which

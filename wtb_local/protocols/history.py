@@ -103,13 +103,13 @@ def history_messages(nodes: Sequence[GoldNode], path: Sequence[Step]) -> list[di
     return messages
 
 
-def session_prefixes(session: Session, date: str, texts: Sequence[str], nodes_per_task: Sequence[Sequence[GoldNode]],
-                     graphs: Sequence[TaskGraph]) -> list[list[dict[str, Any]]]:
-    """For each task, the canonical conversation at its first step."""
-    system = {"role": "system", "content": DATE_MARKER + date}
+def session_prefixes(session: Session, dates: Sequence[str], texts: Sequence[str],
+                     nodes_per_task: Sequence[Sequence[GoldNode]], graphs: Sequence[TaskGraph]) -> list[list[dict[str, Any]]]:
+    """For each task, the canonical conversation at its first step (task i carries date i)."""
     history: list[dict[str, Any]] = []
     prefixes = []
     for i, text in enumerate(texts):
+        system = {"role": "system", "content": DATE_MARKER + dates[i]}
         current = {"role": "user", "content": text, CURRENT_TASK_KEY: True}
         prefixes.append(copy.deepcopy([system, *history, current]))
         history.append({"role": "user", "content": text})
@@ -148,12 +148,12 @@ class PaperEpisode(Episode):
             self._messages[before + 1:] = shaped
 
 
-def paper_episodes(session: Session, *, date: str, texts: Sequence[str], tool_results: str,
+def paper_episodes(session: Session, *, dates: Sequence[str], texts: Sequence[str], tool_results: str,
                    id_style: str = "openai") -> list[PaperEpisode]:
     tools = convert_tools(session.english_tools)
     nodes_per_task = [gold_nodes(nodes) for nodes in session.english_answer_list]
     graphs = [TaskGraph([n.name for n in nodes], [n.dependency_list for n in nodes]) for nodes in nodes_per_task]
-    prefixes = session_prefixes(session, date, texts, nodes_per_task, graphs)
+    prefixes = session_prefixes(session, dates, texts, nodes_per_task, graphs)
     return [PaperEpisode(session.id, i, nodes_per_task[i], prefixes[i], tools, graph=graphs[i],
                          id_style=id_style, tool_results=tool_results)
             for i in range(len(session.english_tasks))]

@@ -7,7 +7,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from wtb_local.protocols.dates import DateError, session_date
+from wtb_local.protocols.dates import DateError, task_dates
 from wtb_local.protocols.families import FamilyRule, build_prompt, family_for
 from wtb_local.protocols.history import paper_episodes, task_texts
 
@@ -64,13 +64,13 @@ class PaperRenderer:
 @dataclass
 class PaperSetup:
     rule: FamilyRule
-    dates: dict[str, str]
+    dates: dict[str, list[str]]
     texts: dict[str, list[str]]
     sources: dict[str, dict[str, int]] = field(default_factory=dict)
     special_tokens: list[str] = field(default_factory=list)
 
     def episodes_for(self, session: Any) -> list[Any]:
-        return paper_episodes(session, date=self.dates[session.id], texts=self.texts[session.id],
+        return paper_episodes(session, dates=self.dates[session.id], texts=self.texts[session.id],
                               tool_results=self.rule.tool_results)
 
 
@@ -89,12 +89,12 @@ def apply_paper(prep: Any) -> PaperSetup:
     settings = prep.settings
     rule = family_for(settings.model or settings.model_name or "")
     settings.sampling = family_sampling(rule, settings.sampling)
-    dates: dict[str, str] = {}
+    dates: dict[str, list[str]] = {}
     texts: dict[str, list[str]] = {}
     sources: dict[str, dict[str, int]] = {"date": {}, "user_text": {}}
     for session in prep.selected:
         try:
-            dates[session.id], date_source = session_date(session)
+            dates[session.id], date_source = task_dates(session)
         except (DateError, ValueError) as exc:
             raise RunError(f"--protocol paper: {exc}") from None
         texts[session.id], text_source = task_texts(session)
