@@ -199,3 +199,27 @@ def test_report_splits_the_gap_to_the_paper_into_the_checkers_part_and_the_rest(
         f"gap to the paper (Qwen_Qwen2.5-7B-Instruct, --protocol release, task accuracy): release-strict {s:.2f}, "
         f"release-lenient {le:.2f} (checker: {le - s:+.2f}); paper 45.02 (the rest: {45.02 - le:+.2f}, "
         "prompts/generation/sampling/parse rules — run --protocol paper to measure them)")
+
+
+@pytest.mark.parametrize(("model", "family", "documented"), [
+    ("MadeAgents/Hammer2.1-7b", "hammer", True),
+    ("Team-ACE/ToolACE-2-8B", "toolace", True),
+    ("watt-ai/watt-tool-8B", "watt", True),
+    ("Salesforce/Llama-xLAM-2-8b-fc-r", "xlam2", True),
+    ("meetkai/functionary-medium-v3.1", "fcm", True),
+    ("gorilla-llm/gorilla-openfunctions-v2", "gorilla", True),
+    ("Qwen/Qwen3-8B", "qwen3", False),
+    ("zai-org/GLM-4.5", "generic", False),
+])
+def test_oracle_replies_in_each_familys_format_pass_its_parse_rule(tmp_path: Path, model: str, family: str,
+                                                                   documented: bool) -> None:
+    """Gold replies written as each family writes them go through its rule, the paper conversation and the
+    lenient checker to 100%; the manifest says whether the rule is documented or inferred."""
+    done = invoke([*_oracle(tmp_path / "r", model), "--protocol", "paper"])
+    assert done.exit_code == 0, done.output
+    name = model.replace("/", "_")
+    metric = json.loads((tmp_path / "r" / "score" / name / "Wild-Tool-Bench_metric.json").read_text(encoding="utf-8"))
+    assert metric["total_info"]["task"]["accuracy"] == 1.0
+    protocol = json.loads((tmp_path / "r" / "manifest.json").read_text(encoding="utf-8"))["protocol"]
+    assert (protocol["family"]["name"], protocol["documented"], bool(protocol["inferred"])) == (
+        family, documented, not documented)

@@ -153,3 +153,33 @@ def test_llama_format_is_what_llama_writes_and_reads_as_text() -> None:
     text = parser.format(None, [ParsedCall(name="getWeather", arguments='{"city": "Paris"}')])
     assert text == '{"name": "getWeather", "parameters": {"city": "Paris"}}'
     assert parser.parse(text).tool_calls == []
+
+
+# --- §2.11 functionary, §2.10 Gorilla -------------------------------------------------------------------------
+
+def test_fcm_function_tags() -> None:
+    from wtb_local.protocols.parse_rules import parse_fcm
+
+    text = '<function=a>{"x": 1}</function><function=b>{"y": "z"}</function>'
+    assert _calls(parse_fcm(text)) == [("a", '{"x": 1}'), ("b", '{"y": "z"}')]
+    assert parse_fcm(text).content == text  # the text is always the raw output
+    assert _calls(parse_fcm('Sure <function=a>{"x": 1}</function><function=b>{"y": "z"}</function>')) == [
+        ("b", '{"y": "z"}')]  # a piece with leading text is skipped
+    assert _calls(parse_fcm('<function=a>{"x": 1}</function><function=b>{bad</function>')) == [("a", '{"x": 1}')]
+    assert parse_fcm('<function=a>{"x": 1}').tool_calls == []  # counts differ: text
+
+
+def test_gorilla_function_markers() -> None:
+    from wtb_local.protocols.parse_rules import parse_gorilla
+
+    result = parse_gorilla(' <<function>>getWeather(city="Paris", days=2)<<function>>other(1, 2)<<function>>broken(')
+    assert _calls(result) == [("getWeather", '{"city": "Paris", "days": 2}'), ("other", '{"None": [1, 2]}')]
+    plain = parse_gorilla("  I cannot help.  ")
+    assert (plain.tool_calls, plain.content) == ([], "I cannot help.")
+
+
+@pytest.mark.parametrize("rule", ["fcm", "gorilla"])
+def test_fcm_and_gorilla_format_read_back(rule: str) -> None:
+    parser = PaperParser(rule)
+    calls = [ParsedCall(name="getWeather", arguments='{"city": "Paris"}')]
+    assert _calls(parser.parse(parser.format(None, calls))) == [("getWeather", '{"city": "Paris"}')]

@@ -243,8 +243,37 @@ def test_generic_keeps_the_default_date_system_message() -> None:
     ("Qwen/Qwen3-8B", "qwen3", False, 512, "checkpoint default"),
     ("zai-org/GLM-4.5", "generic", False, 512, "checkpoint default"),
     ("moonshotai/Kimi-K2-Instruct", "generic", False, 512, "checkpoint default"),
+    ("meetkai/functionary-medium-v3.1", "fcm", True, 512, "checkpoint default"),
+    ("gorilla-llm/gorilla-openfunctions-v2", "gorilla", True, 512, "greedy"),
+    ("THUDM/glm-4-9b-chat-hf", "generic", False, 512, "checkpoint default"),
 ])
 def test_family_generation_settings(model: str, family: str, documented: bool, tokens: int, sampling: str) -> None:
     """§1.2's table: generation length and sampling per family; undocumented families are marked inferred."""
     rule = family_for(model)
     assert (rule.name, rule.documented, rule.max_new_tokens, rule.sampling) == (family, documented, tokens, sampling)
+
+
+def test_fcm_model_turns_are_raw_function_tags() -> None:
+    """§2.11: system `Current Date:`, wrapped tools; the model's own turns are stored as its raw text."""
+    messages, tools, _ = build_prompt("fcm", _after_live_step("per_call"), TOOLS)
+    assert messages == [
+        {"role": "system", "content": "Current Date:" + DATE},
+        {"role": "user", "content": " Weather in Paris and Rome?"},
+        {"role": "assistant", "content": '<function=getWeather>{"city": "Rome"}</function>'
+                                         '<function=getWeather>{"city": "Paris"}</function>'},
+        {"role": "tool", "name": "getWeather", "content": '{"t": 25}'},
+        {"role": "tool", "name": "getWeather", "content": '{"t": 20}'},
+    ]
+    assert tools == TOOLS
+
+
+def test_gorilla_one_user_prompt_with_the_date_as_its_system_part() -> None:
+    """§2.10: with a date, `<sys>` is just the date; gold calls (empty content) are lost from the history."""
+    messages, tools, kwargs = build_prompt("gorilla", _task1(), TOOLS)
+    assert messages == [{"role": "user", "content": (
+        "\n\nCurrent Date:" + DATE + "\n### Instruction:  <<history>> "
+        "<<user>> Weather in Paris and Rome?<<user>>\n<<assistant>><<assistant>>\n"
+        "<<tool>>" + HISTORY_ARRAY + "<<tool>>\n<<assistant>>Paris 20, Rome 25.<<assistant>>\n"
+        "<<user>>And tomorrow in Paris?<<user>>\n\n<<function>>" + json.dumps(TOOLS)
+        + "\n<<question>>And tomorrow in Paris?\n### Response: ")}]
+    assert (tools, kwargs) == (None, {})

@@ -4,7 +4,9 @@ receives, how many tokens are generated and whether sampling is on, how live too
 which parse rule reads the output (parse_rules.py).
 
 Families the harness documents: qwen (Qwen2.5, §2.1), llama (Llama 3.x, §2.2), hammer (Hammer2.1, §2.3),
-toolace (§2.4), watt (§2.5), xlam2 (§2.7). Families it does not run (Qwen3, GLM-4.5, Kimi-K2, DeepSeek,
+toolace (§2.4), watt (§2.5), xlam2 (§2.7), gorilla (§2.10), fcm (functionary, §2.11); ChatGLM (§2.8) and
+xLAM v1 (§2.6) hand-build prompts whose texts the description only paraphrases, so they take the generic
+rule. Families it does not run (Qwen3, GLM-4.5, Kimi-K2, DeepSeek,
 ...) take the nearest documented rule, marked `documented=False` with the reason; the manifest and report
 say so.
 """
@@ -69,6 +71,10 @@ RULES: dict[str, FamilyRule] = {
                        "greedy", "per_call", "pythonic", "pythonic"),
     "xlam2": FamilyRule("xlam2", True, "paper-harness.md §1.2, §2.7 (xLAM-2)", 256,
                         "checkpoint default", "array", "xlam2", "xlam"),
+    "fcm": FamilyRule("fcm", True, "paper-harness.md §1.2, §2.11 (functionary-medium-v3.1)", 512,
+                      "checkpoint default", "per_call", "fcm", "native"),
+    "gorilla": FamilyRule("gorilla", True, "paper-harness.md §1.2, §2.10 (gorilla-openfunctions-v2)", 512,
+                          "greedy", "array", "gorilla", "native"),
     "qwen3": FamilyRule("qwen3", False, "inferred: §2.1 says Qwen3 would go through the Qwen path "
                         "(listed, not wired); thinking text stays in the content", 512,
                         "checkpoint default", "per_call", "qwen", "hermes"),
@@ -83,7 +89,9 @@ _PATTERNS: tuple[tuple[str, str], ...] = (
     (r"hammer", "hammer"),
     (r"toolace", "toolace"),
     (r"watt", "watt"),
-    (r"xlam-2", "xlam2"),  # xLAM v1 (§2.6) is in none of the paper's tables: generic
+    (r"xlam-2", "xlam2"),
+    (r"functionary", "fcm"),
+    (r"gorilla", "gorilla"),  # xLAM v1 (§2.6) is in none of the paper's tables: generic
     (r"qwen3|qwq", "qwen3"),
     (r"qwen2\.5|qwen2-", "qwen"),
     (r"llama-?3", "llama"),
@@ -288,6 +296,47 @@ def build_xlam2(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> 
     return out, tools, {}
 
 
+def _function_tags(calls: list[dict[str, Any]]) -> str:
+    return "".join(f"<function={c['function']['name']}>"
+                   f"{json.dumps(_dict_arguments(c['function']['arguments']), ensure_ascii=False)}</function>"
+                   for c in calls)
+
+
+def build_fcm(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Built:
+    """§2.11: system `Current Date:<date>`, wrapped tools; the model's own turns as its raw text (written
+    back in its `<function=name>{...}</function>` form), gold history calls as given; live results one per
+    call, reversed, named by id."""
+    date, rest = _date_of(messages)
+    body = _tool_runs([_clean(m) for m in rest])
+    out: list[dict[str, Any]] = [{"role": "system", "content": DATE_MARKER + date}]
+    for message in body:
+        calls = message.get("tool_calls") if message.get("role") == "assistant" else None
+        if calls and "id" in calls[0]:  # the model's own turn: raw text, no tool_calls field
+            out.append({"role": "assistant", "content": _function_tags(calls)})
+        else:
+            out.append(message)
+    return out, tools, {}
+
+
+def build_gorilla(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Built:
+    """§2.10: one user message built by the client; with a date, `<sys>` is just the date (the Gorilla
+    system sentence is replaced); the history is every non-system message as `<<role>>content<<role>>`
+    (gold calls have empty content, so they are lost); the tools as ASCII-escaped JSON."""
+    date, rest = _date_of(messages)
+    lines = []
+    for message in (_clean(m) for m in rest):
+        content = message.get("content") or ""
+        calls = message.get("tool_calls") if message.get("role") == "assistant" else None
+        if calls and "id" in calls[0]:  # the model's own turn keeps its raw `<<function>>` text
+            content = "".join(f"<<function>>{python_calls([c])[1:-1]}" for c in calls)
+        lines.append(f"<<{message['role']}>>{content}<<{message['role']}>>")
+    query = rest[-1].get("content", "") if rest and rest[-1].get("role") == "user" else next(
+        (m.get("content", "") for m in reversed(rest) if m.get("role") == "user"), "")
+    prompt = (f"\n\n{DATE_MARKER}{date}\n### Instruction:  <<history>> " + "\n".join(lines)
+              + f"\n\n<<function>>{json.dumps(tools)}\n<<question>>{query}\n### Response: ")
+    return [{"role": "user", "content": prompt}], None, {}
+
+
 def build_generic(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Built:
     """The harness's default handle: system `Current Date:<date>`, own template with the wrapped tools."""
     return [_clean(m) for m in messages], tools, {}
@@ -296,6 +345,7 @@ def build_generic(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -
 BUILDERS: dict[str, Callable[[list[dict[str, Any]], list[dict[str, Any]]], Built]] = {
     "qwen": build_qwen, "qwen3": build_qwen, "llama": build_llama, "hammer": build_hammer,
     "toolace": build_toolace, "watt": build_watt, "xlam2": build_xlam2, "generic": build_generic,
+    "fcm": build_fcm, "gorilla": build_gorilla,
 }
 
 

@@ -140,8 +140,52 @@ def parse_xlam2(text: str) -> ParseResult:
     return ParseResult(content=_calls_text([c.name for c in calls]), tool_calls=calls)
 
 
+def parse_fcm(text: str) -> ParseResult:
+    """§2.11: calls need `<function=` and `</function>` in equal numbers; pieces split on `</function>` that
+    start with `<function=` give a name (up to `>{`) and JSON arguments; other pieces are skipped; an error
+    keeps the calls parsed so far; the text is always the raw output."""
+    if "<function=" not in text or "</function>" not in text or text.count("<function=") != text.count("</function>"):
+        return ParseResult(content=text)
+    calls: list[ParsedCall] = []
+    for piece in text.split("</function>"):
+        if not piece.startswith("<function="):
+            continue
+        head, sep, body = piece[len("<function="):].partition(">{")
+        try:
+            if not sep:
+                raise ValueError("no >{")
+            arguments = json.loads("{" + body)
+        except ValueError:
+            break  # errors are swallowed: the calls so far stand
+        calls.append(ParsedCall(name=head, arguments=_dumps(arguments)))
+    return ParseResult(content=text, tool_calls=calls)
+
+
+def parse_gorilla(text: str) -> ParseResult:
+    """§2.10: the pieces after `<<function>>` are Python calls (keyword arguments; positional ones under
+    the key "None"); failing pieces are dropped; none left, or no marker: the stripped output as text."""
+    calls: list[ParsedCall] = []
+    for piece in [p for p in text.split("<<function>>")[1:] if p.strip()]:
+        try:
+            node = ast.parse(piece.strip(), mode="eval").body
+            if not isinstance(node, ast.Call):
+                raise ValueError("not a call")
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+            if name is None:
+                raise ValueError("no name")
+            arguments: dict[str, Any] = {kw.arg: _literal(kw.value) for kw in node.keywords if kw.arg is not None}
+            if node.args:
+                arguments["None"] = [_literal(a) for a in node.args]
+        except (SyntaxError, ValueError, TypeError):
+            continue
+        calls.append(ParsedCall(name=name, arguments=_dumps(arguments)))
+    return ParseResult(content=text.strip(), tool_calls=calls)
+
+
 # the project parser whose format a rule's family writes (the oracle, and a replay's recorded parser name)
-NATIVE = {"qwen": "hermes", "llama": "llama3_json", "hammer": "hammer", "pythonic": "pythonic", "xlam2": "xlam"}
+NATIVE = {"qwen": "hermes", "llama": "llama3_json", "hammer": "hammer", "pythonic": "pythonic", "xlam2": "xlam",
+          "fcm": "hermes", "gorilla": "pythonic"}  # fcm/gorilla: no project parser; the paper rule is used
 
 
 def native_parser_name(name: str) -> str:
@@ -151,7 +195,7 @@ def native_parser_name(name: str) -> str:
 
 
 RULES = {"qwen": parse_qwen, "llama": parse_llama, "hammer": parse_hammer, "pythonic": parse_pythonic,
-         "xlam2": parse_xlam2}
+         "xlam2": parse_xlam2, "fcm": parse_fcm, "gorilla": parse_gorilla}
 
 
 def _args(call: ParsedCall) -> Any:
@@ -212,4 +256,11 @@ class PaperParser(ToolParser):
             from wtb_local.protocols.families import python_calls
 
             return python_calls([{"function": {"name": c.name, "arguments": c.arguments}} for c in tool_calls])
+        if self.rule == "fcm":
+            return "".join(f"<function={c.name}>{c.arguments}</function>" for c in tool_calls)
+        if self.rule == "gorilla":
+            from wtb_local.protocols.families import python_calls
+
+            return "".join("<<function>>" + python_calls([{"function": {"name": c.name, "arguments": c.arguments}}])[1:-1]
+                           for c in tool_calls)
         return self.native.format(content, tool_calls, reasoning)

@@ -74,6 +74,15 @@ class PaperSetup:
                               tool_results=self.rule.tool_results)
 
 
+def documented_parser_name(settings: Any) -> str | None:
+    """The project parser standing in for a documented family's rule before the rule replaces it (so a
+    family without a project parser, e.g. Gorilla, needs no --parser); None for the generic rule."""
+    from wtb_local.protocols.parse_rules import NATIVE
+
+    rule = family_for(settings.model or settings.model_name or "")
+    return NATIVE.get(rule.parse_rule) if rule.parse_rule != "native" else None
+
+
 def family_sampling(rule: FamilyRule, sampling: Any) -> Any:
     """The family's generation length and sampling (§1.2) replacing the run's."""
     greedy = rule.sampling == "greedy"
