@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from wtb_local.protocols.dates import DateError, add_weekday, harness_dates, session_date, task_dates, with_date
+from wtb_local.protocols.dates import (
+    DateError,
+    add_weekday,
+    harness_dates,
+    session_date,
+    task_dates,
+    with_date,
+)
 from wtb_local.schema import Session
 
 

@@ -23,7 +23,7 @@ def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
     """The real command in a subprocess."""
     full_env = {**os.environ, **(env or {})}
     return subprocess.run([sys.executable, "-m", "wtb_local", *args], capture_output=True, text=True,
-                          cwd=REPO, env=full_env, timeout=300)
+                          cwd=REPO, env=full_env, timeout=300, check=False)
 
 
 def _oracle(out: Path, model: str = QWEN, *extra: str) -> list[str]:
@@ -106,8 +106,9 @@ def test_rescore_gives_the_labels_of_a_fresh_scoring_under_the_same_checker(tmp_
     release, paper = tmp_path / "release", tmp_path / "paper"
     assert invoke(_oracle(release)).exit_code == 0
     assert invoke([*_oracle(paper), "--protocol", "paper"]).exit_code == 0
-    from wtb_local.cli import cli
     from click.testing import CliRunner
+
+    from wtb_local.cli import cli
 
     for run_dir, checker in ((release, "strict"), (paper, "lenient")):
         done = CliRunner().invoke(cli, ["rescore", str(run_dir), "--checker", checker])

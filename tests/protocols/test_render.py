@@ -9,8 +9,8 @@ from wtb_local.protocols.families import RULES
 
 pytest.importorskip("transformers", reason="transformers is not installed (pip install -e .[hf])")
 
-from tests.rendering.conftest import make_tokenizer, real_templates  # noqa: E402
-from wtb_local.protocols.setup import PaperRenderer  # noqa: E402
+from tests.rendering.conftest import make_tokenizer, real_templates
+from wtb_local.protocols.setup import PaperRenderer
 
 
 def _renderer(model: str, family: str) -> PaperRenderer:

@@ -28,12 +28,12 @@ QWEN_SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assista
 _TOOLACE_LINES = (
     "You are an expert in composing functions. You are given a question and a set of possible functions. ",
     "Based on the question, you will need to make one or more function/tool calls to achieve the purpose. ",
-    "If none of the function can be used, point it out. If the given question lacks the parameters required "
-    "by the function,",
+    ("If none of the function can be used, point it out. If the given question lacks the parameters required "
+     "by the function,"),
     "also point it out. You should only return the function call in tools call sections.",
     "",
-    "If you decide to invoke any of the function(s), you MUST put it in the format of "
-    "[func_name1(params_name1=params_value1, params_name2=params_value2...), func_name2(params)]",
+    ("If you decide to invoke any of the function(s), you MUST put it in the format of "
+     "[func_name1(params_name1=params_value1, params_name2=params_value2...), func_name2(params)]"),
     "You SHOULD NOT include any other text in the response.",
     "Here is a list of functions in JSON format that you can invoke.",
     "{functions}",

@@ -188,7 +188,7 @@ def error_type(action_label: str, steps: Sequence[dict[str, Any]], nodes: Sequen
         if _multiset_minus(already, gold):
             return "call the wrong function" if any(n not in gold for n in already) else "redundant tool calling"
         return "early stop"
-    first = sorted(argument_errors, key=lambda e: e["idx"])[0]["error_type"] if argument_errors else []
+    first = min(argument_errors, key=lambda e: e["idx"])["error_type"] if argument_errors else []
     for label in _PARAM_PRECEDENCE:
         if label in first:
             return label

@@ -101,17 +101,17 @@ def _check_dict(pred: dict[str, Any], gold: dict[str, Any], schema: dict[str, An
         fields = fields["properties"]
     scores: list[float] = []
     errors: list[str] = []
-    for key in pred:
+    for key, value in pred.items():
         if key not in fields:
             return 0.0, [HALLUCINATION]
         if key not in gold:
-            if _free_extra(pred[key], fields[key].get("description", "")):
+            if _free_extra(value, fields[key].get("description", "")):
                 scores.append(1.0)
             else:
                 scores.append(0.0)
                 errors.append(VALUE_HALLUCINATION)
         else:
-            score, more = check_value(pred[key], gold[key], fields[key])
+            score, more = check_value(value, gold[key], fields[key])
             scores.append(score)
             errors += more
     if not scores:

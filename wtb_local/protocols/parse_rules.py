@@ -51,7 +51,7 @@ def parse_qwen(text: str) -> ParseResult:
     if calls:
         before = text[: text.index("<tool_call>")]
         return ParseResult(content=before if before.strip() else "", tool_calls=calls)
-    stripped = text[: -len("<|im_end|>")] if text.endswith("<|im_end|>") else text
+    stripped = text.removesuffix("<|im_end|>")
     return ParseResult(content=stripped)
 
 
@@ -104,7 +104,7 @@ def parse_pythonic(text: str) -> ParseResult:
     try:
         tree = ast.parse(text, mode="eval")
         if not isinstance(tree.body, ast.List):
-            raise ValueError("not a list")
+            raise TypeError("not a list")
         calls = []
         for element in tree.body.elts:
             if not isinstance(element, ast.Call):
@@ -169,7 +169,7 @@ def parse_gorilla(text: str) -> ParseResult:
         try:
             node = ast.parse(piece.strip(), mode="eval").body
             if not isinstance(node, ast.Call):
-                raise ValueError("not a call")
+                raise TypeError("not a call")
             func = node.func
             name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
             if name is None:
