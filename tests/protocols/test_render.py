@@ -43,3 +43,21 @@ def test_hammer_template_renders_the_date_system_and_fenced_history() -> None:
     assert "Current Date:" + DATE in text
     assert "You are a helpful assistant." not in text  # the date system message replaces the default
     assert '```\n[{"name": "getWeather", "arguments": {"city": "Paris"}}' in text
+
+
+def test_render_command_prints_the_paper_prompt(tmp_path) -> None:
+    """`render --protocol paper` (subprocess): the exact prompt of a step under the family's rules."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    model_dir = tmp_path / "Qwen2.5-tiny"
+    make_tokenizer(real_templates()["Qwen/Qwen2.5-7B-Instruct"]["chat_template"]).save_pretrained(model_dir)
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-m", "wtb_local", "render", "--model", str(model_dir), "--protocol",
+                           "paper", "--task", "1"], capture_output=True, text=True, cwd=repo, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful "
+                                  "assistant\n\nCurrent Date:2025-01-08 10:00:00 Wednesday\n\n# Tools")
+    assert done.stdout.count("<tool_response>") == 1  # task 0's parallel step: one JSON array
+    assert "reason: paper protocol: the model's own template (qwen prompt builder)" in done.stderr

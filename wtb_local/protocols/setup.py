@@ -24,6 +24,16 @@ class PaperChoice:
         return {"source": self.source, "sha256": self.sha256, "reason": self.reason}
 
 
+def _own_template(tokenizer: Any) -> str | None:
+    """The tokenizer's own template, the tool-use one where it ships several (as apply_chat_template picks)."""
+    from wtb_local.rendering.probe import PROBE_TOOLS
+
+    try:
+        return tokenizer.get_chat_template(None, tools=PROBE_TOOLS)
+    except (ValueError, AttributeError):
+        return None
+
+
 class RenderedText:
     def __init__(self, text: str, token_ids: list[int]) -> None:
         self.text, self.token_ids = text, token_ids
@@ -37,7 +47,7 @@ class PaperRenderer:
                  template_kwargs: dict[str, Any] | None = None, source: str = "tokenizer") -> None:
         self.tokenizer = tokenizer
         self.rule = rule
-        self.template = template or tokenizer.chat_template
+        self.template = template or _own_template(tokenizer)
         if not isinstance(self.template, str) or not self.template:
             raise ValueError("paper protocol: the tokenizer has no chat template; pass --chat-template NAME|PATH")
         self.template_kwargs = dict(template_kwargs or {})
