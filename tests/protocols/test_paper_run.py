@@ -224,3 +224,12 @@ def test_oracle_replies_in_each_familys_format_pass_its_parse_rule(tmp_path: Pat
     protocol = json.loads((tmp_path / "r" / "manifest.json").read_text(encoding="utf-8"))["protocol"]
     assert (protocol["family"]["name"], protocol["documented"], bool(protocol["inferred"])) == (
         family, documented, not documented)
+    # the main job and `report` say when the rule is inferred
+    note = f"note: {model}: the paper-protocol rule `{family}` is inferred, not documented by the paper's harness"
+    assert (note in done.output) is not documented
+    from click.testing import CliRunner
+
+    from wtb_local.cli import cli
+
+    report = CliRunner().invoke(cli, ["report", str(tmp_path / "r"), "--table", "6", "--no-paper"])
+    assert (f"note: {name}: the paper-protocol rule `{family}` is inferred" in report.output) is not documented

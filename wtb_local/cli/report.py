@@ -32,7 +32,7 @@ import click
 def report(paths: tuple[str, ...], tables: tuple[str, ...], paper: bool, thinking: bool | None) -> None:
     """Print the table rows of scored runs (run directories or metric.json files)."""
     from wtb_local.reports import paper_row, print_tables
-    from wtb_local.reports.protocols import gap_note, protocol_rows
+    from wtb_local.reports.protocols import gap_note, inferred_note, protocol_rows
     from wtb_local.scoring import ScoringError, read_metric
 
     metrics = []
@@ -49,6 +49,9 @@ def report(paths: tuple[str, ...], tables: tuple[str, ...], paper: bool, thinkin
         # Runs of one model (sample vs release, two parsers) share a model name: tell them apart by path.
         # Every run row says its protocol and checker; a run's re-scorings (`rescore`) follow it.
         rows.extend(protocol_rows(path, f"{name} ({path})" if names.count(name) > 1 else name, metric))
+        inferred = inferred_note(path, name)
+        if inferred:
+            notes.append(inferred)
         known = paper_row(str(metric.get("model_name", "")), thinking) if paper else None
         if known is not None:
             note = gap_note(path, name, metric, known.values[6]["task_acc"])

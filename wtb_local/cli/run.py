@@ -151,10 +151,13 @@ def run(**options: Any) -> None:
     rows = [metric_row(outcome.metric, label)]
     paper = paper_row(run_settings.model or run_settings.model_name, run_settings.thinking)
     print_tables(rows + ([paper] if paper else []), stream=sys.stdout)
-    if paper:
-        from wtb_local.reports.protocols import paper_row_note
+    from wtb_local.reports.protocols import inferred_note, paper_row_note
 
+    if paper:
         click.echo(paper_row_note(protocol))
+    inferred = inferred_note(outcome.paths.run_dir, str(run_settings.model_name))
+    if inferred:
+        click.echo(inferred)
     sessions = outcome.metric.get("total_info", {}).get("session", {}).get("total_count", 0)
     if paper and sessions != RELEASE_SESSIONS:
         # The paper's row is over the whole release; a partial or sample run is not comparable with it.

@@ -71,3 +71,16 @@ def gap_note(path: str | Path, name: str, metric: dict[str, Any], paper_task_acc
             f"{protocol}-lenient {lenient:.2f} (checker: {lenient - strict:+.2f}); paper {paper_task_acc:.2f} "
             f"(the rest: {paper_task_acc - lenient:+.2f}, prompts/generation/sampling/parse rules"
             f"{'' if protocol == 'paper' else ' — run --protocol paper to measure them'})")
+
+
+def inferred_note(path: str | Path, name: str) -> str | None:
+    """A line for a paper-protocol run whose family rule is inferred, not documented by the harness."""
+    try:
+        section = json.loads((Path(path) / "manifest.json").read_text(encoding="utf-8")).get("protocol") or {}
+    except (OSError, ValueError, AttributeError):
+        return None
+    if section.get("name") != "paper" or section.get("documented", True):
+        return None
+    family = section.get("family") or {}
+    return (f"note: {name}: the paper-protocol rule `{family.get('name')}` is inferred, not documented by the "
+            f"paper's harness ({family.get('source')})")
