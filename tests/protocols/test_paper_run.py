@@ -147,14 +147,15 @@ def test_tiny_model_through_transformers_with_the_qwen_rules(tmp_path: Path) -> 
     pytest.importorskip("transformers")
     from wtb_local.testing import build_tiny_model
 
-    model_dir = build_tiny_model(tmp_path / "qwen2.5-tiny", chat_template(QWEN), special_tokens=["<tool_call>"],
+    model_dir = build_tiny_model(tmp_path / "tiny-model", chat_template(QWEN), special_tokens=["<tool_call>"],
                                  max_position_embeddings=8192, fixed_logits={"<|im_end|>": 50.0})
     done = invoke(["--backend", "transformers", "--model", str(model_dir), "--model-name", "tiny", "--dataset",
                    "sample", "--limit", "1", "--out", str(tmp_path / "run"), "--progress", "none",
-                   "--protocol", "paper"])
+                   "--protocol", "paper", "--paper-family", "qwen"])  # the directory name says no family
     assert done.exit_code == 0, done.output
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["protocol"]["family"]["name"] == "qwen"
+    assert manifest["config"]["paper_family"] == "qwen"
     assert manifest["template"]["reason"].startswith("paper protocol: the model's own template")
     rows = read_jsonl(tmp_path / "run" / "result" / "tiny" / "Wild-Tool-Bench_result.jsonl")
     step = rows[0]["result"][0]["inference_log"]["step_0"]["inference_output"]

@@ -113,6 +113,11 @@ def _protocol(_ctx: click.Context, _param: click.Parameter, value: str | None) -
               envvar="WTB_PROTOCOL", callback=_protocol,
               help="release: the benchmark's released evaluator; paper: the paper harness's per-family prompts, "
                    "generation, parse rules and lenient checker (README: \"Which numbers can I compare with the paper?\").")
+@click.option("--paper-family", envvar="WTB_PAPER_FAMILY",
+              type=click.Choice(("qwen", "llama", "hammer", "toolace", "watt", "xlam2", "fcm", "gorilla", "qwen3",
+                                 "generic")),
+              help="--protocol paper: the family rule to apply (default: chosen from the model id; needed for a "
+                   "local directory whose name does not say the family).")
 def run(**options: Any) -> None:
     """Run a model on WildToolBench, score it and print its Table 6 row (the main job)."""
     from wtb_local.runner import RunError, run_job, settings_from_options

@@ -84,12 +84,21 @@ class PaperSetup:
                               tool_results=self.rule.tool_results)
 
 
+def settings_family(settings: Any) -> FamilyRule:
+    """`--paper-family`, else the family of the model id (or the run's model name)."""
+    from wtb_local.protocols.families import RULES
+
+    if settings.paper_family:
+        return RULES[settings.paper_family]
+    return family_for(settings.model or settings.model_name or "")
+
+
 def documented_parser_name(settings: Any) -> str | None:
     """The project parser standing in for a documented family's rule before the rule replaces it (so a
     family without a project parser, e.g. Gorilla, needs no --parser); None for the generic rule."""
     from wtb_local.protocols.parse_rules import NATIVE
 
-    rule = family_for(settings.model or settings.model_name or "")
+    rule = settings_family(settings)
     return NATIVE.get(rule.parse_rule) if rule.parse_rule != "native" else None
 
 
@@ -106,7 +115,7 @@ def apply_paper(prep: Any) -> PaperSetup:
     from wtb_local.runner.errors import RunError
 
     settings = prep.settings
-    rule = family_for(settings.model or settings.model_name or "")
+    rule = settings_family(settings)
     settings.sampling = family_sampling(rule, settings.sampling)
     dates: dict[str, list[str]] = {}
     texts: dict[str, list[str]] = {}
