@@ -234,3 +234,14 @@ def test_oracle_replies_in_each_familys_format_pass_its_parse_rule(tmp_path: Pat
 
     report = CliRunner().invoke(cli, ["report", str(tmp_path / "r"), "--table", "6", "--no-paper"])
     assert (f"note: {name}: the paper-protocol rule `{family}` is inferred" in report.output) is not documented
+
+
+def test_paper_family_option_lists_every_rule_and_needs_the_paper_protocol(tmp_path: Path) -> None:
+    from wtb_local.cli.run import run
+    from wtb_local.protocols.families import RULES
+
+    option = next(p for p in run.params if p.name == "paper_family")
+    assert set(option.type.choices) == set(RULES)
+    done = invoke([*_oracle(tmp_path / "r"), "--paper-family", "qwen"])
+    assert done.exit_code != 0
+    assert "--paper-family applies to --protocol paper only" in done.output

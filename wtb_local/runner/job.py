@@ -128,6 +128,8 @@ async def run_job_async(settings: RunSettings, *, backend: Backend | None = None
     (tests and benchmarks share one engine across runs); a given backend is neither started nor closed."""
     err = stderr or sys.stderr
     started_at, started = _now(), time.monotonic()
+    if settings.paper_family and settings.protocol != "paper":
+        raise RunError("--paper-family applies to --protocol paper only")
     prep = prepare_run(settings, renderer, err)
     paper = None
     if prep.settings.protocol == "paper":
