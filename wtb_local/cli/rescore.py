@@ -1,8 +1,9 @@
 """`rescore RUN_DIR --checker lenient|strict`: re-judge a finished run's arguments with the other argument
 checker, without regenerating. The conversation and action verdicts stay as recorded; only argument
 verdicts (and what depends on them: labels, AP/OP) change. Writes
-`RUN_DIR/score-<checker>/<model>/Wild-Tool-Bench_{score.jsonl,metric.json}` and records it in the
-manifest's `protocol.rescored`, so `report RUN_DIR` shows the run under both checkers.
+`RUN_DIR/score-<checker>/score/<model>/Wild-Tool-Bench_{score.jsonl,metric.json}` with a manifest saying
+which checker scored them, and records it in the run manifest's `protocol.rescored`, so `report RUN_DIR`
+shows the run under both checkers.
 
 Imports only the scorers (no torch, vllm or transformers).
 """
@@ -63,6 +64,10 @@ def rescore(run_dir: str, checker: str, dataset: str | None) -> None:
         raise click.ClickException(f"{exc.filename or run_dir}: {exc.strerror or exc}") from None
 
     protocol, own = run_protocol(run_dir)
+    # The re-scoring's own manifest: the run's, saying which checker scored these files (report reads it).
+    derived = {**manifest, "status": "rescored",
+               "protocol": {"name": protocol, "checker": checker, "rescore_of": str(Path(run_dir).resolve())}}
+    write_manifest(out, derived)
     section = manifest.setdefault("protocol", {"name": protocol, "checker": own})
     section.setdefault("rescored", {})[checker] = {
         "metric": str(metric_path), "task_accuracy": metric["total_info"]["task"]["accuracy"]}

@@ -211,8 +211,10 @@ def score_task(task: dict[str, Any], nodes: Sequence[dict[str, Any]], tools: Seq
             action = arguments = ERROR  # the harness flips both labels (§3.1 step 3)
             check_error = f"{type(exc).__name__}: {exc}"
     structure = answer_structure(nodes)
+    # The task's own fields (its log, token counts) stay, so the entry reads like a release score entry.
     entry: dict[str, Any] = {
         "label": CORRECT if action == CORRECT and arguments == CORRECT else ERROR,
+        **{key: value for key, value in task.items() if key != "label"},
         "action_name_label": action,
         "action_arguments_label": arguments,
         "is_optimal": bool(task.get("is_optimal")) and action == CORRECT,
