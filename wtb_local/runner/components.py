@@ -99,6 +99,14 @@ def choose_parser(settings: RunSettings, renderer: Any) -> Any:
     from wtb_local.parsers import get_parser, select_parser
 
     name = settings.parser
+    if name and name.startswith("paper:"):  # a recorded paper-protocol run (replay): its family's parser
+        from wtb_local.protocols.parse_rules import native_parser_name
+
+        name = native_parser_name(name)
+    if not name and settings.protocol == "paper":  # a documented family's rule replaces the parser anyway
+        from wtb_local.protocols.setup import documented_parser_name
+
+        name = documented_parser_name(settings)
     if not name:
         if not settings.model:
             raise RunError("--model is needed to choose a tool-call parser (or pass --parser)")

@@ -35,10 +35,12 @@ HASHED_FIELDS: tuple[str, ...] = (
     "max_model_len",
     "script_sha256",
     "replay_sha256",
+    "protocol",
+    "paper_family",
 )
 # Hashed fields added after run directories had been written: left out while unset, so those runs'
 # hashes stay the same and they can still be resumed.
-_HASHED_WHEN_SET = frozenset({"replay_sha256"})
+_HASHED_WHEN_SET = frozenset({"replay_sha256", "protocol", "paper_family"})
 
 
 class RunSettings(BaseModel):
@@ -79,6 +81,8 @@ class RunSettings(BaseModel):
     batch_size: int = 16
     scheduling: str = "auto"  # auto | continuous | waves
     progress: str = "auto"  # auto | rich | plain | none
+    protocol: str | None = None  # None: release (the default, unhashed); "paper": wtb_local.protocols
+    paper_family: str | None = None  # --protocol paper: the family rule (default: from the model id)
     # filled while the run is prepared
     template_sha256: str | None = None
     resolved_revision: str | None = None  # the hub commit the model id resolved to (from the local cache)
