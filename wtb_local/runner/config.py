@@ -36,10 +36,12 @@ HASHED_FIELDS: tuple[str, ...] = (
     "script_sha256",
     "replay_sha256",
     "server_prompt",
+    "protocol",
+    "paper_family",
 )
 # Hashed fields added after run directories had been written: left out while unset, so those runs'
 # hashes stay the same and they can still be resumed.
-_HASHED_WHEN_SET = frozenset({"replay_sha256", "server_prompt"})
+_HASHED_WHEN_SET = frozenset({"replay_sha256", "server_prompt", "protocol", "paper_family"})
 
 
 class RunSettings(BaseModel):
@@ -55,7 +57,7 @@ class RunSettings(BaseModel):
     # e.g. {"thinking": true} when the generation prompt pre-fills <think>; recorded so replays parse alike
     parser_options: dict[str, Any] = Field(default_factory=dict)
     chat_template: str | None = None
-    thinking: bool | None = None
+    thinking: bool | None = None  # as asked (--thinking/--no-thinking); the effective mode is in the manifest
     template_kwargs: dict[str, Any] = Field(default_factory=dict)
     dataset: str = "release"
     script: str | None = None
@@ -66,6 +68,8 @@ class RunSettings(BaseModel):
     resume: bool = True
     overwrite: bool = False
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
+    # No --max-new-tokens given: sampling.max_new_tokens is set from the effective thinking mode (thinking.py)
+    max_new_tokens_by_mode: bool = False
     revision: str | None = None
     trust_remote_code: bool = False
     dtype: str = "auto"
@@ -79,6 +83,8 @@ class RunSettings(BaseModel):
     batch_size: int = 16
     scheduling: str = "auto"  # auto | continuous | waves
     progress: str = "auto"  # auto | rich | plain | none
+    protocol: str | None = None  # None: release (the default, unhashed); "paper": wtb_local.protocols
+    paper_family: str | None = None  # --protocol paper: the family rule (default: from the model id)
     # filled while the run is prepared
     template_sha256: str | None = None
     resolved_revision: str | None = None  # the hub commit the model id resolved to (from the local cache)
