@@ -31,6 +31,17 @@ def _sessions(_ctx: click.Context, _param: click.Parameter, value: str | None) -
     return ids
 
 
+def _shard(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    if value is None or value.strip() == "auto":
+        return value and "auto"
+    from wtb_local.runner.shards import ShardError, parse_shard
+
+    try:
+        return parse_shard(value).spec
+    except ShardError as exc:
+        raise click.BadParameter(str(exc).removeprefix("--shard: ")) from None
+
+
 @click.command(name="run")
 @click.option("--model", envvar="WTB_MODEL", help="Hugging Face model id or local directory.")
 @click.option("--model-name", envvar="WTB_MODEL_NAME",
@@ -62,6 +73,10 @@ def _sessions(_ctx: click.Context, _param: click.Parameter, value: str | None) -
               help="Run only the first N sessions.")
 @click.option("--sessions", callback=_sessions, envvar="WTB_SESSIONS",
               help="Run only these sessions: ids or numbers, comma-separated.")
+@click.option("--shard", envvar="WTB_SHARD", callback=_shard,
+              help="Run one shard of the sessions: I/N (0-based), or auto = this Slurm array task "
+                   "(SLURM_ARRAY_TASK_ID of SLURM_ARRAY_TASK_COUNT); into <out>/shards/I-of-N/, joined by "
+                   "`merge`.")
 @click.option("--resume/--no-resume", default=True, show_default=True, envvar="WTB_RESUME",
               help="Skip sessions already finished in the run directory (same configuration only); "
                    "--no-resume starts afresh, replacing its results.")

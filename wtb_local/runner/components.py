@@ -194,9 +194,21 @@ def resolve_settings(settings: RunSettings) -> RunSettings:
         raise RunError("--backend openai needs --base-url (e.g. http://127.0.0.1:8000/v1)")
     if not settings.model_name:
         settings.model_name = settings.model or settings.backend
+    _resolve_shard(settings)
     if settings.backend == "replay":
         _resolve_replay(settings)
     return settings
+
+
+def _resolve_shard(settings: RunSettings) -> None:
+    """`--shard auto` becomes this Slurm array task's `I/N`, so the shard's folder is known."""
+    from wtb_local.runner.shards import ShardError, resolve_shard
+
+    try:
+        shard = resolve_shard(settings.shard)
+    except ShardError as exc:
+        raise RunError(str(exc)) from None
+    settings.shard = shard.spec if shard else None
 
 
 def _resolve_replay(settings: RunSettings) -> None:
@@ -243,6 +255,7 @@ class PreparedRun:
     renderer: Any
     parser: Any
     renderer_note: str | None
+    shard: dict[str, Any] | None = None  # --shard: this shard's sessions and the selection they come from
 
 
 def prepare_run(settings: RunSettings, renderer: Any = None, stderr: Any = None) -> PreparedRun:
@@ -261,6 +274,11 @@ def prepare_run(settings: RunSettings, renderer: Any = None, stderr: Any = None)
     selected = select_sessions(sessions, settings.sessions, settings.limit)
     if settings.backend == "replay" and settings.sessions is None and settings.limit is None:
         selected = _recorded_only(settings, selected, stderr)
+    shard_record = None
+    if settings.shard:
+        from wtb_local.runner.shards import parse_shard, shard_sessions
+
+        selected, shard_record = shard_sessions(selected, parse_shard(settings.shard))
 
     # A text backend needs the renderer; the oracle uses the template when a tokenizer is on disk.
     note = None
@@ -278,4 +296,4 @@ def prepare_run(settings: RunSettings, renderer: Any = None, stderr: Any = None)
     settings.tokenizer_sha256 = tokenizer_sha256(settings.model, settings.revision)
     parser = choose_parser(settings, renderer) if settings.backend != "scripted" else None
     settings.parser = getattr(parser, "name", None)
-    return PreparedRun(settings, dataset_path, sessions, selected, renderer, parser, note)
+    return PreparedRun(settings, dataset_path, sessions, selected, renderer, parser, note, shard_record)

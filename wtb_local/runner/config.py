@@ -61,6 +61,7 @@ class RunSettings(BaseModel):
     out: str | None = None
     limit: int | None = None
     sessions: list[str] | None = None
+    shard: str | None = None  # "I/N" once resolved (`auto` reads the Slurm array task); not hashed
     resume: bool = True
     overwrite: bool = False
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
