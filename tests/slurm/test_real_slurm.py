@@ -104,13 +104,17 @@ def test_sharded_array_with_preemption_merges_to_the_one_process_run(qwen_tiny_d
             _wait("shard 1 to stop", lambda: json.loads(shard_manifest.read_text())["status"] == "interrupted",
                   60, cluster)
             server.release.set()
-            _wait("the requeue of shard 1", lambda: _job_field(cluster, task, "Restarts") == "1", 90, cluster)
+            _wait("the requeue of shard 1", lambda: _job_field(cluster, task, "Restarts") == "1"
+                  and _job_field(cluster, task, "JobState") == "PENDING", 90, cluster)
+            # Slurm holds a requeued job for about two minutes (Reason=BeginTime); start it now instead.
+            cluster.run("scontrol", "update", f"JobId={task}", "StartTime=now")
             _wait("every job to end", lambda: not cluster.run("squeue", "-h", "-o", "%i").stdout.strip(),
                   180, cluster)
             logs = {path.name: path.read_text(errors="replace") for path in (work / "logs").iterdir()}
 
         shard_log = logs[f"wtb_shard_{array}_1.out"]
-        assert "requeueing job" in shard_log, shard_log
+        assert f"requeueing job {task} to resume" in shard_log, shard_log
+        assert "requeueing" not in logs[f"wtb_shard_{array}_0.out"]  # only the signalled task was requeued
         assert (f"resuming {run_dir / 'shards' / '1-of-2'}: 3 finished session(s) skipped, 1 to run"
                 in shard_log), shard_log
         merge_log = logs[f"wtb_merge_{merge}.out"]
