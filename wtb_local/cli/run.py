@@ -103,6 +103,9 @@ def _shard(_ctx: click.Context, _param: click.Parameter, value: str | None) -> s
               envvar="WTB_TENSOR_PARALLEL_SIZE", help="vLLM: GPUs the model is split over (tensor parallel).")
 @click.option("--pipeline-parallel-size", type=click.IntRange(min=1), default=1, show_default=True,
               envvar="WTB_PIPELINE_PARALLEL_SIZE", help="vLLM: pipeline-parallel stages.")
+@click.option("--data-parallel-size", type=click.IntRange(min=1), envvar="WTB_DATA_PARALLEL_SIZE",
+              help="vLLM: engine replicas on this node, each on tensor x pipeline GPUs, requests balanced by "
+                   "vLLM (needs a vLLM with data parallelism; default: not passed, one replica).")
 @click.option("--gpu-memory-utilization", type=click.FloatRange(min=0.0, max=1.0, min_open=True),
               envvar="WTB_GPU_MEMORY_UTILIZATION",
               help="vLLM: share of GPU memory to use [default: 0.9; 0.2 of host RAM on vLLM's CPU build].")

@@ -157,6 +157,7 @@ def build_backend(settings: RunSettings, *, parser: Any, renderer: Any) -> Backe
             model=settings.model, revision=settings.revision, dtype=settings.dtype,
             tensor_parallel_size=settings.tensor_parallel_size,
             pipeline_parallel_size=settings.pipeline_parallel_size, max_model_len=settings.max_model_len,
+            data_parallel_size=settings.data_parallel_size,
             gpu_memory_utilization=settings.gpu_memory_utilization, quantization=settings.quantization,
             trust_remote_code=settings.trust_remote_code, max_num_seqs=settings.max_num_seqs,
             enforce_eager=settings.enforce_eager, seed=settings.seed))

@@ -72,6 +72,7 @@ class RunSettings(BaseModel):
     max_model_len: int | None = None
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
+    data_parallel_size: int | None = None  # vLLM's own data parallelism (engine replicas) on one node
     gpu_memory_utilization: float | None = None
     max_num_seqs: int | None = None
     enforce_eager: bool = False
