@@ -171,14 +171,16 @@ def merge_run(run_dir: str | Path, *, dataset: str | None = None) -> MergeOutcom
     score_rows, metric = score_run(rows, sessions, model_name, paths)
 
     manifest = {key: value for key, value in first.items() if key not in ("shard", "invocations", "summary")}
+    # Every shard's invocations, tagged: their wall times add up to the run's device time.
+    manifest["invocations"] = [{**invocation, "shard": name} for name, _, manifest_ in loaded
+                               for invocation in manifest_.get("invocations", [])]
     manifest.update(
         status="complete",
         merged=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         files={"result": str(paths.result_file), "score_dir": str(paths.score_dir)},
         shards={"count": len(loaded), "selection_sha256": first["shard"]["selection_sha256"],
                 "parts": [{"dir": str(path), "sessions": manifest_["shard"]["sessions"],
-                           "work": manifest_["shard"].get("work"),
-                           "invocations": manifest_.get("invocations", [])}
+                           "work": manifest_["shard"].get("work")}
                           for _, path, manifest_ in loaded]},
         summary={"sessions_scored": len(score_rows), "task_accuracy": metric["total_info"]["task"],
                  "session_accuracy": metric["total_info"]["session"]},
