@@ -13,7 +13,15 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tests.runner.conftest import METRIC_NAME, RESULT_NAME, SCORE_NAME, invoke, read_jsonl, scripted_args
+from tests.runner.conftest import (
+    METRIC_NAME,
+    RESULT_NAME,
+    SCORE_NAME,
+    VECTORS,
+    invoke,
+    read_jsonl,
+    scripted_args,
+)
 from wtb_local.runner.shards import (
     Shard,
     ShardError,
@@ -173,6 +181,13 @@ def test_merged_sharded_run_equals_the_one_process_run(sharded: Path, one_proces
     assert "Table 6" in report.stdout and "Run health" in report.stdout
     assert measured_apart(report.stdout) == measured_apart(one.stdout)
     assert [i["shard"] for i in manifest["invocations"]] == ["0-of-3", "1-of-3", "2-of-3"]
+    from wtb_local.backends.replay import find_result_file
+
+    assert find_result_file(merged) == merged / FILES[0]  # --replay of the merged run, not of a shard
+    scored = _python(["score", str(merged / FILES[0]), "--dataset", str(VECTORS / "dataset.jsonl"),
+                      "--out", str(tmp_path / "rescored")])
+    assert scored.returncode == 0, scored.stderr
+    assert (tmp_path / "rescored" / METRIC_NAME).read_bytes() == (one_process / FILES[2]).read_bytes()
 
 
 def test_a_requeued_shard_resumes(sharded: Path, tmp_path: Path) -> None:
