@@ -242,10 +242,10 @@ def test_merge_refuses_missing_and_unfinished_shards(copy: Path) -> None:
 
 def test_merge_refuses_conflicting_manifests(copy: Path) -> None:
     _manifest_edit(copy, "1-of-3", config__sampling__seed=7)
-    _manifest_edit(copy, "2-of-3", config__parser="llama3_json", protocol="paper")
+    _manifest_edit(copy, "2-of-3", config__parser="llama3_json", config__protocol="paper")
     assert _merge_error(copy) == (
         f"Error: {copy}: shards disagree, cannot merge: 1-of-3 vs 0-of-3: config.sampling.seed: 0 -> 7, "
-        '2-of-3 vs 0-of-3: config.parser: null -> "llama3_json", 2-of-3 vs 0-of-3: protocol: null -> "paper"')
+        '2-of-3 vs 0-of-3: config.parser: null -> "llama3_json", 2-of-3 vs 0-of-3: config.protocol: null -> "paper"')
 
 
 def test_merge_refuses_duplicated_and_missing_sessions(copy: Path) -> None:

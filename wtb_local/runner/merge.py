@@ -156,6 +156,7 @@ def _dataset_sessions(manifest: dict[str, Any], dataset: str | None) -> tuple[li
 def merge_run(run_dir: str | Path, *, dataset: str | None = None) -> MergeOutcome:
     """Check the shards, then write the merged result, score, metric and manifest into `run_dir`."""
     from wtb_local.runner.job import score_run
+    from wtb_local.runner.length_cuts import length_cuts
     from wtb_local.scoring import write_result_rows
 
     run_dir = Path(run_dir)
@@ -168,7 +169,9 @@ def merge_run(run_dir: str | Path, *, dataset: str | None = None) -> MergeOutcom
     rows = _merged_rows(run_dir, loaded, model_name)
     sessions, dataset_path = _dataset_sessions(first, dataset)
     write_result_rows(paths.result_file, rows)
-    score_rows, metric = score_run(rows, sessions, model_name, paths)
+    # The paper protocol is judged with the lenient checker, as its run does (runner/job.py).
+    checker = "lenient" if first["config"].get("protocol") == "paper" else "strict"
+    score_rows, metric = score_run(rows, sessions, model_name, paths, checker=checker)
 
     manifest = {key: value for key, value in first.items() if key not in ("shard", "invocations", "summary")}
     # Every shard's invocations, tagged: their wall times add up to the run's device time.
@@ -183,7 +186,7 @@ def merge_run(run_dir: str | Path, *, dataset: str | None = None) -> MergeOutcom
                            "work": manifest_["shard"].get("work")}
                           for _, path, manifest_ in loaded]},
         summary={"sessions_scored": len(score_rows), "task_accuracy": metric["total_info"]["task"],
-                 "session_accuracy": metric["total_info"]["session"]},
+                 "session_accuracy": metric["total_info"]["session"], "length_cuts": length_cuts(rows)},
     )
     manifest["dataset"] = {**(first.get("dataset") or {}), "path": dataset_path,
                            "sessions_selected": first["shard"].get("selection_size")}
