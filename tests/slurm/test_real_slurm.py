@@ -94,7 +94,7 @@ def test_sharded_array_with_preemption_merges_to_the_one_process_run(qwen_tiny_d
             array, merge = match.groups()
             task = f"{array}_1"
 
-            _wait("the held request of shard 1", lambda: any(marker in r.get("prompt", "") for r in server.requests),
+            _wait("the held request of shard 1", lambda: any(marker in server.prompt_text(r.get("prompt", "")) for r in list(server.requests)),
                   150, cluster)
             assert _job_field(cluster, task, "JobState") == "RUNNING"
             cluster.run("scancel", "--signal=TERM", task)
