@@ -66,17 +66,10 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "tencent/Hunyuan-A13B-Instruct::vllm": ("hunyuan", "tokenizer"),
     "zai-org/GLM-4.6": ("glm45", "tokenizer"),
 }
-# Replies the template's cut cannot serve, with the reason (each count is exact).
-# - vLLM's R1-0528 example has no generation-prompt pre-fill, while the deepseek_r1 parser reads every
-#   completion as starting inside the reasoning block: the 37 text-only gold replies, cut from the history
-#   form (which drops reasoning), read back as reasoning with no content. The family has no official
-#   template at hand (README "Parsers and templates").
-# - The R1-Distill template (shipped and override) pre-fills `<think>\n` after a user turn but adds no
-#   generation prompt at all after tool results; the run parses every step in thinking mode (chosen once
-#   from the user-turn prompt), so the 27 text replies that follow tool results read back as reasoning.
-#   Thinking per step from the rendered prompt is issue 7 item 4 (not this test's subject).
-FORMAT_WRITTEN = {"deepseek-ai/DeepSeek-R1-0528::vllm": 37, "deepseek-ai/DeepSeek-R1-Distill-Llama-8B": 27,
-                  "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B": 27}
+# No template needs a `format` fallback. The R1 family's used to (vLLM's R1-0528 example: 37, the
+# R1-Distill templates: 27 each) while the pre-fill was decided once per run: R1-0528's example pre-fills
+# nothing and R1-Distill pre-fills `<think>\n` after a user turn only, so text replies after tool results
+# read back as reasoning. The pre-fill is now decided per step from that step's prompt (parsers/prefill.py).
 # Family BOS/EOS literals (templates print bos_token; the EOS ends a completion like the end-of-turn).
 _SPECIALS = (
     ("meta-llama/Llama-4", "<|begin_of_text|>", "<|eot|>"),
@@ -129,5 +122,4 @@ def test_oracle_through_the_template_scores_100_percent(key: str, tmp_path: Path
     assert (outcome.settings.parser, outcome.manifest["template"]["source"]) == (parser, source)
     backend = outcome.manifest["backend"]
     # the sample's 74 gold replies (37 with calls, 37 text): each written by the template, none by format
-    fallbacks = FORMAT_WRITTEN.get(key, 0)
-    assert (backend["template_cuts"], backend["format_fallbacks"]) == (74 - fallbacks, fallbacks)
+    assert (backend["template_cuts"], backend["format_fallbacks"]) == (74, 0)

@@ -7,6 +7,7 @@ from typing import Any
 
 from wtb_local.dataset import load_dataset
 from wtb_local.evaluator.episode import session_episodes
+from wtb_local.parsers.prefill import step_parser
 from wtb_local.runner.components import choose_parser, prefills_reasoning
 from wtb_local.runner.config import RunSettings
 
@@ -29,7 +30,8 @@ def test_prefilled_think_tag_is_detected() -> None:
 def test_cut_mid_thought_is_an_error_not_a_final_answer() -> None:
     settings = RunSettings(model="Qwen/Qwen3-4B-Thinking-2507", backend="vllm", parser="hermes")
     thinking = choose_parser(settings, _Renderer("<|im_start|>assistant\n<think>\n"))
-    assert settings.parser_options == {"thinking": True}  # recorded in the manifest, reused by replays
+    assert settings.parser_options == {"thinking": "per-step"}  # recorded in the manifest, reused by replays
+    thinking = step_parser(thinking, prefills_reasoning(_Renderer("<|im_start|>assistant\n<think>\n")))
     plain = choose_parser(settings.model_copy(update={"parser_options": {}}), _Renderer("<|im_start|>assistant\n"))
     cut = "Let me think about which tool to call first, the user wants"
     assert thinking.parse(cut, finish_reason="length").content in (None, "")

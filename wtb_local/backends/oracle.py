@@ -55,7 +55,8 @@ class OracleBackend(Backend):
         content = gold.get("content")
         if self.renderer is not None:
             text = self.renderer.assistant_text(messages, tools, gold)
-            if text is not None and self._reads_back(text, tools, content, calls):
+            if text is not None and self._reads_back(text, tools, content, calls,
+                                                     self._prefilled(messages, tools)):
                 self.template_cuts += 1
                 return text
         self.format_fallbacks += 1
@@ -63,11 +64,26 @@ class OracleBackend(Backend):
             return self.parser.format(content or None, calls)
         return self.parser.format("" if content is None else str(content), [])
 
-    def _reads_back(self, text: str, tools: list[dict[str, Any]], content: Any,
-                    calls: list[ParsedCall]) -> bool:
-        from wtb_local.parsers import parse_completion
+    def prefilled_reasoning(self, request: GenerationRequest) -> bool | None:
+        """Whether this step's generation prompt opens a reasoning block (the run parses by it)."""
+        return self._prefilled(request.messages, request.tools)
 
-        parsed = parse_completion(self.parser, text, tools=tools, finish_reason="stop")
+    def _prefilled(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> bool | None:
+        from wtb_local.parsers.prefill import decides_per_step, prompt_prefills
+
+        if self.renderer is None or not decides_per_step(self.parser):
+            return None
+        try:
+            return prompt_prefills(self.renderer.render_text(messages, tools))
+        except Exception:  # noqa: BLE001 - an unrenderable step is parsed as the run decided once
+            return None
+
+    def _reads_back(self, text: str, tools: list[dict[str, Any]], content: Any,
+                    calls: list[ParsedCall], prefilled: bool | None = None) -> bool:
+        from wtb_local.parsers import parse_completion
+        from wtb_local.parsers.prefill import step_parser
+
+        parsed = parse_completion(step_parser(self.parser, prefilled), text, tools=tools, finish_reason="stop")
         if parsed.errors:
             return False
         if not calls:

@@ -46,6 +46,7 @@ class RecordedStep:
     completion_tokens: int
     latency_s: float
     error: str | None  # set: the request was not served (no completion to parse)
+    prefilled: bool | None = None  # the step's prompt pre-filled a reasoning opening (parsers/prefill.py)
 
 
 def find_result_file(path: str | Path, model_name: str | None = None) -> Path:
@@ -83,6 +84,25 @@ def recorded_parser(result_file: str | Path) -> tuple[str | None, dict[str, Any]
     options = data.get("parser_options")
     return (parser if isinstance(parser, str) and parser else None,
             options if isinstance(options, dict) else {})
+
+
+# Options that describe the prompt, not the parser (whether it pre-filled a reasoning opening): they hold
+# for any parser that reads the recorded completions. Other options are the recorded parser's own.
+PROMPT_OPTIONS = ("thinking",)
+
+
+def replay_parser(result_file: str | Path, parser: str | None = None,
+                  options: dict[str, Any] | None = None) -> tuple[str | None, dict[str, Any]]:
+    """The parser a replay reads the recorded completions with, and its options: `parser` (default: the
+    recorded one) with `options` when given, else the recorded options that still apply (all of them for
+    the recorded parser, the prompt's (`PROMPT_OPTIONS`) for another one)."""
+    recorded, recorded_options = recorded_parser(result_file)
+    name = parser or recorded
+    if options:
+        return name, dict(options)
+    if name == recorded:
+        return name, dict(recorded_options)
+    return name, {k: v for k, v in recorded_options.items() if k in PROMPT_OPTIONS}
 
 
 def _is_int(value: Any) -> bool:
@@ -131,8 +151,18 @@ def _recorded_step(task: dict[str, Any], task_field: str, step: int, entry: Any,
                                          f"{task_field}.output_token_count", integer=True)),
         latency_s=float(_number_at(task.get("latency"), step, where, f"{task_field}.latency", integer=False)),
         error=error,
+        prefilled=_prefilled(output, where, field),
     )
     return recorded, "raw" in output
+
+
+def _prefilled(output: dict[str, Any], where: str, field: str) -> bool | None:
+    from wtb_local.parsers.prefill import STEP_FIELD
+
+    value = output.get(STEP_FIELD)
+    if value is not None and not isinstance(value, bool):
+        raise ReplayError(f"{where}: {field}.inference_output.{STEP_FIELD}: expected true or false, got {value!r}")
+    return value
 
 
 def _parse_line(path: Path, lineno: int, text: str) -> tuple[str, list[tuple[ReplayKey, RecordedStep, bool]]]:
@@ -229,6 +259,11 @@ class ReplayBackend(Backend):
                           prompt_tokens=recorded.prompt_tokens, completion_tokens=recorded.completion_tokens,
                           finish_reason=recorded.finish_reason, latency_s=recorded.latency_s,
                           error=recorded.error)
+
+    def prefilled_reasoning(self, request: GenerationRequest) -> bool | None:
+        """The recorded step's pre-fill decision (None: not recorded, the run decided it once)."""
+        recorded = self.steps.get((request.session_id, request.task_idx, request.step))
+        return recorded.prefilled if recorded is not None else None
 
     def describe(self) -> dict[str, Any]:
         return {"backend": self.name, "replay": str(self.result_file), "replay_sha256": self.sha256,

@@ -67,8 +67,14 @@ def parser_class(name: str) -> type[ToolParser]:
 
 
 def get_parser(name: str, **options: Any) -> ToolParser:
-    """An instance of the named parser (`options` are parser-specific, e.g. `thinking=True`)."""
-    return parser_class(name)(**options)
+    """An instance of the named parser (`options` are parser-specific, e.g. `thinking=True`;
+    `thinking="per-step"`: the pre-fill is decided per step, see parsers/prefill.py)."""
+    from wtb_local.parsers.prefill import split_options
+
+    built, per_step = split_options(options)
+    parser = parser_class(name)(**built)
+    parser.per_step_prefill = per_step
+    return parser
 
 
 def _best(matches: list[tuple[int, int, str]]) -> str | None:

@@ -116,12 +116,28 @@ def choose_parser(settings: RunSettings, renderer: Any) -> Any:
             name = select_parser(settings.model, chat_template=template, config=_local_config(settings.model))
         except ValueError as exc:
             raise RunError(str(exc)) from None
-    options = settings.parser_options or ({"thinking": True} if prefills_reasoning(renderer) else {})
+    options = settings.parser_options or _prefill_options(renderer, name)
     settings.parser_options = dict(options)
     try:
         return get_parser(name, **options)
     except ValueError as exc:
         raise RunError(f"--parser: {exc}") from None
+
+
+def _prefill_options(renderer: Any, parser_name: str) -> dict[str, Any]:
+    """Rendered prompts that may open a reasoning block (the probe's does, or the family reads every
+    completion as reasoning by default) decide the pre-fill per step, from each step's own prompt: R1-Distill
+    pre-fills `<think>` after a user turn, not after tool results (parsers/prefill.py)."""
+    from wtb_local.parsers import parser_class
+    from wtb_local.parsers.prefill import PER_STEP
+
+    if renderer is None:
+        return {}
+    try:
+        family_thinks = getattr(parser_class(parser_name), "thinking", None) is True
+    except ValueError:
+        family_thinks = False
+    return {"thinking": PER_STEP} if family_thinks or prefills_reasoning(renderer) else {}
 
 
 def prefills_reasoning(renderer: Any) -> bool:
@@ -224,8 +240,9 @@ def _resolve_shard(settings: RunSettings) -> None:
 
 
 def _resolve_replay(settings: RunSettings) -> None:
-    """The replayed result file, its hash and (unless --parser) the parser the recorded run used."""
-    from wtb_local.backends.replay import ReplayError, find_result_file, load_recording, recorded_parser
+    """The replayed result file, its hash and the parser the recorded run used (or --parser) with the recorded
+    options that still apply."""
+    from wtb_local.backends.replay import ReplayError, find_result_file, load_recording, replay_parser
 
     if not settings.replay:
         raise RunError("--backend replay needs --replay RUN_DIR_OR_RESULT_FILE")
@@ -236,8 +253,8 @@ def _resolve_replay(settings: RunSettings) -> None:
         raise RunError(f"--replay: {exc}") from None
     settings.replay = str(result_file)
     settings.replay_sha256 = _file_sha256(settings.replay)
-    if not settings.parser:
-        settings.parser, settings.parser_options = recorded_parser(result_file)
+    # --parser X keeps the recorded options that still apply (the prompt's pre-fill)
+    settings.parser, settings.parser_options = replay_parser(result_file, settings.parser, settings.parser_options)
     # A fresh run into the replayed directory would truncate the very file being replayed.
     if run_paths(settings).result_file.resolve() == result_file.resolve():
         raise RunError(f"--replay: {result_file} is the result file this run writes; pass another --out")

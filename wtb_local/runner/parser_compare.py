@@ -9,8 +9,9 @@ Two views, each parser against the first one named (the baseline):
   that accepts a different reply leads the conversation to steps the run never recorded: such a task is
   "not comparable" (no completion exists to judge), not a failure, and is left out of the accuracy.
 
-The recorded parser options (e.g. `thinking`: the prompt pre-filled the reasoning tag) apply to every
-parser, since they describe the prompt, not the parser.
+Each parser gets the recorded options that still apply (`backends.replay.replay_parser`, as a replay run
+does): `thinking` (the prompt pre-filled the reasoning tag, once or per step) describes the prompt, not
+the parser, so it applies to every parser.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from wtb_local.parsers.prefill import STEP_FIELD, step_parser
 from wtb_local.runner.errors import RunError
 
 UNRECORDED = "no recorded completion for "
@@ -64,7 +66,8 @@ def _recorded_steps(result_file: Path) -> list[tuple[str, dict[str, Any]]]:
                 tools = (entry.get("inference_input") or {}).get("tools")
                 steps.append((f"{row['id']}/{task_idx}/{key[5:]}",
                               {"raw": output["raw"], "finish_reason": output.get("finish_reason"),
-                               "tools": tools if isinstance(tools, list) else None}))
+                               "tools": tools if isinstance(tools, list) else None,
+                               "prefilled": output.get(STEP_FIELD)}))
     return steps
 
 
@@ -75,7 +78,8 @@ def compare_completions(steps: list[tuple[str, dict[str, Any]]], parsers: list[A
     stats = {p.name: {"steps": 0, "calls": 0, "steps_with_calls": 0, "parse_failures": 0, "partial_parses": 0,
                       "disagreements": 0, "examples": []} for p in parsers}
     for request, step in steps:
-        parsed = {p.name: parse_completion(p, step["raw"], tools=step["tools"], finish_reason=step["finish_reason"])
+        parsed = {p.name: parse_completion(step_parser(p, step.get("prefilled")), step["raw"], tools=step["tools"],
+                                           finish_reason=step["finish_reason"])
                   for p in parsers}
         reference = parsed[baseline]
         for name, result in parsed.items():
@@ -130,7 +134,7 @@ def _replay(result_file: Path, manifest: dict[str, Any], parser: str, options: d
 def compare_parsers(run_dir: str | Path, parser_names: list[str], *, dataset: str | None = None,
                     keep: str | Path | None = None) -> dict[str, Any]:
     """The comparison as a JSON-ready dict. `keep`: write each parser's replayed run under keep/<parser>."""
-    from wtb_local.backends.replay import ReplayError, find_result_file, recorded_parser
+    from wtb_local.backends.replay import ReplayError, find_result_file, recorded_parser, replay_parser
     from wtb_local.parsers import get_parser
     from wtb_local.runner.manifest import read_manifest
 
@@ -142,8 +146,9 @@ def compare_parsers(run_dir: str | Path, parser_names: list[str], *, dataset: st
         raise RunError(str(exc)) from None
     manifest = read_manifest(result_file.parents[2]) or {}
     recorded, options = recorded_parser(result_file)
+    chosen = {name: replay_parser(result_file, name)[1] for name in parser_names}  # as `run --backend replay`
     try:
-        parsers = [get_parser(name, **options) for name in parser_names]
+        parsers = [get_parser(name, **chosen[name]) for name in parser_names]
     except ValueError as exc:
         raise RunError(f"--parsers: {exc}") from None
     dataset = dataset or (manifest.get("dataset") or {}).get("path")
@@ -158,7 +163,7 @@ def compare_parsers(run_dir: str | Path, parser_names: list[str], *, dataset: st
     with tempfile.TemporaryDirectory(prefix="wtb-compare-") as scratch:
         root = Path(keep) if keep else Path(scratch)
         for name in parser_names:
-            verdicts[name] = _replay(result_file, manifest, name, options, dataset, root / name)
+            verdicts[name] = _replay(result_file, manifest, name, chosen[name], dataset, root / name)
     baseline = parser_names[0]
     tasks = {}
     for name in parser_names:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wtb_local.backends.base import Backend
+from wtb_local.parsers.prefill import STEP_FIELD, decides_per_step, prompt_prefills, step_parser
 from wtb_local.runner.seeds import request_id, request_seed
 from wtb_local.schema import Completion, GenerationRequest, ParseResult, SamplingConfig
 
@@ -85,19 +86,33 @@ class StepDriver:
         if completion.reply is not None:  # reply-level backend: already parsed, passed as given
             episode.accept(completion.reply, **counts)
             return outcome
-        result = self._parse(completion, request.tools if request is not None else [])
+        prefilled = self._prefilled(request)
+        result = self._parse(completion, request.tools if request is not None else [], prefilled)
         reply, error_reason = reply_from_parse(result, completion.request_id, self.id_style)
         extra: dict[str, Any] = {"raw": completion.text, "finish_reason": completion.finish_reason}
+        if prefilled is not None and decides_per_step(self.parser):  # a replay parses this step the same way
+            extra[STEP_FIELD] = prefilled
         if result.errors:
             extra["parse_errors"] = list(result.errors)
         episode.accept(reply, error_reason=error_reason, extra=extra, **counts)
         outcome.error = error_reason
         return outcome
 
-    def _parse(self, completion: Completion, tools: list[dict[str, Any]]) -> ParseResult:
+    def _prefilled(self, request: GenerationRequest | None) -> bool | None:
+        """Whether this step's generation prompt opened a reasoning block: read from the rendered prompt,
+        else asked of the backend (replay: recorded; oracle: rendered there); None when unknown."""
+        if request is None or not decides_per_step(self.parser):
+            return None
+        if request.prompt is not None:
+            return prompt_prefills(request.prompt)
+        ask = getattr(self.backend, "prefilled_reasoning", None)
+        return ask(request) if ask is not None else None
+
+    def _parse(self, completion: Completion, tools: list[dict[str, Any]],
+               prefilled: bool | None = None) -> ParseResult:
         from wtb_local.parsers import parse_completion
 
-        return parse_completion(self.parser, completion.text, tools=tools,
+        return parse_completion(step_parser(self.parser, prefilled), completion.text, tools=tools,
                                 finish_reason=completion.finish_reason)
 
 
