@@ -58,3 +58,27 @@ def test_replay_reuses_the_recorded_parser_options(tmp_path) -> None:
     assert recorded_parser(result_file) == ("hermes", {"thinking": True})
     (tmp_path / "manifest.json").write_text("not json")
     assert recorded_parser(result_file) == (None, {})
+
+
+def test_replay_with_another_parser_keeps_the_prompt_options(tmp_path) -> None:
+    """`run --backend replay --parser X` and `parsers compare` read the completions with the recorded
+    options that describe the prompt (thinking); the recorded parser keeps all its options."""
+    import json
+
+    from wtb_local.backends.replay import replay_parser
+    from wtb_local.runner.components import resolve_settings
+
+    run = tmp_path / "run"
+    result_file = run / "result" / "m" / "Wild-Tool-Bench_result.jsonl"
+    result_file.parent.mkdir(parents=True)
+    result_file.write_text(json.dumps({"id": "wild_tool_bench_1", "result": [{"inference_log": {
+        "step_0": {"inference_output": {"raw": "hi", "finish_reason": "stop"}}}}]}) + "\n")
+    (run / "manifest.json").write_text(json.dumps({"parser": "hermes",
+                                                   "parser_options": {"thinking": True, "strict": 1}}))
+    assert replay_parser(result_file) == ("hermes", {"thinking": True, "strict": 1})
+    assert replay_parser(result_file, "hermes") == ("hermes", {"thinking": True, "strict": 1})
+    assert replay_parser(result_file, "qwen3_coder") == ("qwen3_coder", {"thinking": True})
+    assert replay_parser(result_file, "qwen3_coder", {"thinking": False}) == ("qwen3_coder", {"thinking": False})
+    settings = resolve_settings(RunSettings(backend="replay", replay=str(run), parser="qwen3_coder",
+                                            out=str(tmp_path / "out")))
+    assert (settings.parser, settings.parser_options) == ("qwen3_coder", {"thinking": True})

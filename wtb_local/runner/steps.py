@@ -103,7 +103,7 @@ class StepDriver:
         else asked of the backend (replay: recorded; oracle: rendered there); None when unknown."""
         if request is None or not decides_per_step(self.parser):
             return None
-        if request.prompt is not None:
+        if request.prompt:  # empty: the backend renders nothing (replay, oracle)
             return prompt_prefills(request.prompt)
         ask = getattr(self.backend, "prefilled_reasoning", None)
         return ask(request) if ask is not None else None
