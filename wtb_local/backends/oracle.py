@@ -51,18 +51,21 @@ class OracleBackend(Backend):
 
     def write(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], gold: dict[str, Any]) -> str:
         """The raw completion for `gold`; the template's cut is used only when it parses back to `gold`."""
+        from wtb_local.parsers.prefill import step_parser
+
         calls = _parsed_calls(gold.get("tool_calls") or [])
         content = gold.get("content")
+        prefilled = self._prefilled(messages, tools)
         if self.renderer is not None:
             text = self.renderer.assistant_text(messages, tools, gold)
-            if text is not None and self._reads_back(text, tools, content, calls,
-                                                     self._prefilled(messages, tools)):
+            if text is not None and self._reads_back(text, tools, content, calls, prefilled):
                 self.template_cuts += 1
                 return text
         self.format_fallbacks += 1
+        writer = step_parser(self.parser, prefilled)  # the parser this step is read with writes it
         if calls:
-            return self.parser.format(content or None, calls)
-        return self.parser.format("" if content is None else str(content), [])
+            return writer.format(content or None, calls)
+        return writer.format("" if content is None else str(content), [])
 
     def prefilled_reasoning(self, request: GenerationRequest) -> bool | None:
         """Whether this step's generation prompt opens a reasoning block (the run parses by it)."""
