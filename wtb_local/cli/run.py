@@ -58,7 +58,7 @@ def _sessions(_ctx: click.Context, _param: click.Parameter, value: str | None) -
               help="Replay backend: a finished run (directory or result file) whose recorded raw completions "
                    "are parsed and judged again (default parser: the recorded run's).")
 @click.option("--out", envvar="WTB_OUT", help="Run directory (default: runs/<model>).")
-@click.option("--limit", type=click.IntRange(min=0), envvar="WTB_LIMIT",
+@click.option("--limit", type=click.IntRange(min=1), envvar="WTB_LIMIT",
               help="Run only the first N sessions.")
 @click.option("--sessions", callback=_sessions, envvar="WTB_SESSIONS",
               help="Run only these sessions: ids or numbers, comma-separated.")

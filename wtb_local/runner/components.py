@@ -30,8 +30,8 @@ def select_sessions(sessions: list[Any], ids: list[str] | None, limit: int | Non
             raise RunError(f"--sessions: not in the dataset: {', '.join(missing)}")
         chosen = [s for s in sessions if s.id in wanted]
     if limit is not None:
-        if limit < 0:
-            raise RunError("--limit: must be >= 0")
+        if limit < 1:  # 0 sessions would write an empty run and a 0% row
+            raise RunError(f"--limit {limit}: must be at least 1")
         chosen = chosen[:limit]
     return chosen
 
@@ -190,13 +190,30 @@ def resolve_settings(settings: RunSettings) -> RunSettings:
                        f"{', '.join(backend_names())}")
     if settings.backend == "scripted" and settings.script:
         settings.script_sha256 = _file_sha256(settings.script)
-    if settings.backend == "openai" and not settings.base_url:  # before the tokenizer is fetched
-        raise RunError("--backend openai needs --base-url (e.g. http://127.0.0.1:8000/v1)")
+    _preflight(settings)
     if not settings.model_name:
         settings.model_name = settings.model or settings.backend
     if settings.backend == "replay":
         _resolve_replay(settings)
     return settings
+
+
+def _preflight(settings: RunSettings) -> None:
+    """Cheap checks before the dataset is fetched and the tokenizer loaded (preflight.py)."""
+    from wtb_local.runner import preflight
+
+    name = settings.backend
+    preflight.require_backend_packages(name)
+    if name in _TEXT_BACKENDS and not settings.model:
+        raise RunError(f"--backend {name} needs --model")
+    if name == "oracle" and not settings.model and not settings.parser:
+        raise RunError("--backend oracle needs --model (or --parser) to write replies in a model's format")
+    if name == "openai":
+        if not settings.base_url:
+            raise RunError(f"--backend {name} needs --base-url (e.g. http://127.0.0.1:8000/v1)")
+        preflight.require_server(settings.base_url, settings.api_key)
+    if name in _TEXT_BACKENDS:
+        preflight.require_hub(settings.model, settings.revision)
 
 
 def _resolve_replay(settings: RunSettings) -> None:
