@@ -108,11 +108,15 @@ def _sessions(_ctx: click.Context, _param: click.Parameter, value: str | None) -
 def run(**options: Any) -> None:
     """Run a model on WildToolBench, score it and print its Table 6 row (the main job)."""
     from wtb_local.runner import RunError, run_job, settings_from_options
+    from wtb_local.runner.stopping import RunInterrupted
 
     try:
         settings = settings_from_options(options)
         outcome = run_job(settings)
-    except KeyboardInterrupt:  # Ctrl-C or SIGTERM (e.g. SLURM preemption): finished sessions are on disk
+    except RunInterrupted as exc:  # Ctrl-C or SIGTERM (e.g. SLURM preemption) while sessions ran
+        click.echo(str(exc), err=True)
+        sys.exit(130)
+    except KeyboardInterrupt:  # the same before any session ran (or a second signal)
         click.echo("interrupted: finished sessions are kept; rerun the same command to resume", err=True)
         sys.exit(130)
     except (RunError, ValueError) as exc:  # DatasetError, ScoringError, TemplateError are ValueErrors

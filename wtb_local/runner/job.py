@@ -9,13 +9,9 @@ score and metric files next to it (paths.py has the layout).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
-import signal
 import sys
-import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +26,9 @@ from wtb_local.runner.paths import RunPaths, run_paths
 from wtb_local.runner.progress import ProgressStats, make_progress
 from wtb_local.runner.resume import check_resume
 from wtb_local.runner.steps import StepDriver
+from wtb_local.runner.stopping import RunInterrupted, StopSignal
+from wtb_local.runner.stopping import current as current_stop
+from wtb_local.runner.stopping import installed as stop_signals_installed
 from wtb_local.runner.store import ResultStore
 
 
@@ -100,7 +99,7 @@ def _open_store(paths: RunPaths, *, resume: bool, err: Any) -> ResultStore:
 
 async def _run_pending(prep: PreparedRun, pending: list[Any], backend: Backend, *, model_name: str,
                        own_backend: bool, store: ResultStore, scheduling: str, stats: ProgressStats,
-                       err: Any) -> None:
+                       err: Any, stop: StopSignal) -> None:
     from wtb_local.evaluator.episode import session_episodes, session_result
 
     settings = prep.settings
@@ -111,7 +110,7 @@ async def _run_pending(prep: PreparedRun, pending: list[Any], backend: Backend, 
         with make_progress(settings.progress, stats, err) as progress:
             runner = SessionRunner(driver, store, model_name=model_name, progress=progress,
                                    episodes_for=session_episodes, session_row=session_result,
-                                   label_counts=_label_counts)
+                                   label_counts=_label_counts, should_stop=lambda: stop.requested)
             await runner.run(pending, scheduling)
     finally:
         if own_backend:
@@ -147,11 +146,20 @@ async def run_job_async(settings: RunSettings, *, backend: Backend | None = None
     invocation: dict[str, Any] = {"started": started_at, "sessions_run": len(pending),
                                   "scheduling": scheduling}
     failure: str | None = None
+    stop = current_stop() or StopSignal()  # run_job installs the handlers; a direct caller has none
     try:
         if pending:
-            await _run_pending(prep, pending, backend, model_name=paths.model_name, own_backend=own_backend,
-                               store=store, scheduling=scheduling, stats=stats, err=err)
-    except Exception as exc:  # a broken backend stops the run; finished sessions stay
+            with stop.armed():
+                await _run_pending(prep, pending, backend, model_name=paths.model_name, own_backend=own_backend,
+                                   store=store, scheduling=scheduling, stats=stats, err=err, stop=stop)
+    except (asyncio.CancelledError, Exception) as exc:
+        if stop.requested:  # SIGINT/SIGTERM: episodes stopped or were cancelled; finished sessions stay
+            raise RunInterrupted(
+                f"interrupted by {stop.signal_name}: {len(store.rows)} finished session(s) kept in "
+                f"{paths.result_file}; rerun the same command to resume", stop.signal_name or "") from None
+        if isinstance(exc, asyncio.CancelledError):
+            raise
+        # a broken backend stops the run; finished sessions stay
         cause = _first_cause(exc)
         failure = f"{type(cause).__name__}: {' '.join(str(cause).split())}"
         raise RunError(f"the {settings.backend} backend failed, run stopped ({failure}); "
@@ -197,23 +205,8 @@ def score_run(result_rows: list[dict[str, Any]], sessions: list[Any], model_name
 
 
 def run_job(settings: RunSettings, **kwargs: Any) -> RunOutcome:
-    """The main job. SIGTERM (SLURM preemption, `kill`) is handled like Ctrl-C: finished sessions are kept,
-    the manifest says "interrupted", and KeyboardInterrupt propagates so the caller can say how to resume."""
-    with _sigterm_as_interrupt():
+    """The main job. SIGINT and SIGTERM (SLURM preemption, `kill`) stop it the same way (stopping.py):
+    finished sessions are kept, the manifest says "interrupted", and `RunInterrupted` (while sessions ran)
+    or KeyboardInterrupt (before) propagates so the caller can say how to resume."""
+    with stop_signals_installed():
         return asyncio.run(run_job_async(settings, **kwargs))
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
