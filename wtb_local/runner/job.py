@@ -140,7 +140,13 @@ async def run_job_async(settings: RunSettings, *, backend: Backend | None = None
 
     own_backend = backend is None
     if backend is None:
-        backend = build_backend(settings, parser=prep.parser, renderer=prep.renderer)
+        try:
+            backend = build_backend(settings, parser=prep.parser, renderer=prep.renderer)
+        except BaseException as exc:  # a start that fails leaves a manifest saying so, not "running"
+            manifest.update(status="failed", invocations=[*manifest["invocations"], {
+                "started": started_at, "finished": _now(), "failure": f"{type(exc).__name__}: {exc}"}])
+            write_manifest(paths.run_dir, manifest)
+            raise
     scheduling = resolve_scheduling(settings.scheduling, backend)
     stats = ProgressStats(len(prep.selected), sum(len(s.english_tasks) for s in pending), len(skipped))
     invocation: dict[str, Any] = {"started": started_at, "sessions_run": len(pending),
