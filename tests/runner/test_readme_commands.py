@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.runner.fake_openai import fake_openai_server
+from tests.runner.test_openai_chat import chat_server
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -51,6 +52,9 @@ SUBSTITUTIONS: list[tuple[str, str, str]] = [
     (r"--model Qwen/Qwen3-8B --backend openai --base-url http://127\.0\.0\.1:8000/v1",
      "--model {tiny} --model-name Qwen/Qwen3-8B --backend openai --base-url {server}",
      "no GPU server here: a loopback server, prompts rendered with the tiny model's tokenizer"),
+    (r"--backend openai-chat --base-url http://127\.0\.0\.1:8000/v1",
+     "--backend openai-chat --base-url {chat_server}",
+     "no GPU server here: a loopback chat server that answers with parsed tool calls and text"),
     (r"\s*\[--parser NAME\]", "", "an optional argument shown in brackets"),
     (r"--dataset release\b", "--dataset sample", "no network: the release cannot be fetched here"),
 ]
@@ -102,9 +106,9 @@ def test_every_readme_command_runs(qwen_tiny_dir: Path, tmp_path: Path) -> None:
     env = {**os.environ, **ENVIRONMENT, "PYTHONPATH": str(ROOT), "PATH": f"{bindir}:{os.environ['PATH']}",
            "WTB_CACHE_DIR": str(tmp_path / "cache")}
     ran = 0
-    with fake_openai_server(str(qwen_tiny_dir)) as server:
+    with fake_openai_server(str(qwen_tiny_dir)) as server, chat_server() as (chat_url, _bodies):
         server.release.set()
-        values = {"tiny": str(qwen_tiny_dir), "server": server.base_url}
+        values = {"tiny": str(qwen_tiny_dir), "server": server.base_url, "chat_server": chat_url}
         for command in commands:
             if skip_reason(command):
                 continue

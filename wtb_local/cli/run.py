@@ -17,7 +17,7 @@ import click
 
 from wtb_local.runner.loop import SCHEDULING_MODES
 
-_BACKENDS = ("auto", "vllm", "transformers", "openai", "oracle", "scripted", "replay")
+_BACKENDS = ("auto", "vllm", "transformers", "openai", "openai-chat", "oracle", "scripted", "replay")
 # Names both vLLM and the transformers backend accept (a typo would otherwise fail only after model load).
 _DTYPES = ("auto", "bfloat16", "float16", "float32", "half", "float")
 
@@ -39,7 +39,7 @@ def _sessions(_ctx: click.Context, _param: click.Parameter, value: str | None) -
               envvar="WTB_BACKEND",
               help="auto = vllm when importable and a CUDA GPU is visible, else transformers; "
                    "scripted when --script is given, replay when --replay is given.")
-@click.option("--base-url", envvar="WTB_BASE_URL", help="OpenAI-compatible server (openai backend), e.g. "
+@click.option("--base-url", envvar="WTB_BASE_URL", help="OpenAI-compatible server (openai, openai-chat), e.g. "
               "http://127.0.0.1:8000/v1.")
 @click.option("--api-key", envvar="WTB_API_KEY", help="API key for --base-url (never written to disk).")
 @click.option("--parser", envvar="WTB_PARSER",

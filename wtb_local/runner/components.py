@@ -167,14 +167,16 @@ def build_backend(settings: RunSettings, *, parser: Any, renderer: Any) -> Backe
             model=settings.model, revision=settings.revision, dtype=settings.dtype,
             trust_remote_code=settings.trust_remote_code, batch_size=settings.batch_size,
             max_model_len=settings.max_model_len))
-    if name == "openai":
+    if name in ("openai", "openai-chat"):
         from wtb_local.backends.config import OpenAIConfig
 
         if not settings.base_url:
-            raise RunError("--backend openai needs --base-url (e.g. http://127.0.0.1:8000/v1)")
-        return backend_class(name)(OpenAIConfig(
-            base_url=settings.base_url, model=settings.model, api_key=settings.api_key,
-            max_concurrency=settings.max_num_seqs or 64, max_model_len=settings.max_model_len))
+            raise RunError(f"--backend {name} needs --base-url (e.g. http://127.0.0.1:8000/v1)")
+        config = OpenAIConfig(base_url=settings.base_url, model=settings.model, api_key=settings.api_key,
+                              max_concurrency=settings.max_num_seqs or 64, max_model_len=settings.max_model_len)
+        if name == "openai-chat":  # the server renders: the thinking switch goes as chat_template_kwargs
+            return backend_class(name)(config, template_kwargs=settings.template_kwargs)
+        return backend_class(name)(config)
     raise RunError(f"unknown backend {name!r}")
 
 
@@ -208,7 +210,9 @@ def _preflight(settings: RunSettings) -> None:
         raise RunError(f"--backend {name} needs --model")
     if name == "oracle" and not settings.model and not settings.parser:
         raise RunError("--backend oracle needs --model (or --parser) to write replies in a model's format")
-    if name == "openai":
+    if name == "openai-chat" and not settings.model:
+        raise RunError(f"--backend {name} needs --model (the name the server serves)")
+    if name in ("openai", "openai-chat"):
         if not settings.base_url:
             raise RunError(f"--backend {name} needs --base-url (e.g. http://127.0.0.1:8000/v1)")
         preflight.require_server(settings.base_url, settings.api_key)
@@ -293,6 +297,7 @@ def prepare_run(settings: RunSettings, renderer: Any = None, stderr: Any = None)
     settings.template_sha256 = getattr(getattr(renderer, "choice", None), "sha256", None)
     settings.resolved_revision = resolved_revision(settings.model, settings.revision)
     settings.tokenizer_sha256 = tokenizer_sha256(settings.model, settings.revision)
-    parser = choose_parser(settings, renderer) if settings.backend != "scripted" else None
+    # the scripted backend replays parsed replies, the openai-chat server parses its own output
+    parser = choose_parser(settings, renderer) if settings.backend not in ("scripted", "openai-chat") else None
     settings.parser = getattr(parser, "name", None)
     return PreparedRun(settings, dataset_path, sessions, selected, renderer, parser, note)
