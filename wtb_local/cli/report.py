@@ -32,6 +32,7 @@ import click
 def report(paths: tuple[str, ...], tables: tuple[str, ...], paper: bool, thinking: bool | None) -> None:
     """Print the table rows of scored runs (run directories or metric.json files)."""
     from wtb_local.reports import metric_row, paper_row, print_tables
+    from wtb_local.runner.naming import model_label
     from wtb_local.scoring import ScoringError, read_metric
 
     metrics = []
@@ -40,13 +41,13 @@ def report(paths: tuple[str, ...], tables: tuple[str, ...], paper: bool, thinkin
             metrics.append(read_metric(path))
         except ScoringError as exc:
             raise click.ClickException(str(exc)) from None
-    names = [str(metric.get("model_name", "model")) for metric in metrics]
+    names = [model_label(path, metric) for path, metric in zip(paths, metrics, strict=True)]  # as `run` shows
     rows = []
     shown_paper: set[str] = set()
     for path, name, metric in zip(paths, names, metrics, strict=True):
         # Runs of one model (sample vs release, two parsers) share a model name: tell them apart by path.
         rows.append(metric_row(metric, f"{name} ({path})" if names.count(name) > 1 else name))
-        known = paper_row(str(metric.get("model_name", "")), thinking) if paper else None
+        known = paper_row(name, thinking) if paper else None
         if known is not None and known.label not in shown_paper:
             shown_paper.add(known.label)
             rows.append(known)

@@ -134,10 +134,12 @@ def run(**options: Any) -> None:
     click.echo(f"manifest: {paths.run_dir / 'manifest.json'}")
     if outcome.manifest.get("status") != "complete":
         click.echo(f"warning: run status {outcome.manifest.get('status')}", err=True)
-    failed = failed_requests(outcome.result_rows, set(outcome.ran_sessions))
+    examples: dict[str, str] = {}
+    failed = failed_requests(outcome.result_rows, set(outcome.ran_sessions), examples)
     if failed:
         # The progress line only counts them; say why, or a 0% row looks like the model's fault.
-        reasons = ", ".join(f"{reason} ({count})" for reason, count in failed.most_common(3))
+        reasons = ", ".join(f"{examples[reason]} ({count})"
+                            for reason, count in failed.most_common(3))
         more = f", {len(failed) - 3} other reason(s)" if len(failed) > 3 else ""
         click.echo(f"warning: {sum(failed.values())} request(s) failed and were scored as step errors: "
                    f"{reasons}{more}", err=True)
@@ -146,7 +148,10 @@ def run(**options: Any) -> None:
     paper = paper_row(run_settings.model or run_settings.model_name, run_settings.thinking)
     print_tables(rows + ([paper] if paper else []), stream=sys.stdout)
     sessions = outcome.metric.get("total_info", {}).get("session", {}).get("total_count", 0)
-    if paper and sessions != RELEASE_SESSIONS:
+    if paper and sessions > RELEASE_SESSIONS:
+        click.echo(f"note: {sessions} sessions were scored (dataset: {run_settings.dataset}), not the release's "
+                   f"{RELEASE_SESSIONS}; the paper's row is over the release.")
+    elif paper and sessions != RELEASE_SESSIONS:
         # The paper's row is over the whole release; a partial or sample run is not comparable with it.
         # `release` falls back to the embedded sample when it cannot be fetched: say which file was read.
         dataset = run_settings.dataset
@@ -160,9 +165,12 @@ def run(**options: Any) -> None:
 RELEASE_SESSIONS = 256
 
 
-def failed_requests(result_rows: list[dict[str, Any]], sessions: set[str]) -> Counter[str]:
-    """Why the requests of these sessions failed (steps with finish_reason "error"), by reason with its
-    numbers masked: "prompt too long: N tokens > max_model_len N" once, not once per length."""
+def failed_requests(result_rows: list[dict[str, Any]], sessions: set[str],
+                    examples: dict[str, str] | None = None) -> Counter[str]:
+    """Why the requests of these sessions failed (steps with finish_reason "error"), grouped by reason with
+    its numbers masked ("prompt too long: N tokens > max_model_len N" once, not once per length); the
+    warning shows each group's first message with its real numbers (filled into `examples`)."""
+    examples = {} if examples is None else examples
     reasons: Counter[str] = Counter()
     for row in result_rows:
         if row.get("id") not in sessions:
@@ -172,7 +180,10 @@ def failed_requests(result_rows: list[dict[str, Any]], sessions: set[str]) -> Co
             for key, step in (log or {}).items():
                 output = step.get("inference_output") if key.startswith("step_") and isinstance(step, dict) else None
                 if isinstance(output, dict) and output.get("finish_reason") == "error":
-                    reasons[re.sub(r"\d+", "N", str(output.get("error_reason") or "unknown"))] += 1
+                    reason = str(output.get("error_reason") or "unknown")
+                    masked = re.sub(r"\d+", "N", reason)
+                    examples.setdefault(masked, reason)
+                    reasons[masked] += 1
     return reasons
 
 

@@ -193,8 +193,12 @@ def resolve_settings(settings: RunSettings) -> RunSettings:
     if settings.backend == "scripted" and settings.script:
         settings.script_sha256 = _file_sha256(settings.script)
     _preflight(settings)
+    if settings.backend == "replay":
+        _recorded_model(settings)
     if not settings.model_name:
-        settings.model_name = settings.model or settings.backend
+        from wtb_local.runner.naming import default_model_name
+
+        settings.model_name = default_model_name(settings.model) if settings.model else settings.backend
     if settings.backend == "replay":
         _resolve_replay(settings)
     return settings
@@ -218,6 +222,19 @@ def _preflight(settings: RunSettings) -> None:
         preflight.require_server(settings.base_url, settings.api_key)
     if name in _TEXT_BACKENDS:
         preflight.require_hub(settings.model, settings.revision)
+
+
+def _recorded_model(settings: RunSettings) -> None:
+    """A replay without --model takes the model (and its name) the recorded run used."""
+    from wtb_local.runner.naming import read_run_manifest, recorded_model
+
+    if settings.model or not settings.replay:
+        return
+    manifest = read_run_manifest(settings.replay)
+    if manifest is None:  # a reference result file: the rows' model name is used, the parser must be given
+        return
+    settings.model, name = recorded_model(manifest)
+    settings.model_name = settings.model_name or name
 
 
 def _resolve_replay(settings: RunSettings) -> None:
