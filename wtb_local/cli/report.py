@@ -35,10 +35,13 @@ def report(paths: tuple[str, ...], tables: tuple[str, ...], paper: bool, thinkin
     from wtb_local.runner.naming import model_label
     from wtb_local.scoring import ScoringError, read_metric
 
+    from wtb_local.runner.repeats import error_bar_line, read_summary
+
     metrics = []
-    for path in paths:
+    summaries = [read_summary(path) for path in paths]  # runs with --repeats: the mean row and a ± line
+    for path, summary in zip(paths, summaries, strict=True):
         try:
-            metrics.append(read_metric(path))
+            metrics.append(summary["mean_metric"] if summary else read_metric(path))
         except ScoringError as exc:
             raise click.ClickException(str(exc)) from None
     names = [model_label(path, metric) for path, metric in zip(paths, metrics, strict=True)]  # as `run` shows
@@ -52,3 +55,6 @@ def report(paths: tuple[str, ...], tables: tuple[str, ...], paper: bool, thinkin
             shown_paper.add(known.label)
             rows.append(known)
     print_tables(rows, tuple(int(t) for t in tables) or (6, 7))
+    for name, summary in zip(names, summaries, strict=True):
+        if summary:
+            click.echo(error_bar_line(name, summary))

@@ -102,6 +102,9 @@ def _sessions(_ctx: click.Context, _param: click.Parameter, value: str | None) -
               envvar="WTB_SCHEDULING",
               help="continuous: each episode's next step goes out as soon as its reply is judged; waves: "
                    "step-synchronous (auto: waves for transformers only).")
+@click.option("--repeats", type=click.IntRange(min=1), default=1, show_default=True, envvar="WTB_REPEATS",
+              help="Run K seeds of a sampled run (one engine) and report mean ± standard error; each repeat is "
+                   "a run directory under <run dir>/repeats/.")
 @click.option("--progress", type=click.Choice(("auto", "rich", "plain", "none")), default="auto",
               show_default=True, envvar="WTB_PROGRESS",
               help="auto: a bar on a terminal, plain lines otherwise.")
@@ -110,8 +113,14 @@ def run(**options: Any) -> None:
     from wtb_local.runner import RunError, run_job, settings_from_options
     from wtb_local.runner.stopping import RunInterrupted
 
+    repeats = options.pop("repeats", 1) or 1
     try:
         settings = settings_from_options(options)
+        if repeats > 1:
+            from wtb_local.cli.repeats import run_repeated
+
+            run_repeated(settings, repeats)
+            return
         outcome = run_job(settings)
     except RunInterrupted as exc:  # Ctrl-C or SIGTERM (e.g. SLURM preemption) while sessions ran
         click.echo(str(exc), err=True)

@@ -57,6 +57,8 @@ def recorded_model(manifest: dict[str, Any]) -> tuple[str | None, str | None]:
 def model_label(path: str | Path, metric: dict[str, Any]) -> str:
     """The label `run` prints for a run: its model name from the manifest; else the metric's own name."""
     manifest = read_run_manifest(path)
+    if manifest is None and (Path(path) / "repeats" / "0").is_dir():  # a --repeats run: its first repeat's
+        manifest = read_run_manifest(Path(path) / "repeats" / "0")
     if manifest is not None:
         _, name = recorded_model(manifest)
         if name:
