@@ -36,6 +36,8 @@ ENVIRONMENT = {
 
 # (regex matched against the line, reason): lines that are not run.
 SKIPPED: list[tuple[str, str]] = [
+    (r"^python3 -m venv ", "creates a virtual environment; the lines run in the project's own (.ci/run makes one)"),
+    (r"^\. \.venv/bin/activate$", "activates that environment (each line here runs in its own shell)"),
     (r"^pip (install|uninstall) ", "installs packages: CI's .ci/run does exactly this on a fresh venv"),
     (r"^python -m pytest\b", "the test suite itself (CI runs it)"),
     (r"^vllm serve ", "starts a vLLM server on a GPU; tests/runner/test_openai_chat_vllm.py starts the real "
