@@ -156,10 +156,11 @@ def run(**options: Any) -> None:
     rows = [metric_row(outcome.metric, run_settings.model_name)]
     paper = paper_row(run_settings.model or run_settings.model_name, run_settings.thinking)
     print_tables(rows + ([paper] if paper else []), stream=sys.stdout)
+    notes: list[str] = []
     sessions = outcome.metric.get("total_info", {}).get("session", {}).get("total_count", 0)
     if paper and sessions > RELEASE_SESSIONS:
-        click.echo(f"note: {sessions} sessions were scored (dataset: {run_settings.dataset}), not the release's "
-                   f"{RELEASE_SESSIONS}; the paper's row is over the release.")
+        notes.append(f"note: {sessions} sessions were scored (dataset: {run_settings.dataset}), not the "
+                     f"release's {RELEASE_SESSIONS}; the paper's row is over the release.")
     elif paper and sessions != RELEASE_SESSIONS:
         # The paper's row is over the whole release; a partial or sample run is not comparable with it.
         # `release` falls back to the embedded sample when it cannot be fetched: say which file was read.
@@ -167,11 +168,23 @@ def run(**options: Any) -> None:
         used = (outcome.manifest.get("dataset") or {}).get("path")
         if dataset == "release" and used and Path(used) == sample_dataset_path():
             dataset = "the embedded sample: the release was unavailable"
-        click.echo(f"note: {sessions} of the release's {RELEASE_SESSIONS} sessions were scored "
-                   f"(dataset: {dataset}); the paper's row is over all {RELEASE_SESSIONS}.")
+        notes.append(f"note: {sessions} of the release's {RELEASE_SESSIONS} sessions were scored "
+                     f"(dataset: {dataset}); the paper's row is over all {RELEASE_SESSIONS}.")
+    for note in notes:
+        click.echo(note)
+    _save_summary(outcome, rows + ([paper] if paper else []), notes)
 
 
 RELEASE_SESSIONS = 256
+
+
+def _save_summary(outcome: Any, rows: list[Any], notes: list[str]) -> None:
+    """The tables and notes just printed, also in the run folder (summary.md, summary.json)."""
+    from wtb_local.reports.table import format_plain
+    from wtb_local.runner.run_record import write_summary
+
+    text = "\n\n".join(format_plain(rows, table) for table in (6, 7))
+    write_summary(outcome.paths.run_dir, rows, text, notes)
 
 
 def failed_requests(result_rows: list[dict[str, Any]], sessions: set[str],

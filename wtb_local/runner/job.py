@@ -61,28 +61,30 @@ def _new_manifest(prep: PreparedRun, paths: RunPaths, config: dict[str, Any],
                   previous: dict[str, Any] | None) -> dict[str, Any]:
     settings = prep.settings
     choice = getattr(prep.renderer, "choice", None)
+    from wtb_local.runner.config import HASHED_FIELDS
+    from wtb_local.runner.run_record import checkout, sampling_used
+
+    # One place per fact: model, sampling and dataset hash live in `config` (hashed); `settings` holds the
+    # other options; `sampling_used` the values the requests were actually sampled with.
+    options = {k: v for k, v in settings.model_dump(mode="json").items()
+               if k not in HASHED_FIELDS and k != "dataset"}
     return {
-        "wtb_local_version": package_versions().get("wtb-local"),
+        "wtb_local": checkout(),
         "status": "running",
         "config_hash": config_hash(config),
         "config": config,
-        "settings": settings.model_dump(mode="json"),
-        "model": {"id": settings.model, "name": settings.model_name, "revision": settings.revision,
-                  "resolved_revision": settings.resolved_revision,
-                  "tokenizer_sha256": settings.tokenizer_sha256},
+        "settings": options,
         "template": choice.model_dump(mode="json") if choice is not None else None,
         "template_note": prep.renderer_note,
         "parser": settings.parser,
         "parser_options": settings.parser_options,
         "template_kwargs": settings.template_kwargs,
-        "sampling": settings.sampling.model_dump(mode="json"),
-        "seed": settings.seed,
+        "sampling_used": sampling_used(settings),
         "request_seeds": "sha256(f'{seed}/{session_id}/{task_idx}/{step}')[:4] & 0x7fffffff",
         "dataset": {"source": settings.dataset, "path": str(prep.dataset_path),
-                    "sha256": settings.dataset_sha256,
                     "sessions_in_file": len(prep.sessions), "sessions_selected": len(prep.selected)},
         "files": {"result": str(paths.result_file), "score_dir": str(paths.score_dir)},
-        "packages": package_versions(),
+        "packages": {k: v for k, v in package_versions().items() if k != "wtb-local"},
         "machine": machine(),
         "invocations": list((previous or {}).get("invocations", [])),
     }
