@@ -58,6 +58,9 @@ SUBSTITUTIONS: list[tuple[str, str, str]] = [
      "--backend openai-chat --base-url {chat_server}",
      "no GPU server here: a loopback chat server that answers with parsed tool calls and text"),
     (r"\s*\[--parser NAME\]", "", "an optional argument shown in brackets"),
+    (r"runs/other-model", "runs/oracle-demo", "a second model's run: the Quickstart's demo run stands in"),
+    (r"report ref_outputs/", "report runs/oracle-demo/",
+     "no harness output folder here: a run directory has the same result/ and score/ layout"),
     (r"--dataset release\b", "--dataset sample", "no network: the release cannot be fetched here"),
 ]
 
