@@ -150,10 +150,10 @@ def test_report_tells_runs_of_one_model_apart_and_leaves_empty_buckets_blank(tmp
     assert done.exit_code == 0, done.output
     lines = done.stdout.splitlines()
     ours = {line.split("  ")[0].strip(): line.split() for line in lines[2:]}
-    assert set(ours) == {f"Qwen/Qwen3-8B ({tmp_path / 'all'})", f"Qwen/Qwen3-8B ({tmp_path / 's0'})"}
+    assert set(ours) == {f"Qwen_Qwen3-8B ({tmp_path / 'all'})", f"Qwen_Qwen3-8B ({tmp_path / 's0'})"}
     clarify = lines[1].split().index("clarify")
-    assert ours[f"Qwen/Qwen3-8B ({tmp_path / 's0'})"][1 + clarify] == "-"
-    assert ours[f"Qwen/Qwen3-8B ({tmp_path / 'all'})"][1 + clarify] == "100.00"
+    assert ours[f"Qwen_Qwen3-8B ({tmp_path / 's0'})"][1 + clarify] == "-"
+    assert ours[f"Qwen_Qwen3-8B ({tmp_path / 'all'})"][1 + clarify] == "100.00"
 
 
 def test_score_refuses_a_run_scored_against_another_dataset(tmp_path: Path) -> None:

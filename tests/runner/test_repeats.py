@@ -46,7 +46,7 @@ def test_repeats_run_report_and_resume(tmp_path: Path) -> None:
     done = _wtb(args, tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == (
-        "Qwen/Qwen3-8B: task accuracy 100.00 ± 0.00, session accuracy 100.00 ± 0.00 "
+        "Qwen_Qwen3-8B: task accuracy 100.00 ± 0.00, session accuracy 100.00 ± 0.00 "
         "(mean ± standard error over 3 repeats)")
     summary = json.loads((tmp_path / "run" / "repeats.json").read_text())
     assert summary["seeds"] == [0, repeat_seed(0, 1), repeat_seed(0, 2)]
@@ -57,7 +57,8 @@ def test_repeats_run_report_and_resume(tmp_path: Path) -> None:
 
     shown = _wtb(["report", str(tmp_path / "run"), "--table", "6"], tmp_path)
     assert shown.returncode == 0, shown.stderr
-    assert shown.stdout.strip().splitlines()[-1].startswith("Qwen/Qwen3-8B: task accuracy 100.00 ± 0.00")
+    assert ("Qwen_Qwen3-8B: task accuracy 100.00 ± 0.00, session accuracy 100.00 ± 0.00 (mean ± standard error "
+            "over 3 repeats)") in shown.stdout.splitlines()
 
     # A lost repeat is run again; the others resume with every session kept.
     (tmp_path / "run" / "repeats" / "2" / "result" / "Qwen_Qwen3-8B" / "Wild-Tool-Bench_result.jsonl").unlink()

@@ -43,7 +43,7 @@ def test_manifest_holds_each_fact_once_and_the_tables_are_saved(tmp_path: Path) 
     tables = printed[: printed.index(note)]
     assert (out / "summary.md").read_text() == f"```text\n{tables}```\n\n{note}\n"
     data = json.loads((out / "summary.json").read_text())
-    assert [row["label"] for row in data["rows"]] == ["Qwen/Qwen3-8B", "paper: Qwen3-8B"]
+    assert [row["label"] for row in data["rows"]] == ["Qwen_Qwen3-8B", "paper: Qwen3-8B"]
     assert data["rows"][0]["tables"]["6"]["task"] == 100.0 and data["rows"][0]["tables"]["7"]["OP"] == 100.0
     assert data["notes"] == [done.stdout.strip().splitlines()[-1]]
 

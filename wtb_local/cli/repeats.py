@@ -12,7 +12,7 @@ def run_repeated(settings: RunSettings, repeats: int) -> None:
     from wtb_local.runner.repeats import error_bar_line, run_repeats
 
     outcome = run_repeats(settings, repeats)
-    name = outcome.outcomes[0].settings.model_name
+    name = str(outcome.summary["mean_metric"].get("model_name"))  # the label `report` gives the run
     print(f"repeats:  {outcome.run_dir / 'repeats'} ({repeats} run directories)")
     print(f"summary:  {outcome.run_dir / 'repeats.json'}")
     paper = paper_row(settings.model or name, settings.thinking)

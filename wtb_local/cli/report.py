@@ -113,13 +113,12 @@ def report(paths: tuple[str, ...], tables: tuple[str, ...], paper: bool, thinkin
 
 def _error_bars(paths: tuple[str, ...]) -> None:
     """A `--repeats` run (its repeats are rows above): mean ± standard error of task and session accuracy."""
-    from wtb_local.runner.naming import model_label
     from wtb_local.runner.repeats import error_bar_line, read_summary
 
     for path in paths:
         summary = read_summary(path)
         if summary:
-            click.echo(error_bar_line(model_label(path, summary["mean_metric"]), summary))
+            click.echo(error_bar_line(str(summary["mean_metric"].get("model_name")), summary))
 
 
 for _param in report.params:

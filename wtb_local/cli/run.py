@@ -153,7 +153,7 @@ def run(**options: Any) -> None:
         click.echo(f"warning: {sum(failed.values())} request(s) failed and were scored as step errors: "
                    f"{reasons}{more}", err=True)
     run_settings = outcome.settings
-    rows = [metric_row(outcome.metric, run_settings.model_name)]
+    rows = [metric_row(outcome.metric)]  # labelled by the metric's model name, as `report` labels it
     paper = paper_row(run_settings.model or run_settings.model_name, run_settings.thinking)
     print_tables(rows + ([paper] if paper else []), stream=sys.stdout)
     notes: list[str] = []

@@ -50,13 +50,14 @@ def score(
     from pathlib import Path
 
     from wtb_local.dataset import DatasetError, dataset_sha256, read_dataset, resolve_dataset
-    from wtb_local.reports import print_tables, report_rows
+    from wtb_local.reports import metric_row, paper_row, print_tables
     from wtb_local.runner.naming import read_run_manifest, recorded_model, run_dir_of
     from wtb_local.scoring import ScoringError, score_file, write_score_files
 
     result_file = _result_file(result_file, model_name)
     manifest = read_run_manifest(result_file)
     run_dir = run_dir_of(result_file) if manifest is not None else None
+    model_id = recorded_model(manifest)[0] if manifest is not None else None
     if manifest is not None and model_name is None:
         model_name = recorded_model(manifest)[1]
     if dataset is None:
@@ -95,7 +96,10 @@ def score(
         click.echo(f"note: {len(scored.score_rows)} of {len(sessions)} sessions in {result_file}", err=True)
     click.echo(f"score:  {score_path}")
     click.echo(f"metric: {metric_path}")
-    print_tables(report_rows(scored.metric, scored.model_name, thinking))
+    # labelled by the metric's model name, as `run` and `report` label it; the paper's row by the model
+    rows = [metric_row(scored.metric)]
+    paper = paper_row(model_id or scored.model_name, thinking)
+    print_tables(rows + ([paper] if paper else []))
 
 
 def _result_file(path: str, model_name: str | None) -> str:

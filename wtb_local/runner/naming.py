@@ -1,5 +1,4 @@
-"""Names and labels a user reads: the run name of a local model directory, a run's recorded model, and
-the one label a model gets in `run`, `score` and `report`."""
+"""Names a user reads: the run name of a local model directory, and the model a run recorded."""
 
 from __future__ import annotations
 
@@ -53,14 +52,3 @@ def recorded_model(manifest: dict[str, Any]) -> tuple[str | None, str | None]:
     name = config.get("model_name") or model
     return (model if isinstance(model, str) else None, name if isinstance(name, str) else None)
 
-
-def model_label(path: str | Path, metric: dict[str, Any]) -> str:
-    """The label `run` prints for a run: its model name from the manifest; else the metric's own name."""
-    manifest = read_run_manifest(path)
-    if manifest is None and (Path(path) / "repeats" / "0").is_dir():  # a --repeats run: its first repeat's
-        manifest = read_run_manifest(Path(path) / "repeats" / "0")
-    if manifest is not None:
-        _, name = recorded_model(manifest)
-        if name:
-            return name
-    return str(metric.get("model_name", "model"))
