@@ -42,7 +42,7 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 def _wtb(args: list[str], env: dict[str, str], cwd: Path, *, prelude: str = "") -> subprocess.CompletedProcess[str]:
     code = f"{prelude}import sys; from wtb_local.cli import main; main(sys.argv[1:])"
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env,
+    return subprocess.run([sys.executable, "-c", code, *args], check=False, capture_output=True, text=True, env=env,
                           cwd=cwd, timeout=120)
 
 

@@ -20,6 +20,7 @@ OK, WARNING, ERROR = "ok", "warning", "error"
 # large enough for WildToolBench's multi-turn prompts.
 GPU_MEMORY_UTILIZATION = 0.9
 WEIGHTS_SHARE = 0.8
+MIN_PYTHON = (3, 11)  # pyproject's requires-python
 _DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1, "int8": 1}
 
 
@@ -35,7 +36,7 @@ class Check:
 
 def python_check() -> Check:
     version = sys.version.split()[0]
-    if sys.version_info >= (3, 11):
+    if tuple(sys.version_info[:2]) >= MIN_PYTHON:
         return Check(OK, "python", version)
     return Check(ERROR, "python", f"{version}; wtb_local needs Python >= 3.11: create the venv with python3.11+")
 

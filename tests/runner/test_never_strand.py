@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _wtb(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "WTB_PROGRESS": "none"}
-    return subprocess.run([sys.executable, "-m", "wtb_local", *args], capture_output=True, text=True, env=env,
+    return subprocess.run([sys.executable, "-m", "wtb_local", *args], check=False, capture_output=True, text=True, env=env,
                           cwd=cwd, timeout=300)
 
 

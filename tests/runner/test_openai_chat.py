@@ -72,7 +72,7 @@ def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "WTB_PROGRESS": "none"}
     env.pop("HF_HUB_OFFLINE", None)  # no tokenizer is needed: the hub must not be consulted at all
     env["HF_ENDPOINT"] = "http://127.0.0.1:9"  # and would be unreachable
-    return subprocess.run([sys.executable, "-m", "wtb_local", *args], capture_output=True, text=True, env=env,
+    return subprocess.run([sys.executable, "-m", "wtb_local", *args], check=False, capture_output=True, text=True, env=env,
                           cwd=cwd, timeout=900)
 
 

@@ -16,7 +16,8 @@ import click
 # name -> (module, attribute, one-line help shown by --help without importing the module)
 _COMMANDS: dict[str, tuple[str, str, str]] = {
     "run": ("wtb_local.cli.run", "run", "Run a model on WildToolBench, score it, print its table row (the main job)."),
-    "score": ("wtb_local.cli.score", "score", "Score a result file with the benchmark's evaluator."),
+    "score": ("wtb_local.cli.score", "score",
+              "Score a run directory or result file with the benchmark's evaluator."),
     "data": ("wtb_local.cli.data", "data", "Fetch, verify and describe the dataset."),
     "render": ("wtb_local.cli.render", "render", "Print the exact prompt a model is sent for one step."),
     "parsers": ("wtb_local.cli.parsers", "parsers", "List tool-call parsers; parse raw completions."),
