@@ -450,8 +450,16 @@ def test_release_in_cache_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("WTB_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("WTB_OFFLINE", "1")
     path = _write(tmp_path / "Wild-Tool-Bench.jsonl", [_base()])
+    # the cached file is verified on use (tests/test_release_verified.py): pin this one as "the release"
+    from wtb_local.dataset import fetch
+    from wtb_local.dataset.fetch import file_blob_sha1
+
+    monkeypatch.setattr(fetch, "RELEASE_BLOB_SHA1", file_blob_sha1(path))
     assert resolve_dataset("release") == path
     assert [s.id for s in load_dataset()] == ["wild_tool_bench_0"]
+    monkeypatch.setattr(fetch, "RELEASE_BLOB_SHA1", "0" * 40)
+    with pytest.raises(DatasetError, match="not the pinned release file"):
+        resolve_dataset("release")
 
 
 # --- graph helpers ------------------------------------------------------------------------------------------
