@@ -77,6 +77,9 @@ def report(paths: tuple[str, ...], tables: tuple[str, ...], paper: bool, thinkin
         runs = load_runs(paths, dataset, thinking)
     except (ReportError, ScoringError) as exc:
         raise click.ClickException(str(exc)) from None
+    from wtb_local.reports.protocols import label_runs, protocol_notes
+
+    label_runs(runs)  # `model [protocol-checker]`; lenient runs keep the harness's metric
 
     rows = []
     shown_paper: set[str] = set()
@@ -92,6 +95,9 @@ def report(paths: tuple[str, ...], tables: tuple[str, ...], paper: bool, thinkin
             rows.append(diff_row(ours, known))
     print_tables(rows, tuple(int(t) for t in tables) or (6, 7))
     _error_bars(paths)
+    _warn_length_cuts(runs)
+    for note in protocol_notes(runs, paper):
+        click.echo(note)
 
     sections = build_sections(runs, paper)
     if not tables:  # `--table 6/7` asks for those tables alone
@@ -119,6 +125,21 @@ def _error_bars(paths: tuple[str, ...]) -> None:
         summary = read_summary(path)
         if summary:
             click.echo(error_bar_line(str(summary["mean_metric"].get("model_name")), summary))
+
+
+def _warn_length_cuts(runs: list) -> None:
+    """More than 5% of a run's steps cut at the token limit: the row is the budget's as much as the model's."""
+    from wtb_local.runner.length_cuts import cuts_warning, length_cuts
+
+    for run in runs:
+        if run.result_rows is None:
+            continue
+        manifest = run.manifest or {}
+        sampling = (manifest.get("config") or {}).get("sampling") or manifest.get("sampling") or {}  # older
+        budget = sampling.get("max_new_tokens")
+        warning = cuts_warning(length_cuts(run.result_rows), budget)
+        if warning:
+            click.echo(f"warning: {run.label}: {warning.removeprefix('warning: ')}", err=True)
 
 
 for _param in report.params:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import click
 
+from wtb_local.resources import DEFAULT_DATASET
+
 
 @click.command(name="score")
 @click.argument("result_file", metavar="RUN_DIR_OR_RESULT_FILE", type=click.Path())
@@ -20,7 +22,7 @@ import click
     default=None,
     envvar="WTB_DATASET",
     help="Dataset the results belong to: a path, `sample` or `release` [default: the dataset the run's "
-    "manifest records, else sample].",
+    f"manifest records, else {DEFAULT_DATASET} (the same default as `run`)].",
 )
 @click.option(
     "--out",
@@ -41,7 +43,8 @@ import click
     "--thinking/--no-thinking",
     default=None,
     envvar="WTB_THINKING",
-    help="Which of a Qwen3 model's paper rows to show next to ours.",
+    help="Which of a Qwen3 model's paper rows to show next to ours [default: the thinking mode the run's "
+    "manifest records].",
 )
 def score(
     result_file: str, dataset: str | None, out_dir: str | None, model_name: str | None, thinking: bool | None
@@ -63,7 +66,7 @@ def score(
     if dataset is None:
         recorded = (manifest or {}).get("dataset") or {}
         dataset = recorded.get("source") or recorded.get("path") if isinstance(recorded, dict) else None
-        dataset = dataset or "sample"
+        dataset = dataset or DEFAULT_DATASET
     try:
         dataset_path = resolve_dataset(dataset)
         sessions, warnings = read_dataset(dataset_path)
@@ -80,7 +83,8 @@ def score(
             target, scored.model_name, scored.score_rows, scored.metric, nested=nested
         )
     except (DatasetError, ScoringError) as exc:
-        hint = " (pass --dataset release or the dataset file)" if "is not in the dataset" in str(exc) else ""
+        missing = "is not in the dataset" in str(exc)
+        hint = " (pass --dataset sample or the dataset file the run used)" if missing else ""
         raise click.ClickException(f"{exc}{hint}") from None
     except OSError as exc:
         raise click.ClickException(
@@ -96,6 +100,11 @@ def score(
         click.echo(f"note: {len(scored.score_rows)} of {len(sessions)} sessions in {result_file}", err=True)
     click.echo(f"score:  {score_path}")
     click.echo(f"metric: {metric_path}")
+    if thinking is None:
+        from wtb_local.runner.manifest import manifest_near
+        from wtb_local.runner.thinking import recorded_thinking
+
+        thinking = recorded_thinking(manifest_near(result_file))
     # labelled by the metric's model name, as `run` and `report` label it; the paper's row by the model
     rows = [metric_row(scored.metric)]
     paper = paper_row(model_id or scored.model_name, thinking)

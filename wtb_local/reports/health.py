@@ -15,6 +15,8 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+from wtb_local.runner.length_cuts import cut_in_reasoning
+
 HEALTH_COLUMNS: tuple[tuple[str, str], ...] = (
     ("tasks", "tasks"),
     ("steps", "steps"),
@@ -68,8 +70,7 @@ def run_health(result_rows: list[dict[str, Any]] | None, score_rows: list[dict[s
     completions = [s for s in steps if "raw" in s or "finish_reason" in s]
     served = [s for s in completions if s.get("finish_reason") != "error"]
     length = [s for s in served if s.get("finish_reason") == "length"]
-    in_reasoning = [s for s in length if s.get("reasoning_content") and not s.get("content")
-                    and not s.get("tool_calls")]
+    in_reasoning = [s for s in length if cut_in_reasoning(s)]  # the run summary's definition
     reasons: Counter[str] = Counter()
     for step in completions:
         if step.get("finish_reason") == "error":

@@ -172,7 +172,12 @@ def _load(found: _Found, dataset: str | None, thinking: bool | None) -> Run:
     config = manifest.get("config") if isinstance(manifest.get("config"), dict) else {}
     settings = manifest.get("settings") if isinstance(manifest.get("settings"), dict) else {}
     model_id = str(config.get("model") or model.get("id") or found.model_name)
-    run_thinking = settings.get("thinking") if isinstance(settings.get("thinking"), bool) else thinking
+    from wtb_local.runner.thinking import recorded_thinking
+
+    # the mode the run's prompts had (runner/thinking.py), else the one it asked for, else --thinking
+    run_thinking = recorded_thinking(manifest)
+    if run_thinking is None:
+        run_thinking = settings.get("thinking") if isinstance(settings.get("thinking"), bool) else thinking
     if found.score is None and found.result is None:
         metric = read_metric(found.metric)  # type: ignore[arg-type]
         name = str(metric.get("model_name") or found.model_name)

@@ -99,6 +99,14 @@ def choose_parser(settings: RunSettings, renderer: Any) -> Any:
     from wtb_local.parsers import get_parser, select_parser
 
     name = settings.parser
+    if name and name.startswith("paper:"):  # a recorded paper-protocol run (replay): its family's parser
+        from wtb_local.protocols.parse_rules import native_parser_name
+
+        name = native_parser_name(name)
+    if not name and settings.protocol == "paper":  # a documented family's rule replaces the parser anyway
+        from wtb_local.protocols.setup import documented_parser_name
+
+        name = documented_parser_name(settings)
     if not name:
         if not settings.model:
             raise RunError("--model is needed to choose a tool-call parser (or pass --parser)")
@@ -115,20 +123,18 @@ def choose_parser(settings: RunSettings, renderer: Any) -> Any:
         raise RunError(f"--parser: {exc}") from None
 
 
-# Opening tags that a template's generation prompt may pre-fill (R1, Qwen3 thinking-2507, MiniMax-M2, ...).
-_REASONING_OPEN_TAGS = ("<think>", "<seed:think>")
-
-
 def prefills_reasoning(renderer: Any) -> bool:
-    """Whether the generation prompt ends inside an opened reasoning block. Then a completion cut at the
-    token limit before `</think>` is reasoning, not a final text answer the evaluator would accept."""
+    """Whether the generation prompt ends inside an opened reasoning block (R1, Qwen3-Thinking-2507, ...).
+    Then a completion cut at the token limit before `</think>` is reasoning, not a final text answer."""
+    from wtb_local.runner.thinking import ends_in_open_reasoning, generation_prompt
+
     if renderer is None:
         return False
     try:
-        text = renderer.render_text([{"role": "user", "content": "Hi"}], [])
+        text = generation_prompt(renderer)
     except Exception:  # noqa: BLE001 - the probe at start-up already reported template problems
         return False
-    return text.rstrip().endswith(_REASONING_OPEN_TAGS)
+    return ends_in_open_reasoning(text)
 
 
 def build_backend(settings: RunSettings, *, parser: Any, renderer: Any) -> Backend:
@@ -156,7 +162,8 @@ def build_backend(settings: RunSettings, *, parser: Any, renderer: Any) -> Backe
         return backend_class(name)(VLLMConfig(
             model=settings.model, revision=settings.revision, dtype=settings.dtype,
             tensor_parallel_size=settings.tensor_parallel_size,
-            pipeline_parallel_size=settings.pipeline_parallel_size, max_model_len=settings.max_model_len,
+            pipeline_parallel_size=settings.pipeline_parallel_size,
+            max_model_len=settings.max_model_len or settings.default_max_model_len,
             gpu_memory_utilization=settings.gpu_memory_utilization, quantization=settings.quantization,
             trust_remote_code=settings.trust_remote_code, max_num_seqs=settings.max_num_seqs,
             enforce_eager=settings.enforce_eager, seed=settings.seed))
@@ -173,7 +180,8 @@ def build_backend(settings: RunSettings, *, parser: Any, renderer: Any) -> Backe
         if not settings.base_url:
             raise RunError(f"--backend {name} needs --base-url (e.g. http://127.0.0.1:8000/v1)")
         config = OpenAIConfig(base_url=settings.base_url, model=settings.model, api_key=settings.api_key,
-                              max_concurrency=settings.max_num_seqs or 64, max_model_len=settings.max_model_len)
+                              max_concurrency=settings.max_num_seqs or 64, max_model_len=settings.max_model_len,
+                              prompt_format=settings.server_prompt or "token-ids", revision=settings.revision)
         if name == "openai-chat":  # the server renders: the thinking switch goes as chat_template_kwargs
             return backend_class(name)(config, template_kwargs=settings.template_kwargs)
         return backend_class(name)(config)
@@ -195,6 +203,8 @@ def resolve_settings(settings: RunSettings) -> RunSettings:
     _preflight(settings)
     if settings.backend == "replay":
         _recorded_model(settings)
+    # Only server mode sends prompts over the wire; other backends record none.
+    settings.server_prompt = (settings.server_prompt or "token-ids") if settings.backend == "openai" else None
     if not settings.model_name:
         from wtb_local.runner.naming import default_model_name
 
@@ -281,6 +291,7 @@ class PreparedRun:
     renderer: Any
     parser: Any
     renderer_note: str | None
+    thinking: Any = None  # thinking.ThinkingMode: the effective mode, decided by the prompt
 
 
 def prepare_run(settings: RunSettings, renderer: Any = None, stderr: Any = None) -> PreparedRun:
@@ -317,4 +328,26 @@ def prepare_run(settings: RunSettings, renderer: Any = None, stderr: Any = None)
     # the scripted backend replays parsed replies, the openai-chat server parses its own output
     parser = choose_parser(settings, renderer) if settings.backend not in ("scripted", "openai-chat") else None
     settings.parser = getattr(parser, "name", None)
-    return PreparedRun(settings, dataset_path, sessions, selected, renderer, parser, note)
+    thinking = _thinking_mode(settings, renderer)
+    if settings.max_new_tokens_by_mode:
+        from wtb_local.runner.thinking import default_max_new_tokens
+
+        settings.sampling.max_new_tokens = default_max_new_tokens(thinking.effective)
+    return PreparedRun(settings, dataset_path, sessions, selected, renderer, parser, note, thinking)
+
+
+def _thinking_mode(settings: RunSettings, renderer: Any) -> Any:
+    """The effective thinking mode: from the generation prompt; a replay keeps the recorded run's."""
+    from wtb_local.runner.manifest import MANIFEST_NAME
+    from wtb_local.runner.thinking import ThinkingMode, effective_thinking, recorded_thinking
+
+    if settings.backend == "replay" and settings.replay and renderer is None:
+        try:
+            manifest = json.loads((Path(settings.replay).resolve().parents[2] / MANIFEST_NAME).read_text("utf-8"))
+        except (OSError, ValueError, IndexError):
+            manifest = None
+        recorded = recorded_thinking(manifest if isinstance(manifest, dict) else None)
+        if recorded is not None:
+            return ThinkingMode(effective=recorded, evidence="the replayed run's", asked=settings.thinking)
+    return effective_thinking(renderer, parser=settings.parser, model_id=settings.model or "",
+                              asked=settings.thinking)

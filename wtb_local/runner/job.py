@@ -18,8 +18,10 @@ from typing import Any
 from wtb_local.backends.base import Backend
 from wtb_local.runner.components import PreparedRun, build_backend, prepare_run
 from wtb_local.runner.config import RunSettings, config_hash, hashed_config
+from wtb_local.runner.context_length import engine_context_length
 from wtb_local.runner.environment import machine, package_versions
 from wtb_local.runner.errors import RunError
+from wtb_local.runner.length_cuts import length_cuts
 from wtb_local.runner.loop import SessionRunner, resolve_scheduling
 from wtb_local.runner.manifest import read_manifest, write_manifest
 from wtb_local.runner.paths import RunPaths, run_paths
@@ -58,7 +60,9 @@ def _label_counts(row: dict[str, Any], _session: Any) -> tuple[int, int]:
 
 
 def _new_manifest(prep: PreparedRun, paths: RunPaths, config: dict[str, Any],
-                  previous: dict[str, Any] | None) -> dict[str, Any]:
+                  previous: dict[str, Any] | None, paper: Any = None) -> dict[str, Any]:
+    from wtb_local.protocols.setup import manifest_section
+
     settings = prep.settings
     choice = getattr(prep.renderer, "choice", None)
     from wtb_local.runner.config import HASHED_FIELDS
@@ -79,7 +83,9 @@ def _new_manifest(prep: PreparedRun, paths: RunPaths, config: dict[str, Any],
         "parser": settings.parser,
         "parser_options": settings.parser_options,
         "template_kwargs": settings.template_kwargs,
+        "thinking": prep.thinking.model_dump(mode="json") if prep.thinking is not None else None,
         "sampling_used": sampling_used(settings),
+        "max_new_tokens_from": _budget_source(settings, prep.thinking),
         "request_seeds": "sha256(f'{seed}/{session_id}/{task_idx}/{step}')[:4] & 0x7fffffff",
         "dataset": {"source": settings.dataset, "path": str(prep.dataset_path),
                     "sessions_in_file": len(prep.sessions), "sessions_selected": len(prep.selected)},
@@ -87,7 +93,15 @@ def _new_manifest(prep: PreparedRun, paths: RunPaths, config: dict[str, Any],
         "packages": {k: v for k, v in package_versions().items() if k != "wtb-local"},
         "machine": machine(),
         "invocations": list((previous or {}).get("invocations", [])),
+        "protocol": manifest_section(paper, settings),
     }
+
+
+def _budget_source(settings: RunSettings, thinking: Any) -> str:
+    if not settings.max_new_tokens_by_mode:
+        return "given (--max-new-tokens)"
+    mode = "on" if thinking is not None and thinking.effective else "off"
+    return f"the default with thinking {mode}"
 
 
 def _open_store(paths: RunPaths, *, resume: bool, err: Any) -> ResultStore:
@@ -101,7 +115,7 @@ def _open_store(paths: RunPaths, *, resume: bool, err: Any) -> ResultStore:
 
 async def _run_pending(prep: PreparedRun, pending: list[Any], backend: Backend, *, model_name: str,
                        own_backend: bool, store: ResultStore, scheduling: str, stats: ProgressStats,
-                       err: Any, stop: StopSignal) -> None:
+                       err: Any, stop: StopSignal, paper: Any = None) -> None:
     from wtb_local.evaluator.episode import session_episodes, session_result
 
     settings = prep.settings
@@ -111,7 +125,8 @@ async def _run_pending(prep: PreparedRun, pending: list[Any], backend: Backend, 
     try:
         with make_progress(settings.progress, stats, err) as progress:
             runner = SessionRunner(driver, store, model_name=model_name, progress=progress,
-                                   episodes_for=session_episodes, session_row=session_result,
+                                   episodes_for=paper.episodes_for if paper else session_episodes,
+                                   session_row=session_result,
                                    label_counts=_label_counts, should_stop=lambda: stop.requested)
             await runner.run(pending, scheduling)
     finally:
@@ -125,12 +140,23 @@ async def run_job_async(settings: RunSettings, *, backend: Backend | None = None
     (tests and benchmarks share one engine across runs); a given backend is neither started nor closed."""
     err = stderr or sys.stderr
     started_at, started = _now(), time.monotonic()
+    if settings.paper_family and settings.protocol != "paper":
+        raise RunError("--paper-family applies to --protocol paper only")
     prep = prepare_run(settings, renderer, err)
+    paper = None
+    if prep.settings.protocol == "paper":
+        from wtb_local.protocols.setup import apply_paper
+
+        paper = apply_paper(prep)  # family prompts, parse rule, generation settings (before the hash)
     settings = prep.settings
     paths = run_paths(settings)
     config = hashed_config(settings)
     resume = check_resume(settings, paths, config)
-    manifest = _new_manifest(prep, paths, config, read_manifest(paths.run_dir) if resume else None)
+    # Only an engine this run starts gets a context window from it (a given backend has its own).
+    context_length = engine_context_length(prep) if backend is None else None
+    manifest = _new_manifest(prep, paths, config, read_manifest(paths.run_dir) if resume else None,
+                             paper)
+    manifest["context_length"] = context_length
     store = _open_store(paths, resume=resume, err=err)
     finished = store.finished()
     pending = [s for s in prep.selected if s.id not in finished]
@@ -159,7 +185,8 @@ async def run_job_async(settings: RunSettings, *, backend: Backend | None = None
         if pending:
             with stop.armed():
                 await _run_pending(prep, pending, backend, model_name=paths.model_name, own_backend=own_backend,
-                                   store=store, scheduling=scheduling, stats=stats, err=err, stop=stop)
+                                   store=store, scheduling=scheduling, stats=stats, err=err, stop=stop,
+                                   paper=paper)
     except (asyncio.CancelledError, Exception) as exc:
         if stop.requested:  # SIGINT/SIGTERM: episodes stopped or were cancelled; finished sessions stay
             raise RunInterrupted(
@@ -185,11 +212,13 @@ async def run_job_async(settings: RunSettings, *, backend: Backend | None = None
                         status="failed" if failure else "interrupted")
         write_manifest(paths.run_dir, manifest)
 
-    score_rows, metric = score_run(result_rows, prep.sessions, paths.model_name, paths)
+    score_rows, metric = score_run(result_rows, prep.sessions, paths.model_name, paths,
+                                   checker="lenient" if paper else "strict")
     complete = {s.id for s in prep.selected} <= {r["id"] for r in result_rows}
     manifest["status"] = "complete" if complete else "incomplete"
     manifest["summary"] = {"sessions_scored": len(score_rows), "task_accuracy": metric["total_info"]["task"],
-                           "session_accuracy": metric["total_info"]["session"]}
+                           "session_accuracy": metric["total_info"]["session"],
+                           "length_cuts": length_cuts(result_rows)}
     write_manifest(paths.run_dir, manifest)
     return RunOutcome(paths, settings, metric, score_rows, result_rows, manifest, skipped,
                       [s.id for s in pending])
@@ -203,11 +232,17 @@ def _first_cause(exc: BaseException) -> BaseException:
 
 
 def score_run(result_rows: list[dict[str, Any]], sessions: list[Any], model_name: str,
-              paths: RunPaths) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Score every session in the result file and write the score and metric files."""
+              paths: RunPaths, checker: str = "strict") -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Score every session in the result file and write the score and metric files (`lenient`: the
+    paper harness's checker, wtb_local.protocols)."""
     from wtb_local.scoring import score_results, write_score_files
 
-    score_rows, metric = score_results(result_rows, sessions, model_name, source=str(paths.result_file))
+    if checker == "lenient":
+        from wtb_local.protocols.setup import score_lenient
+
+        score_rows, metric = score_lenient(result_rows, sessions, model_name)
+    else:
+        score_rows, metric = score_results(result_rows, sessions, model_name, source=str(paths.result_file))
     write_score_files(paths.run_dir, model_name, score_rows, metric)
     return score_rows, metric
 
