@@ -62,7 +62,7 @@ def test_score_refuses_another_dataset_and_warns_without_a_manifest(tmp_path: Pa
 
     loose = tmp_path / "loose.jsonl"
     loose.write_text((run / "result" / "Qwen_Qwen3-8B" / RESULT).read_text(encoding="utf-8"))
-    done = _wtb(["score", str(loose), "--out", str(tmp_path / "out")], tmp_path)
+    done = _wtb(["score", str(loose), "--dataset", "sample", "--out", str(tmp_path / "out")], tmp_path)
     assert done.returncode == 0, done.stderr
     assert f"warning: {loose} has no run manifest next to it: its dataset could not be checked (scored against " \
            "--dataset sample)" in done.stderr

@@ -458,7 +458,9 @@ def test_run_and_score_share_one_default_dataset() -> None:
 
     defaults = {command.name: next(p.default for p in command.params if p.name == "dataset")
                 for command in (run, score)}
-    assert defaults == {"run": RELEASE_NAME, "score": RELEASE_NAME} and DEFAULT_DATASET == RELEASE_NAME
+    # score's None means: the dataset the run's manifest records, else DEFAULT_DATASET (its help says so)
+    assert defaults == {"run": RELEASE_NAME, "score": None} and DEFAULT_DATASET == RELEASE_NAME
+    assert f"else {DEFAULT_DATASET}" in next(p.help for p in score.params if p.name == "dataset")
 
 
 def test_release_in_cache_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -39,13 +39,14 @@ def test_manifest_holds_each_fact_once_and_the_tables_are_saved(tmp_path: Path) 
         assert checkout["git_commit"] == head.stdout.strip() and isinstance(checkout["git_dirty"], bool)
 
     printed = done.stdout[done.stdout.index("Table 6"):]
-    note = printed.strip().splitlines()[-1]
-    tables = printed[: printed.index(note)]
-    assert (out / "summary.md").read_text() == f"```text\n{tables}```\n\n{note}\n"
+    notes = [line for line in printed.splitlines() if line.startswith("note:")]
+    tables = printed[: printed.index(notes[0])]
+    assert len(notes) == 2 and (out / "summary.md").read_text() == (
+        f"```text\n{tables}```\n" + "".join(f"\n{note}\n" for note in notes))
     data = json.loads((out / "summary.json").read_text())
     assert [row["label"] for row in data["rows"]] == ["Qwen_Qwen3-8B", "paper: Qwen3-8B"]
     assert data["rows"][0]["tables"]["6"]["task"] == 100.0 and data["rows"][0]["tables"]["7"]["OP"] == 100.0
-    assert data["notes"] == [done.stdout.strip().splitlines()[-1]]
+    assert data["notes"] == notes
 
 
 def test_sampling_used_is_resolved_from_generation_config(qwen_tiny_dir: Path, tmp_path: Path) -> None:
@@ -61,7 +62,7 @@ def test_sampling_used_is_resolved_from_generation_config(qwen_tiny_dir: Path, t
     assert used["top_p"] == 0.5 and used["max_new_tokens"] == 512 and used["seed"] == 0
     assert used["do_sample"] == bool(generation.get("do_sample", False))
     assert used["top_k"] == generation.get("top_k", 50)
-    server = sampling_used(settings.model_copy(update={"backend": "openai"}))
+    server = sampling_used(settings.model_copy(update={"backend": "openai-chat"}))
     assert server == {"source": "the server's defaults, except the values sent", "sent": {"top_p": 0.5},
                       "max_new_tokens": 512, "seed": 0}
 

@@ -31,6 +31,9 @@ class OpenAIChatBackend(OpenAIBackend):
 
     def __init__(self, config: Any = None, *, template_kwargs: dict[str, Any] | None = None, **fields: Any) -> None:
         super().__init__(config, **fields)
+        # The server samples with its own defaults where the options leave a value unset; `--model` names
+        # what it serves (not necessarily a hub id), so no generation_config is read here.
+        self.config = self.config.model_copy(update={"generation_config": {}})
         self.template_kwargs = dict(template_kwargs or {})
 
     def chat_body(self, request: GenerationRequest) -> dict[str, Any]:

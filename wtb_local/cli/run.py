@@ -193,12 +193,12 @@ def run(**options: Any) -> None:
     print_tables(rows + ([paper] if paper else []), stream=sys.stdout)
     from wtb_local.reports.protocols import inferred_note, paper_row_note
 
+    notes: list[str] = []  # printed under the tables and saved with them (summary.md, summary.json)
     if paper:
-        click.echo(paper_row_note(protocol))
+        notes.append(paper_row_note(protocol))
     inferred = inferred_note(outcome.paths.run_dir, str(run_settings.model_name))
     if inferred:
-        click.echo(inferred)
-    notes: list[str] = []
+        notes.append(inferred)
     sessions = outcome.metric.get("total_info", {}).get("session", {}).get("total_count", 0)
     if paper and sessions > RELEASE_SESSIONS:
         notes.append(f"note: {sessions} sessions were scored (dataset: {run_settings.dataset}), not the "

@@ -13,8 +13,9 @@ from typing import Any
 
 from wtb_local.runner.config import RunSettings
 
-# Backends that generate with the model's own generation_config (the paper's protocol) when unset.
-_ENGINE_BACKENDS = ("vllm", "transformers")
+# Backends that generate with the model's own generation_config (the paper's protocol) when unset; the
+# openai backend reads the same file and sends the resolved values.
+_ENGINE_BACKENDS = ("vllm", "transformers", "openai")
 
 
 def _generation_config(model: str | None, revision: str | None) -> dict[str, Any] | None:
