@@ -43,6 +43,7 @@ SKIPPED: list[tuple[str, str]] = [
     (r"^vllm serve ", ("starts a vLLM server on a GPU; tests/runner/test_openai_chat.py starts the real (CPU) "
                        "server, and the lines that use one run against loopback servers")),
     (r"(^|\s)sbatch ", "needs SLURM; tests/test_slurm.py runs the scripts with a fake srun"),
+    (r"(^|\s)slurm/\S+\.sh\b", "submits SLURM jobs (sbatch); the slurm/ scripts are tested with fakes"),
 ]
 
 # (regex, replacement, reason): rewrites applied before a line runs. `{tiny}` is a tiny random-weight
@@ -57,7 +58,7 @@ SUBSTITUTIONS: list[tuple[str, str, str]] = [
     (r"--backend openai-chat --base-url http://127\.0\.0\.1:8000/v1",
      "--backend openai-chat --base-url {chat_server}",
      "no GPU server here: a loopback chat server that answers with parsed tool calls and text"),
-    (r"\s*\[--parser NAME\]", "", "an optional argument shown in brackets"),
+    (r"\s*\[--[a-z-]+(?: [A-Za-z_]+)?\]", "", "an optional argument shown in brackets ([--parser NAME])"),
     (r"runs/other-model", "runs/oracle-demo", "a second model's run: the Quickstart's demo run stands in"),
     (r"report ref_outputs/", "report runs/oracle-demo/",
      "no harness output folder here: a run directory has the same result/ and score/ layout"),
