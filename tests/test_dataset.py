@@ -458,15 +458,25 @@ def test_run_and_score_share_one_default_dataset() -> None:
 
     defaults = {command.name: next(p.default for p in command.params if p.name == "dataset")
                 for command in (run, score)}
-    assert defaults == {"run": RELEASE_NAME, "score": RELEASE_NAME} and DEFAULT_DATASET == RELEASE_NAME
+    # score's None means: the dataset the run's manifest records, else DEFAULT_DATASET (its help says so)
+    assert defaults == {"run": RELEASE_NAME, "score": None} and DEFAULT_DATASET == RELEASE_NAME
+    assert f"else {DEFAULT_DATASET}" in next(p.help for p in score.params if p.name == "dataset")
 
 
 def test_release_in_cache_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WTB_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("WTB_OFFLINE", "1")
     path = _write(tmp_path / "Wild-Tool-Bench.jsonl", [_base()])
+    # the cached file is verified on use (tests/test_release_verified.py): pin this one as "the release"
+    from wtb_local.dataset import fetch
+    from wtb_local.dataset.fetch import file_blob_sha1
+
+    monkeypatch.setattr(fetch, "RELEASE_BLOB_SHA1", file_blob_sha1(path))
     assert resolve_dataset("release") == path
     assert [s.id for s in load_dataset()] == ["wild_tool_bench_0"]
+    monkeypatch.setattr(fetch, "RELEASE_BLOB_SHA1", "0" * 40)
+    with pytest.raises(DatasetError, match="not the pinned release file"):
+        resolve_dataset("release")
 
 
 # --- graph helpers ------------------------------------------------------------------------------------------

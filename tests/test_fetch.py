@@ -115,7 +115,8 @@ def test_fetch_downloads_verifies_and_caches(server: _Server, cache: Path) -> No
     path = fetch_release(url=server.url, expected_sha1=expected, timeout=5)
     assert path == cache / RELEASE_FILE_NAME
     assert path.read_bytes() == PAYLOAD
-    assert sorted(p.name for p in cache.iterdir()) == [RELEASE_FILE_NAME]  # no temporary left
+    # no temporary left; the stamp remembers the verdict for later uses
+    assert sorted(p.name for p in cache.iterdir()) == [f".{RELEASE_FILE_NAME}.verified", RELEASE_FILE_NAME]
     assert fetch_release(url=server.url, expected_sha1=expected, timeout=5) == path
     assert len(server.requests) == 1  # a verified file is kept
     fetch_release(url=server.url, expected_sha1=expected, timeout=5, force=True)

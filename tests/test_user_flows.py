@@ -128,7 +128,7 @@ def test_replay_of_a_partial_run_replays_its_sessions_and_explains_failed_reques
     other = _cli([*replay, "--out", str(tmp_path / "other"), "--sessions", "0,2"])
     assert other.exit_code == 0, other.output
     warning = [line for line in other.stderr.splitlines() if line.startswith("warning:")]
-    assert len(warning) == 1 and "scored as step errors: no recorded completion for wild_tool_bench_N/N/N" \
+    assert len(warning) == 1 and "scored as step errors: no recorded completion for wild_tool_bench_2/0/0 (4)" \
         in warning[0]
 
 
@@ -184,9 +184,9 @@ def test_score_defaults_to_the_release_like_run(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(os.name != "posix", reason="POSIX paths")
 def test_score_of_a_file_at_the_filesystem_root_is_not_a_crash(tmp_path: Path) -> None:
-    from wtb_local.cli.score import _check_recorded_dataset
+    from wtb_local.runner.naming import run_dir_of
 
-    _check_recorded_dataset("/result.jsonl", "0" * 64, "sample")  # fewer than 3 parents: nothing to check
+    assert run_dir_of("/result.jsonl") is None  # fewer than 3 parents: no run directory, nothing to check
 
 
 # --- render and data ----------------------------------------------------------------------------------------

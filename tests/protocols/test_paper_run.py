@@ -39,7 +39,7 @@ def test_paper_oracle_run_rescore_and_report_in_subprocesses(tmp_path: Path) -> 
     run_dir = tmp_path / "qwen-paper"
     done = _cli(*_oracle(run_dir, QWEN, "--protocol", "paper"))
     assert done.returncode == 0, done.stderr
-    assert "Qwen/Qwen2.5-7B-Instruct [paper]  100.00" in done.stdout
+    assert "Qwen_Qwen2.5-7B-Instruct [paper]  100.00" in done.stdout  # labelled as `report` labels it
     assert "note: this run: --protocol paper; the paper's open-model rows come from the authors' older harness" in done.stdout
 
     manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))

@@ -53,12 +53,12 @@ def test_requeued_run_resumes_after_the_first_run_downloaded_the_model(qwen_tiny
         snapshot = snapshot_download(REPO, cache_dir=cache / "hub", endpoint=hub.endpoint,
                                      ignore_patterns=WEIGHT_PATTERNS)
     assert (Path(snapshot) / "tokenizer.model").is_file() and Path(snapshot).name == COMMIT
-    before = json.loads((out / "manifest.json").read_text())["model"]
+    before = json.loads((out / "manifest.json").read_text())["config"]
     # The requeued job: the same command (a larger --limit so it has work left), offline.
     second = _run({**env, "HF_HUB_OFFLINE": "1"}, out, 2)
     assert second.returncode == 0, second.stderr[-3000:]
     assert "1 finished session(s) skipped, 1 to run" in second.stderr
-    after = json.loads((out / "manifest.json").read_text())["model"]
+    after = json.loads((out / "manifest.json").read_text())["config"]
     assert before == after
     assert after["resolved_revision"] == COMMIT and after["tokenizer_sha256"] is not None
 

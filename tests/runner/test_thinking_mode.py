@@ -196,7 +196,7 @@ def test_qwen3_without_flag_records_thinking_and_picks_the_thinking_row(qwen3_di
     assert manifest["thinking"] == {
         "effective": True, "asked": None,
         "evidence": "the generation prompt is the one the template renders with enable_thinking=true"}
-    assert manifest["sampling"]["max_new_tokens"] == 8192
+    assert manifest["config"]["sampling"]["max_new_tokens"] == 8192
     assert manifest["max_new_tokens_from"] == "the default with thinking on"
     assert _paper_rows(done.stdout) == ["Qwen3-8B-Thinking"]
 
@@ -204,19 +204,19 @@ def test_qwen3_without_flag_records_thinking_and_picks_the_thinking_row(qwen3_di
     assert off.returncode == 0, off.stderr
     manifest = json.loads((tmp_path / "off" / "manifest.json").read_text())
     assert manifest["thinking"]["effective"] is False and manifest["thinking"]["asked"] is False
-    assert manifest["sampling"]["max_new_tokens"] == 512
+    assert manifest["config"]["sampling"]["max_new_tokens"] == 512
     assert _paper_rows(off.stdout) == ["Qwen3-8B"]
 
     budget = _wtb(*base, "--max-new-tokens", "300", "--out", str(tmp_path / "budget"))
     assert budget.returncode == 0, budget.stderr
     manifest = json.loads((tmp_path / "budget" / "manifest.json").read_text())
-    assert (manifest["sampling"]["max_new_tokens"], manifest["max_new_tokens_from"]) == (300, "given (--max-new-tokens)")
+    assert (manifest["config"]["sampling"]["max_new_tokens"], manifest["max_new_tokens_from"]) == (300, "given (--max-new-tokens)")
 
     # report and score follow the recorded mode too.
     report = _wtb("report", str(tmp_path / "default"), str(tmp_path / "off"), "--table", "6")
     assert report.returncode == 0, report.stderr
     assert _paper_rows(report.stdout) == ["Qwen3-8B", "Qwen3-8B-Thinking"]
-    result = tmp_path / "default" / "result" / model.replace("/", "_") / RESULT_NAME
+    result = tmp_path / "default" / "result" / Path(model).name / RESULT_NAME  # a local directory's own name
     scored = _wtb("score", str(result), "--dataset", "sample", "--out", str(tmp_path / "s"))
     assert scored.returncode == 0, scored.stderr
     assert _paper_rows(scored.stdout) == ["Qwen3-8B-Thinking"]
@@ -239,7 +239,7 @@ def test_steps_cut_inside_reasoning_are_counted_and_warned_about(qwen3_dirs: dic
 
     report = _wtb("report", str(out))
     assert report.returncode == 0, report.stderr
-    label = manifest["model"]["name"].replace("/", "_")
+    label = manifest["config"]["model_name"].replace("/", "_")
     lines = report.stdout.splitlines()
     health = lines[lines.index("Run health: is a low score the model or the run?") + 2].split()
     assert health[0] == label and health[4:6] == [str(steps), str(steps)]  # ended by length, inside reasoning

@@ -15,6 +15,7 @@ _REGISTRY: dict[str, str] = {
     "vllm": "wtb_local.backends.vllm_engine:VLLMBackend",
     "transformers": "wtb_local.backends.hf_generate:TransformersBackend",
     "openai": "wtb_local.backends.openai_server:OpenAIBackend",
+    "openai-chat": "wtb_local.backends.openai_chat:OpenAIChatBackend",
 }
 
 

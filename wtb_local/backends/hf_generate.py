@@ -142,6 +142,10 @@ class TransformersBackend(Backend):
         try:
             while self._pending:
                 await self._settle()
+                # Requests whose caller was cancelled (a stopped run) are not generated.
+                self._pending = [p for p in self._pending if not p.future.done()]
+                if not self._pending:
+                    break
                 wave = self._take_wave()
                 try:
                     completions = await asyncio.to_thread(self._run_wave, wave)

@@ -19,10 +19,10 @@ import json
 import time
 import urllib.error
 import urllib.request
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from wtb_local.backends.base import Backend
+from wtb_local.backends.blocking import in_daemon_thread
 from wtb_local.backends.completions import error_completion, prompt_too_long
 from wtb_local.backends.config import OpenAIConfig
 from wtb_local.backends.sampling_defaults import ResolvedSampling, model_defaults, resolve
@@ -51,15 +51,13 @@ class OpenAIBackend(Backend):
         self.config = config if config is not None else OpenAIConfig(**fields)
         self._base = self.config.base_url.rstrip("/")
         self._semaphore: asyncio.Semaphore | None = None
-        self._pool: ThreadPoolExecutor | None = None
+        self._started = False
         self._server_models: list[str] = []
         self._defaults: dict[str, Any] = {}
         self._max_model_len: int | None = self.config.max_model_len
 
     async def start(self) -> None:
-        # asyncio's default pool has only a few threads; size ours to the concurrency limit.
-        self._pool = ThreadPoolExecutor(max_workers=self.config.max_concurrency,
-                                        thread_name_prefix="wtb-openai")
+        self._started = True
         self._semaphore = asyncio.Semaphore(self.config.max_concurrency)
         try:
             # One attempt: a refused connection here means no server (or one still loading), and backing off
@@ -90,9 +88,7 @@ class OpenAIBackend(Backend):
         self._defaults = model_defaults(generation_config)
 
     async def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = None
+        self._started = False  # calls still in flight run out in their daemon threads
 
     def _body(self, request: GenerationRequest, sampling: ResolvedSampling) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.config.model}
@@ -117,7 +113,7 @@ class OpenAIBackend(Backend):
         return body
 
     async def generate(self, request: GenerationRequest) -> Completion:
-        if self._pool is None:
+        if not self._started:
             raise RuntimeError("OpenAIBackend.generate called before start()")
         started = time.perf_counter()
         max_tokens = request.sampling.max_new_tokens
@@ -135,13 +131,12 @@ class OpenAIBackend(Backend):
             return error_completion(request, str(exc), started)
 
     async def _with_retries(self, attempt: Any, retries: int | None = None) -> dict[str, Any]:
-        assert self._semaphore is not None and self._pool is not None
-        loop = asyncio.get_running_loop()
+        assert self._semaphore is not None
         retries = self.config.max_retries if retries is None else retries
         for n in range(retries + 1):
             try:
                 async with self._semaphore:
-                    return await loop.run_in_executor(self._pool, attempt)
+                    return await in_daemon_thread(attempt, "wtb-openai")
             except _Retryable as exc:
                 if n == retries:
                     raise _Failed(f"{exc} (gave up after {retries + 1} attempts)" if retries else str(exc)) from None

@@ -16,13 +16,15 @@ import click
 # name -> (module, attribute, one-line help shown by --help without importing the module)
 _COMMANDS: dict[str, tuple[str, str, str]] = {
     "run": ("wtb_local.cli.run", "run", "Run a model on WildToolBench, score it, print its table row (the main job)."),
-    "score": ("wtb_local.cli.score", "score", "Score a result file with the benchmark's evaluator."),
+    "score": ("wtb_local.cli.score", "score",
+              "Score a run directory or result file with the benchmark's evaluator."),
     "data": ("wtb_local.cli.data", "data", "Fetch, verify and describe the dataset."),
     "render": ("wtb_local.cli.render", "render", "Print the exact prompt a model is sent for one step."),
     "parsers": ("wtb_local.cli.parsers", "parsers", "List tool-call parsers; parse raw completions."),
     "merge": ("wtb_local.cli.merge", "merge", "Merge the shards of a sharded run (run --shard) and score it."),
     "rescore": ("wtb_local.cli.rescore", "rescore", "Re-score a finished run with the other argument checker (lenient|strict)."),
     "report": ("wtb_local.cli.report", "report", "Print the Table 6 row(s) of scored runs next to the paper."),
+    "doctor": ("wtb_local.cli.doctor", "doctor", "Check this machine (and a model) before a run: ok/warning/error."),
 }
 
 

@@ -94,6 +94,7 @@ def report(paths: tuple[str, ...], tables: tuple[str, ...], paper: bool, thinkin
                 rows.append(known)
             rows.append(diff_row(ours, known))
     print_tables(rows, tuple(int(t) for t in tables) or (6, 7))
+    _error_bars(paths)
     _warn_length_cuts(runs)
     for note in protocol_notes(runs, paper):
         click.echo(note)
@@ -116,6 +117,16 @@ def report(paths: tuple[str, ...], tables: tuple[str, ...], paper: bool, thinkin
     click.echo(f"report: {len(written.files)} file(s) in {out_dir}")
 
 
+def _error_bars(paths: tuple[str, ...]) -> None:
+    """A `--repeats` run (its repeats are rows above): mean ± standard error of task and session accuracy."""
+    from wtb_local.runner.repeats import error_bar_line, read_summary
+
+    for path in paths:
+        summary = read_summary(path)
+        if summary:
+            click.echo(error_bar_line(str(summary["mean_metric"].get("model_name")), summary))
+
+
 def _warn_length_cuts(runs: list) -> None:
     """More than 5% of a run's steps cut at the token limit: the row is the budget's as much as the model's."""
     from wtb_local.runner.length_cuts import cuts_warning, length_cuts
@@ -123,7 +134,9 @@ def _warn_length_cuts(runs: list) -> None:
     for run in runs:
         if run.result_rows is None:
             continue
-        budget = ((run.manifest or {}).get("sampling") or {}).get("max_new_tokens")
+        manifest = run.manifest or {}
+        sampling = (manifest.get("config") or {}).get("sampling") or manifest.get("sampling") or {}  # older
+        budget = sampling.get("max_new_tokens")
         warning = cuts_warning(length_cuts(run.result_rows), budget)
         if warning:
             click.echo(f"warning: {run.label}: {warning.removeprefix('warning: ')}", err=True)

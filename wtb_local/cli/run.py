@@ -17,7 +17,7 @@ import click
 from wtb_local.resources import DEFAULT_DATASET
 from wtb_local.runner.loop import SCHEDULING_MODES
 
-_BACKENDS = ("auto", "vllm", "transformers", "openai", "oracle", "scripted", "replay")
+_BACKENDS = ("auto", "vllm", "transformers", "openai", "openai-chat", "oracle", "scripted", "replay")
 # Names both vLLM and the transformers backend accept (a typo would otherwise fail only after model load).
 _DTYPES = ("auto", "bfloat16", "float16", "float32", "half", "float")
 
@@ -54,7 +54,7 @@ def _protocol(_ctx: click.Context, _param: click.Parameter, value: str | None) -
               envvar="WTB_BACKEND",
               help="auto = vllm when importable and a CUDA GPU is visible, else transformers; "
                    "scripted when --script is given, replay when --replay is given.")
-@click.option("--base-url", envvar="WTB_BASE_URL", help="OpenAI-compatible server (openai backend), e.g. "
+@click.option("--base-url", envvar="WTB_BASE_URL", help="OpenAI-compatible server (openai, openai-chat), e.g. "
               "http://127.0.0.1:8000/v1.")
 @click.option("--server-prompt", type=click.Choice(("token-ids", "text")), envvar="WTB_SERVER_PROMPT",
               help="openai backend: send the rendered prompt as token ids (default; vLLM, SGLang) or as text "
@@ -78,7 +78,7 @@ def _protocol(_ctx: click.Context, _param: click.Parameter, value: str | None) -
               help="Replay backend: a finished run (directory or result file) whose recorded raw completions "
                    "are parsed and judged again (default parser: the recorded run's).")
 @click.option("--out", envvar="WTB_OUT", help="Run directory (default: runs/<model>).")
-@click.option("--limit", type=click.IntRange(min=0), envvar="WTB_LIMIT",
+@click.option("--limit", type=click.IntRange(min=1), envvar="WTB_LIMIT",
               help="Run only the first N sessions.")
 @click.option("--sessions", callback=_sessions, envvar="WTB_SESSIONS",
               help="Run only these sessions: ids or numbers, comma-separated.")
@@ -130,6 +130,9 @@ def _protocol(_ctx: click.Context, _param: click.Parameter, value: str | None) -
               envvar="WTB_SCHEDULING",
               help="continuous: each episode's next step goes out as soon as its reply is judged; waves: "
                    "step-synchronous (auto: waves for transformers only).")
+@click.option("--repeats", type=click.IntRange(min=1), default=1, show_default=True, envvar="WTB_REPEATS",
+              help="Run K seeds of a sampled run (one engine) and report mean ± standard error; each repeat is "
+                   "a run directory under <run dir>/repeats/.")
 @click.option("--progress", type=click.Choice(("auto", "rich", "plain", "none")), default="auto",
               show_default=True, envvar="WTB_PROGRESS",
               help="auto: a bar on a terminal, plain lines otherwise.")
@@ -145,11 +148,21 @@ def _protocol(_ctx: click.Context, _param: click.Parameter, value: str | None) -
 def run(**options: Any) -> None:
     """Run a model on WildToolBench, score it and print its Table 6 row (the main job)."""
     from wtb_local.runner import RunError, run_job, settings_from_options
+    from wtb_local.runner.stopping import RunInterrupted
 
+    repeats = options.pop("repeats", 1) or 1
     try:
         settings = settings_from_options(options)
+        if repeats > 1:
+            from wtb_local.cli.repeats import run_repeated
+
+            run_repeated(settings, repeats)
+            return
         outcome = run_job(settings)
-    except KeyboardInterrupt:  # Ctrl-C or SIGTERM (e.g. SLURM preemption): finished sessions are on disk
+    except RunInterrupted as exc:  # Ctrl-C or SIGTERM (e.g. SLURM preemption) while sessions ran
+        click.echo(str(exc), err=True)
+        sys.exit(130)
+    except KeyboardInterrupt:  # the same before any session ran (or a second signal)
         click.echo("interrupted: finished sessions are kept; rerun the same command to resume", err=True)
         sys.exit(130)
     except (RunError, ValueError) as exc:  # DatasetError, ScoringError, TemplateError are ValueErrors
@@ -166,10 +179,12 @@ def run(**options: Any) -> None:
     click.echo(f"manifest: {paths.run_dir / 'manifest.json'}")
     if outcome.manifest.get("status") != "complete":
         click.echo(f"warning: run status {outcome.manifest.get('status')}", err=True)
-    failed = failed_requests(outcome.result_rows, set(outcome.ran_sessions))
+    examples: dict[str, str] = {}
+    failed = failed_requests(outcome.result_rows, set(outcome.ran_sessions), examples)
     if failed:
         # The progress line only counts them; say why, or a 0% row looks like the model's fault.
-        reasons = ", ".join(f"{reason} ({count})" for reason, count in failed.most_common(3))
+        reasons = ", ".join(f"{examples[reason]} ({count})"
+                            for reason, count in failed.most_common(3))
         more = f", {len(failed) - 3} other reason(s)" if len(failed) > 3 else ""
         click.echo(f"warning: {sum(failed.values())} request(s) failed and were scored as step errors: "
                    f"{reasons}{more}", err=True)
@@ -178,7 +193,9 @@ def run(**options: Any) -> None:
 
     run_settings = outcome.settings
     protocol = run_settings.protocol or "release"
-    label = run_settings.model_name if protocol == "release" else f"{run_settings.model_name} [{protocol}]"
+    # labelled by the metric's model name (`/` as `_`), as `score` and `report` label the run
+    name = str(outcome.metric.get("model_name") or run_settings.model_name)
+    label = name if protocol == "release" else f"{name} [{protocol}]"
     cuts = (outcome.manifest.get("summary") or {}).get("length_cuts")
     if cuts and cuts.get("steps"):
         click.echo(f"steps cut at the token limit: {cuts_line(cuts)} "
@@ -194,24 +211,43 @@ def run(**options: Any) -> None:
     print_tables(rows + ([paper] if paper else []), stream=sys.stdout)
     from wtb_local.reports.protocols import inferred_note, paper_row_note
 
+    notes: list[str] = []  # printed under the tables and saved with them (summary.md, summary.json)
     if paper:
-        click.echo(paper_row_note(protocol))
+        notes.append(paper_row_note(protocol))
     inferred = inferred_note(outcome.paths.run_dir, str(run_settings.model_name))
     if inferred:
-        click.echo(inferred)
+        notes.append(inferred)
     sessions = outcome.metric.get("total_info", {}).get("session", {}).get("total_count", 0)
-    if paper and sessions != RELEASE_SESSIONS:
+    if paper and sessions > RELEASE_SESSIONS:
+        notes.append(f"note: {sessions} sessions were scored (dataset: {run_settings.dataset}), not the "
+                     f"release's {RELEASE_SESSIONS}; the paper's row is over the release.")
+    elif paper and sessions != RELEASE_SESSIONS:
         # The paper's row is over the whole release; a partial or sample run is not comparable with it.
-        click.echo(f"note: {sessions} of the release's {RELEASE_SESSIONS} sessions were scored "
-                   f"(dataset: {run_settings.dataset}); the paper's row is over all {RELEASE_SESSIONS}.")
+        notes.append(f"note: {sessions} of the release's {RELEASE_SESSIONS} sessions were scored "
+                     f"(dataset: {run_settings.dataset}); the paper's row is over all {RELEASE_SESSIONS}.")
+    for note in notes:
+        click.echo(note)
+    _save_summary(outcome, rows + ([paper] if paper else []), notes)
 
 
 RELEASE_SESSIONS = 256
 
 
-def failed_requests(result_rows: list[dict[str, Any]], sessions: set[str]) -> Counter[str]:
-    """Why the requests of these sessions failed (steps with finish_reason "error"), by reason with its
-    numbers masked: "prompt too long: N tokens > max_model_len N" once, not once per length."""
+def _save_summary(outcome: Any, rows: list[Any], notes: list[str]) -> None:
+    """The tables and notes just printed, also in the run folder (summary.md, summary.json)."""
+    from wtb_local.reports.table import format_plain
+    from wtb_local.runner.run_record import write_summary
+
+    text = "\n\n".join(format_plain(rows, table) for table in (6, 7))
+    write_summary(outcome.paths.run_dir, rows, text, notes)
+
+
+def failed_requests(result_rows: list[dict[str, Any]], sessions: set[str],
+                    examples: dict[str, str] | None = None) -> Counter[str]:
+    """Why the requests of these sessions failed (steps with finish_reason "error"), grouped by reason with
+    its numbers masked ("prompt too long: N tokens > max_model_len N" once, not once per length); the
+    warning shows each group's first message with its real numbers (filled into `examples`)."""
+    examples = {} if examples is None else examples
     reasons: Counter[str] = Counter()
     for row in result_rows:
         if row.get("id") not in sessions:
@@ -221,7 +257,10 @@ def failed_requests(result_rows: list[dict[str, Any]], sessions: set[str]) -> Co
             for key, step in (log or {}).items():
                 output = step.get("inference_output") if key.startswith("step_") and isinstance(step, dict) else None
                 if isinstance(output, dict) and output.get("finish_reason") == "error":
-                    reasons[re.sub(r"\d+", "N", str(output.get("error_reason") or "unknown"))] += 1
+                    reason = str(output.get("error_reason") or "unknown")
+                    masked = re.sub(r"\d+", "N", reason)
+                    examples.setdefault(masked, reason)
+                    reasons[masked] += 1
     return reasons
 
 

@@ -1,6 +1,8 @@
-"""`score RESULT_FILE`: score a result file with the benchmark's evaluator, write the score and metric
-files into `--out DIR` (`DIR/Wild-Tool-Bench_{score.jsonl,metric.json}`, the reference's file names; a run
-directory keeps them in the reference's `score/<model>/`), print Table 6/7.
+"""`score RUN_DIR_OR_RESULT_FILE`: score a result file with the benchmark's evaluator, write the score and
+metric files, print Table 6/7. A run directory (or a result file inside one) is scored against the dataset
+its manifest records (another `--dataset` is refused) and written into the run's own `score/<model>/`;
+a loose result file is scored against `--dataset` (with a warning that it could not be checked) into
+`--out DIR` (`DIR/Wild-Tool-Bench_{score.jsonl,metric.json}`, the reference's file names).
 
 Imports only the scorer (no torch, vllm or transformers): scoring a 1,024-task file takes about a second.
 """
@@ -13,29 +15,29 @@ from wtb_local.resources import DEFAULT_DATASET
 
 
 @click.command(name="score")
-@click.argument("result_file", type=click.Path(dir_okay=False))
+@click.argument("result_file", metavar="RUN_DIR_OR_RESULT_FILE", type=click.Path())
 @click.option(
     "--dataset",
     "dataset",
-    default=DEFAULT_DATASET,
-    show_default=True,
+    default=None,
     envvar="WTB_DATASET",
-    help="Dataset the results belong to: a path, `sample` or `release` (the same default as `run`).",
+    help="Dataset the results belong to: a path, `sample` or `release` [default: the dataset the run's "
+    f"manifest records, else {DEFAULT_DATASET} (the same default as `run`)].",
 )
 @click.option(
     "--out",
     "out_dir",
-    default=".",
-    show_default=True,
+    default=None,
     type=click.Path(file_okay=False),
     envvar="WTB_OUT",
-    help="Directory the score and metric files are written to.",
+    help="Directory the score and metric files are written to [default: the run's own score/<model>/ "
+    "folder, else the current directory].",
 )
 @click.option(
     "--model-name",
     default=None,
     envvar="WTB_MODEL_NAME",
-    help="Model name for the metric and folder (default: the rows' model_name, else the folder).",
+    help="Model name for the metric and folder (default: the run's, else the rows' model_name, else the folder).",
 )
 @click.option(
     "--thinking/--no-thinking",
@@ -45,31 +47,53 @@ from wtb_local.resources import DEFAULT_DATASET
     "manifest records].",
 )
 def score(
-    result_file: str, dataset: str, out_dir: str, model_name: str | None, thinking: bool | None
+    result_file: str, dataset: str | None, out_dir: str | None, model_name: str | None, thinking: bool | None
 ) -> None:
-    """Score RESULT_FILE (a result file, or a score file to re-count) and print its table rows."""
+    """Score a run directory or RESULT_FILE (or re-count a score file) and print its table rows."""
+    from pathlib import Path
+
     from wtb_local.dataset import DatasetError, dataset_sha256, read_dataset, resolve_dataset
-    from wtb_local.reports import print_tables, report_rows
+    from wtb_local.reports import metric_row, paper_row, print_tables
+    from wtb_local.runner.naming import read_run_manifest, recorded_model, run_dir_of
     from wtb_local.scoring import ScoringError, score_file, write_score_files
 
+    result_file = _result_file(result_file, model_name)
+    manifest = read_run_manifest(result_file)
+    run_dir = run_dir_of(result_file) if manifest is not None else None
+    model_id = recorded_model(manifest)[0] if manifest is not None else None
+    if manifest is not None and model_name is None:
+        model_name = recorded_model(manifest)[1]
+    if dataset is None:
+        recorded = (manifest or {}).get("dataset") or {}
+        dataset = recorded.get("source") or recorded.get("path") if isinstance(recorded, dict) else None
+        dataset = dataset or DEFAULT_DATASET
     try:
         dataset_path = resolve_dataset(dataset)
         sessions, warnings = read_dataset(dataset_path)
         for warning in warnings:
             click.echo(f"warning: {warning}", err=True)
-        _check_recorded_dataset(result_file, dataset_sha256(dataset_path), dataset)
+        if manifest is not None:
+            _check_recorded_dataset(result_file, manifest, dataset_sha256(dataset_path), dataset)
         scored = score_file(result_file, sessions, model_name)
+        if out_dir is None and run_dir is not None:
+            target, nested = run_dir, True  # RUN/score/<model>/, where `run` writes them
+        else:
+            target, nested = Path(out_dir or "."), False
         score_path, metric_path = write_score_files(
-            out_dir, scored.model_name, scored.score_rows, scored.metric, nested=False
+            target, scored.model_name, scored.score_rows, scored.metric, nested=nested
         )
     except (DatasetError, ScoringError) as exc:
-        hint = " (pass --dataset sample or the dataset file the run used)" if "is not in the dataset" in str(exc) else ""
+        missing = "is not in the dataset" in str(exc)
+        hint = " (pass --dataset sample or the dataset file the run used)" if missing else ""
         raise click.ClickException(f"{exc}{hint}") from None
     except OSError as exc:
         raise click.ClickException(
             f"{exc.filename or out_dir}: cannot write: {exc.strerror or exc}"
         ) from None
 
+    if manifest is None:
+        click.echo(f"warning: {result_file} has no run manifest next to it: its dataset could not be checked "
+                   f"(scored against --dataset {dataset})", err=True)
     if scored.already_scored:
         click.echo(f"{result_file} is a score file: labels re-counted, not scored again", err=True)
     if len(scored.score_rows) < len(sessions):
@@ -81,24 +105,28 @@ def score(
         from wtb_local.runner.thinking import recorded_thinking
 
         thinking = recorded_thinking(manifest_near(result_file))
-    print_tables(report_rows(scored.metric, scored.model_name, thinking))
+    # labelled by the metric's model name, as `run` and `report` label it; the paper's row by the model
+    rows = [metric_row(scored.metric)]
+    paper = paper_row(model_id or scored.model_name, thinking)
+    print_tables(rows + ([paper] if paper else []))
 
 
-def _check_recorded_dataset(result_file: str, sha256: str, dataset: str) -> None:
+def _result_file(path: str, model_name: str | None) -> str:
+    """A run directory's result file (like `report` and `--replay` take a run directory), or `path`."""
+    from wtb_local.backends.replay import ReplayError, find_result_file
+
+    try:
+        return str(find_result_file(path, model_name))
+    except ReplayError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _check_recorded_dataset(result_file: str, manifest: dict, sha256: str, dataset: str) -> None:
     """Refuse a result file of a run directory whose manifest records another dataset: session ids match
     across datasets (wild_tool_bench_N), so scoring against the wrong one gives wrong labels silently."""
-    import json
-    from pathlib import Path
-
-    parents = Path(result_file).resolve().parents
-    if len(parents) < 3:
-        return
-    manifest = parents[2] / "manifest.json"  # RUN/result/<model>/Wild-Tool-Bench_result.jsonl
-    try:
-        recorded = json.loads(manifest.read_text(encoding="utf-8"))["config"]["dataset_sha256"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return  # not inside a run directory (a reference result file): nothing to compare with
+    config = manifest.get("config") if isinstance(manifest.get("config"), dict) else {}
+    recorded = config.get("dataset_sha256")
     if isinstance(recorded, str) and recorded != sha256:
         raise click.ClickException(
-            f"{result_file}: its run's {manifest} records dataset sha256 {recorded[:12]}..., but --dataset "
+            f"{result_file}: its run's manifest records dataset sha256 {recorded[:12]}..., but --dataset "
             f"{dataset} has sha256 {sha256[:12]}...; pass the dataset the run used")

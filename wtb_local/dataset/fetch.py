@@ -89,8 +89,10 @@ def fetch_release(
     A file already in place whose blob hash matches is kept (unless `force`). The download goes to a
     temporary file next to the destination and is renamed into place only after its hash matched, so the
     cache never holds a partial or foreign file. Raises `FetchError` (offline, network failure, mismatch)."""
+    from wtb_local.dataset.verified import blob_sha1_cached, remember_sha1
+
     dest = Path(dest) if dest is not None else release_path()
-    if not force and dest.is_file() and file_blob_sha1(dest) == expected_sha1:
+    if not force and dest.is_file() and blob_sha1_cached(dest) == expected_sha1:
         return dest
     if is_offline():
         raise FetchError(
@@ -111,6 +113,7 @@ def fetch_release(
         os.replace(tmp, dest)
     finally:
         tmp.unlink(missing_ok=True)
+    remember_sha1(dest, got)
     return dest
 
 

@@ -64,11 +64,12 @@ def resolve_dataset(path_or_name: str | Path | None, *, quiet: bool = False) -> 
 
 
 def _release() -> Path:
-    from wtb_local.dataset.fetch import FetchError, fetch_release, release_path
+    from wtb_local.dataset.fetch import RELEASE_BLOB_SHA1, FetchError, fetch_release, release_path
+    from wtb_local.dataset.verified import verify_release
 
     path = release_path()
-    if path.is_file():
-        return path
+    if path.is_file():  # verified on every use (cheaply: the verdict is stamped by size and mtime)
+        return verify_release(path, RELEASE_BLOB_SHA1)
     try:
         return fetch_release()
     except FetchError as exc:

@@ -180,9 +180,10 @@ def _load(found: _Found, dataset: str | None, thinking: bool | None) -> Run:
     from wtb_local.scoring.files import model_dir_name
 
     manifest = found.manifest or {}
-    model = manifest.get("model") if isinstance(manifest.get("model"), dict) else {}
+    model = manifest.get("model") if isinstance(manifest.get("model"), dict) else {}  # older manifests
+    config = manifest.get("config") if isinstance(manifest.get("config"), dict) else {}
     settings = manifest.get("settings") if isinstance(manifest.get("settings"), dict) else {}
-    model_id = str(model.get("id") or found.model_name)
+    model_id = str(config.get("model") or model.get("id") or found.model_name)
     from wtb_local.runner.thinking import recorded_thinking
 
     # the mode the run's prompts had (runner/thinking.py), else the one it asked for, else --thinking
@@ -226,7 +227,8 @@ def _sessions(found: _Found, dataset: str | None) -> list[Any]:
         sessions, _ = read_dataset(path)
     except DatasetError as exc:
         raise ReportError(str(exc)) from None
-    sha = recorded.get("sha256")
+    config = (found.manifest or {}).get("config")
+    sha = (config.get("dataset_sha256") if isinstance(config, dict) else None) or recorded.get("sha256")
     if isinstance(sha, str) and sha != dataset_sha256(path):
         raise ReportError(f"{where}: its run's manifest records dataset sha256 {sha[:12]}..., but {path} "
                           "differs; pass the dataset the run used with --dataset")

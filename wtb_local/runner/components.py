@@ -30,8 +30,8 @@ def select_sessions(sessions: list[Any], ids: list[str] | None, limit: int | Non
             raise RunError(f"--sessions: not in the dataset: {', '.join(missing)}")
         chosen = [s for s in sessions if s.id in wanted]
     if limit is not None:
-        if limit < 0:
-            raise RunError("--limit: must be >= 0")
+        if limit < 1:  # 0 sessions would write an empty run and a 0% row
+            raise RunError(f"--limit {limit}: must be at least 1")
         chosen = chosen[:limit]
     return chosen
 
@@ -192,15 +192,17 @@ def build_backend(settings: RunSettings, *, parser: Any, renderer: Any) -> Backe
             model=settings.model, revision=settings.revision, dtype=settings.dtype,
             trust_remote_code=settings.trust_remote_code, batch_size=settings.batch_size,
             max_model_len=settings.max_model_len))
-    if name == "openai":
+    if name in ("openai", "openai-chat"):
         from wtb_local.backends.config import OpenAIConfig
 
         if not settings.base_url:
-            raise RunError("--backend openai needs --base-url (e.g. http://127.0.0.1:8000/v1)")
-        return backend_class(name)(OpenAIConfig(
-            base_url=settings.base_url, model=settings.model, api_key=settings.api_key,
-            max_concurrency=settings.max_num_seqs or 64, max_model_len=settings.max_model_len,
-            prompt_format=settings.server_prompt or "token-ids", revision=settings.revision))
+            raise RunError(f"--backend {name} needs --base-url (e.g. http://127.0.0.1:8000/v1)")
+        config = OpenAIConfig(base_url=settings.base_url, model=settings.model, api_key=settings.api_key,
+                              max_concurrency=settings.max_num_seqs or 64, max_model_len=settings.max_model_len,
+                              prompt_format=settings.server_prompt or "token-ids", revision=settings.revision)
+        if name == "openai-chat":  # the server renders: the thinking switch goes as chat_template_kwargs
+            return backend_class(name)(config, template_kwargs=settings.template_kwargs)
+        return backend_class(name)(config)
     raise RunError(f"unknown backend {name!r}")
 
 
@@ -216,16 +218,52 @@ def resolve_settings(settings: RunSettings) -> RunSettings:
                        f"{', '.join(backend_names())}")
     if settings.backend == "scripted" and settings.script:
         settings.script_sha256 = _file_sha256(settings.script)
-    if settings.backend == "openai" and not settings.base_url:  # before the tokenizer is fetched
-        raise RunError("--backend openai needs --base-url (e.g. http://127.0.0.1:8000/v1)")
+    _preflight(settings)
+    if settings.backend == "replay":
+        _recorded_model(settings)
     # Only server mode sends prompts over the wire; other backends record none.
     settings.server_prompt = (settings.server_prompt or "token-ids") if settings.backend == "openai" else None
     if not settings.model_name:
-        settings.model_name = settings.model or settings.backend
+        from wtb_local.runner.naming import default_model_name
+
+        settings.model_name = default_model_name(settings.model) if settings.model else settings.backend
     _resolve_shard(settings)
     if settings.backend == "replay":
         _resolve_replay(settings)
     return settings
+
+
+def _preflight(settings: RunSettings) -> None:
+    """Cheap checks before the dataset is fetched and the tokenizer loaded (preflight.py)."""
+    from wtb_local.runner import preflight
+
+    name = settings.backend
+    preflight.require_backend_packages(name)
+    if name in _TEXT_BACKENDS and not settings.model:
+        raise RunError(f"--backend {name} needs --model")
+    if name == "oracle" and not settings.model and not settings.parser:
+        raise RunError("--backend oracle needs --model (or --parser) to write replies in a model's format")
+    if name == "openai-chat" and not settings.model:
+        raise RunError(f"--backend {name} needs --model (the name the server serves)")
+    if name in ("openai", "openai-chat"):
+        if not settings.base_url:
+            raise RunError(f"--backend {name} needs --base-url (e.g. http://127.0.0.1:8000/v1)")
+        preflight.require_server(settings.base_url, settings.api_key)
+    if name in _TEXT_BACKENDS:
+        preflight.require_hub(settings.model, settings.revision)
+
+
+def _recorded_model(settings: RunSettings) -> None:
+    """A replay without --model takes the model (and its name) the recorded run used."""
+    from wtb_local.runner.naming import read_run_manifest, recorded_model
+
+    if settings.model or not settings.replay:
+        return
+    manifest = read_run_manifest(settings.replay)
+    if manifest is None:  # a reference result file: the rows' model name is used, the parser must be given
+        return
+    settings.model, name = recorded_model(manifest)
+    settings.model_name = settings.model_name or name
 
 
 def _resolve_shard(settings: RunSettings) -> None:
@@ -324,7 +362,8 @@ def prepare_run(settings: RunSettings, renderer: Any = None, stderr: Any = None)
     settings.template_sha256 = getattr(getattr(renderer, "choice", None), "sha256", None)
     settings.resolved_revision = resolved_revision(settings.model, settings.revision)
     settings.tokenizer_sha256 = tokenizer_sha256(settings.model, settings.revision)
-    parser = choose_parser(settings, renderer) if settings.backend != "scripted" else None
+    # the scripted backend replays parsed replies, the openai-chat server parses its own output
+    parser = choose_parser(settings, renderer) if settings.backend not in ("scripted", "openai-chat") else None
     settings.parser = getattr(parser, "name", None)
     thinking = _thinking_mode(settings, renderer)
     if settings.max_new_tokens_by_mode:

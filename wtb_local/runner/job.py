@@ -9,13 +9,9 @@ score and metric files next to it (paths.py has the layout).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
-import signal
 import sys
-import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +28,9 @@ from wtb_local.runner.paths import RunPaths, run_paths
 from wtb_local.runner.progress import ProgressStats, make_progress
 from wtb_local.runner.resume import check_resume
 from wtb_local.runner.steps import StepDriver
+from wtb_local.runner.stopping import RunInterrupted, StopSignal
+from wtb_local.runner.stopping import current as current_stop
+from wtb_local.runner.stopping import installed as stop_signals_installed
 from wtb_local.runner.store import ResultStore
 
 
@@ -66,31 +65,33 @@ def _new_manifest(prep: PreparedRun, paths: RunPaths, config: dict[str, Any],
 
     settings = prep.settings
     choice = getattr(prep.renderer, "choice", None)
+    from wtb_local.runner.config import HASHED_FIELDS
+    from wtb_local.runner.run_record import checkout, sampling_used
+
+    # One place per fact: model, sampling and dataset hash live in `config` (hashed); `settings` holds the
+    # other options; `sampling_used` the values the requests were actually sampled with.
+    options = {k: v for k, v in settings.model_dump(mode="json").items()
+               if k not in HASHED_FIELDS and k != "dataset"}
     return {
-        "wtb_local_version": package_versions().get("wtb-local"),
+        "wtb_local": checkout(),
         "status": "running",
         "config_hash": config_hash(config),
         "config": config,
-        "settings": settings.model_dump(mode="json"),
-        "model": {"id": settings.model, "name": settings.model_name, "revision": settings.revision,
-                  "resolved_revision": settings.resolved_revision,
-                  "tokenizer_sha256": settings.tokenizer_sha256},
+        "settings": options,
         "template": choice.model_dump(mode="json") if choice is not None else None,
         "template_note": prep.renderer_note,
         "parser": settings.parser,
         "parser_options": settings.parser_options,
         "template_kwargs": settings.template_kwargs,
         "thinking": prep.thinking.model_dump(mode="json") if prep.thinking is not None else None,
-        "sampling": settings.sampling.model_dump(mode="json"),
+        "sampling_used": sampling_used(settings),
         "max_new_tokens_from": _budget_source(settings, prep.thinking),
-        "seed": settings.seed,
         "request_seeds": "sha256(f'{seed}/{session_id}/{task_idx}/{step}')[:4] & 0x7fffffff",
         "dataset": {"source": settings.dataset, "path": str(prep.dataset_path),
-                    "sha256": settings.dataset_sha256,
                     "sessions_in_file": len(prep.sessions), "sessions_selected": len(prep.selected)},
         "files": {"result": str(paths.result_file), "score_dir": str(paths.score_dir)},
         **({"shard": prep.shard} if prep.shard else {}),
-        "packages": package_versions(),
+        "packages": {k: v for k, v in package_versions().items() if k != "wtb-local"},
         "machine": machine(),
         "invocations": list((previous or {}).get("invocations", [])),
         "protocol": manifest_section(paper, settings),
@@ -115,7 +116,7 @@ def _open_store(paths: RunPaths, *, resume: bool, err: Any) -> ResultStore:
 
 async def _run_pending(prep: PreparedRun, pending: list[Any], backend: Backend, *, model_name: str,
                        own_backend: bool, store: ResultStore, scheduling: str, stats: ProgressStats,
-                       err: Any, paper: Any = None) -> None:
+                       err: Any, stop: StopSignal, paper: Any = None) -> None:
     from wtb_local.evaluator.episode import session_episodes, session_result
 
     settings = prep.settings
@@ -127,7 +128,7 @@ async def _run_pending(prep: PreparedRun, pending: list[Any], backend: Backend, 
             runner = SessionRunner(driver, store, model_name=model_name, progress=progress,
                                    episodes_for=paper.episodes_for if paper else session_episodes,
                                    session_row=session_result,
-                                   label_counts=_label_counts)
+                                   label_counts=_label_counts, should_stop=lambda: stop.requested)
             await runner.run(pending, scheduling)
     finally:
         if own_backend:
@@ -168,17 +169,33 @@ async def run_job_async(settings: RunSettings, *, backend: Backend | None = None
 
     own_backend = backend is None
     if backend is None:
-        backend = build_backend(settings, parser=prep.parser, renderer=prep.renderer)
+        try:
+            backend = build_backend(settings, parser=prep.parser, renderer=prep.renderer)
+        except BaseException as exc:  # a start that fails leaves a manifest saying so, not "running"
+            manifest.update(status="failed", invocations=[*manifest["invocations"], {
+                "started": started_at, "finished": _now(), "failure": f"{type(exc).__name__}: {exc}"}])
+            write_manifest(paths.run_dir, manifest)
+            raise
     scheduling = resolve_scheduling(settings.scheduling, backend)
     stats = ProgressStats(len(prep.selected), sum(len(s.english_tasks) for s in pending), len(skipped))
     invocation: dict[str, Any] = {"started": started_at, "sessions_run": len(pending),
                                   "scheduling": scheduling}
     failure: str | None = None
+    stop = current_stop() or StopSignal()  # run_job installs the handlers; a direct caller has none
     try:
         if pending:
-            await _run_pending(prep, pending, backend, model_name=paths.model_name, own_backend=own_backend,
-                               store=store, scheduling=scheduling, stats=stats, err=err, paper=paper)
-    except Exception as exc:  # a broken backend stops the run; finished sessions stay
+            with stop.armed():
+                await _run_pending(prep, pending, backend, model_name=paths.model_name, own_backend=own_backend,
+                                   store=store, scheduling=scheduling, stats=stats, err=err, stop=stop,
+                                   paper=paper)
+    except (asyncio.CancelledError, Exception) as exc:
+        if stop.requested:  # SIGINT/SIGTERM: episodes stopped or were cancelled; finished sessions stay
+            raise RunInterrupted(
+                f"interrupted by {stop.signal_name}: {len(store.rows)} finished session(s) kept in "
+                f"{paths.result_file}; rerun the same command to resume", stop.signal_name or "") from None
+        if isinstance(exc, asyncio.CancelledError):
+            raise
+        # a broken backend stops the run; finished sessions stay
         cause = _first_cause(exc)
         failure = f"{type(cause).__name__}: {' '.join(str(cause).split())}"
         raise RunError(f"the {settings.backend} backend failed, run stopped ({failure}); "
@@ -232,23 +249,8 @@ def score_run(result_rows: list[dict[str, Any]], sessions: list[Any], model_name
 
 
 def run_job(settings: RunSettings, **kwargs: Any) -> RunOutcome:
-    """The main job. SIGTERM (SLURM preemption, `kill`) is handled like Ctrl-C: finished sessions are kept,
-    the manifest says "interrupted", and KeyboardInterrupt propagates so the caller can say how to resume."""
-    with _sigterm_as_interrupt():
+    """The main job. SIGINT and SIGTERM (SLURM preemption, `kill`) stop it the same way (stopping.py):
+    finished sessions are kept, the manifest says "interrupted", and `RunInterrupted` (while sessions ran)
+    or KeyboardInterrupt (before) propagates so the caller can say how to resume."""
+    with stop_signals_installed():
         return asyncio.run(run_job_async(settings, **kwargs))
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)

@@ -17,6 +17,7 @@ from typing import Any
 
 from wtb_local.runner.progress import Progress
 from wtb_local.runner.steps import StepDriver
+from wtb_local.runner.stopping import StopRequested
 from wtb_local.runner.store import ResultStore
 
 SCHEDULING_MODES = ("auto", "continuous", "waves")
@@ -50,7 +51,8 @@ class SessionRunner:
     def __init__(self, driver: StepDriver, store: ResultStore, *, model_name: str,
                  progress: Progress, episodes_for: Callable[[Any], list[Any]],
                  session_row: Callable[[Any, Sequence[Any], str], dict[str, Any]],
-                 label_counts: Callable[[dict[str, Any], Any], tuple[int, int]] | None = None) -> None:
+                 label_counts: Callable[[dict[str, Any], Any], tuple[int, int]] | None = None,
+                 should_stop: Callable[[], bool] = lambda: False) -> None:
         self.driver = driver
         self.store = store
         self.model_name = model_name
@@ -58,6 +60,7 @@ class SessionRunner:
         self.episodes_for = episodes_for
         self.session_row = session_row
         self.label_counts = label_counts
+        self.should_stop = should_stop  # checked before every step: no new work after a stop signal
 
     async def run(self, sessions: Sequence[Any], scheduling: str) -> None:
         states = [_SessionState(s, self.episodes_for(s)) for s in sessions]
@@ -75,6 +78,8 @@ class SessionRunner:
 
     async def _run_episode(self, state: _SessionState, episode: Any) -> None:
         while not episode.done:
+            if self.should_stop():
+                raise StopRequested
             request, error = self.driver.build_request(episode)
             completion = await self.driver.generate(request) if request is not None else None
             self._record(episode, request, completion, error)
@@ -83,6 +88,8 @@ class SessionRunner:
     async def _run_waves(self, states: list[_SessionState]) -> None:
         active = [(st, ep) for st in states for ep in st.episodes if not ep.done]
         while active:
+            if self.should_stop():
+                raise StopRequested
             built = [self.driver.build_request(ep) for _, ep in active]
             async with asyncio.TaskGroup() as group:
                 tasks = [group.create_task(self.driver.generate(req)) if req is not None else None

@@ -6,7 +6,8 @@ the reference scorer read a run directory unchanged:
     <run dir>/score/<model>/Wild-Tool-Bench_score.jsonl
     <run dir>/score/<model>/Wild-Tool-Bench_metric.json
 
-`<model>` is the model name with `/` replaced by `_`.
+`<model>` is the model name with `/` replaced by `_`; the default run directory adds a server backend, the
+thinking mode and the protocol when they were chosen (`runs/Qwen_Qwen3-8B-no-thinking`).
 """
 
 from __future__ import annotations
@@ -32,11 +33,30 @@ class RunPaths:
         return self.run_dir / "score" / model_dir_name(self.model_name)
 
 
+SERVER_BACKENDS = ("openai", "openai-chat")
+
+
 def run_paths(settings: RunSettings) -> RunPaths:
     name = settings.model_name or settings.model or settings.backend
-    run_dir = Path(settings.out) if settings.out else Path("runs") / model_dir_name(name)
+    run_dir = Path(settings.out) if settings.out else Path("runs") / (model_dir_name(name) + dir_suffix(settings))
     if settings.shard:  # one shard of a sharded run: its own run directory, joined later by `merge`
         from wtb_local.runner.shards import SHARDS_DIR, parse_shard
 
         run_dir = run_dir / SHARDS_DIR / parse_shard(settings.shard).dir_name
     return RunPaths(run_dir, name)
+
+
+def dir_suffix(settings: RunSettings) -> str:
+    """What tells the default run directories of one model apart: a server backend (`-openai`), the
+    thinking mode when asked for (`-thinking`, `-no-thinking`) and the protocol when it is not the default. The two runs differ in
+    their hashed configuration, so sharing a directory would refuse the second command."""
+    parts = []
+    if settings.backend in SERVER_BACKENDS:  # another engine, configured outside this command
+        parts.append(settings.backend)
+    if settings.thinking is not None:
+        parts.append("thinking" if settings.thinking else "no-thinking")
+    protocol = getattr(settings, "protocol", None)
+    field = type(settings).model_fields.get("protocol")
+    if protocol is not None and field is not None and protocol != field.default:
+        parts.append(str(protocol))
+    return "".join(f"-{part}" for part in parts)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from wtb_local.runner.config import RunSettings, config_diff, config_hash
@@ -14,7 +16,9 @@ def check_resume(settings: RunSettings, paths: RunPaths, config: dict[str, Any])
     """Whether to keep the finished sessions already in the run directory (True) or start afresh."""
     if settings.overwrite or not settings.resume:
         return False
-    if not paths.result_file.exists():
+    if not paths.result_file.exists() or not has_finished_session(paths.result_file):
+        # Nothing to keep (a start that failed, or a run stopped before its first session finished): the
+        # corrected command starts afresh instead of being refused for its changed configuration.
         return False
     previous = read_manifest(paths.run_dir)
     if previous is None:
@@ -27,3 +31,18 @@ def check_resume(settings: RunSettings, paths: RunPaths, config: dict[str, Any])
             "--overwrite to start afresh, or --out DIR for a new run directory. Differences (old -> new):\n  "
             + "\n  ".join(lines or ["(hash differs)"]))
     return True
+
+
+def has_finished_session(result_file: Path) -> bool:
+    """Whether the result file holds at least one complete session line (what resuming would keep)."""
+    with open(result_file, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(row, dict) and isinstance(row.get("id"), str) and "result" in row:
+                return True
+    return False

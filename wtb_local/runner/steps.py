@@ -84,7 +84,12 @@ class StepDriver:
                            extra=extra, **counts)
             return outcome
         if completion.reply is not None:  # reply-level backend: already parsed, passed as given
-            episode.accept(completion.reply, **counts)
+            reply = dict(completion.reply)
+            extra = None
+            if getattr(self.backend, "records_raw", False):  # a server that parsed its own output
+                extra = {"raw": completion.text, "finish_reason": completion.finish_reason,
+                         "server_message": reply.pop("server_message", None)}
+            episode.accept(reply, extra=extra, **counts)
             return outcome
         prefilled = self._prefilled(request)
         result = self._parse(completion, request.tools if request is not None else [], prefilled)

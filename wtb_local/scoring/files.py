@@ -117,6 +117,10 @@ def _write_atomic(path: Path, text: str) -> Path:
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
             stream.write(text)
+        # mkstemp creates the file 0600; give it the mode a plain open() would (group-readable under umask 022)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temp, 0o666 & ~umask)
         os.replace(temp, path)
     except BaseException:
         Path(temp).unlink(missing_ok=True)

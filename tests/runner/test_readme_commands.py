@@ -1,0 +1,127 @@
+"""Every command line in the README's ```bash blocks runs, in order, in one working directory.
+
+Lines run as written through bash, with the environment twins below standing in for a GPU and the network:
+a line that names no backend runs the oracle backend on the embedded sample (the real parse -> judge ->
+score path, with the model's native format). Lines that cannot run here are listed in SKIPPED with the
+reason, and a few are rewritten by SUBSTITUTIONS (each with its reason); every other line runs unchanged.
+To cover a new README command, add nothing; to cover one that needs a GPU or the network, add a rule.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.runner.fake_openai import fake_openai_server
+from tests.runner.test_openai_chat import chat_server
+
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+
+# What every line runs under: the WTB_* twins of --backend/--dataset/--limit/--progress. A command line's
+# own options win over these.
+ENVIRONMENT = {
+    "WTB_BACKEND": "oracle",  # no GPU: the gold replies, written in the model's own format
+    "WTB_DATASET": "sample",  # no network: the embedded sample
+    "WTB_LIMIT": "2",  # keeps the whole README under a minute
+    "WTB_PROGRESS": "none",
+    "WTB_MAX_NEW_TOKENS": "8",  # for the lines that run a (tiny) model for real
+    "HF_HUB_OFFLINE": "1",
+}
+
+# (regex matched against the line, reason): lines that are not run.
+SKIPPED: list[tuple[str, str]] = [
+    (r"^python3 -m venv ", "creates a virtual environment; the lines run in the project's own (.ci/run makes one)"),
+    (r"^\. \.venv/bin/activate$", "activates that environment (each line here runs in its own shell)"),
+    (r"^pip (install|uninstall) ", "installs packages: CI's .ci/run does exactly this on a fresh venv"),
+    (r"^python -m pytest\b", "the test suite itself (CI runs it)"),
+    (r"^vllm serve ", ("starts a vLLM server on a GPU; tests/runner/test_openai_chat.py starts the real (CPU) "
+                       "server, and the lines that use one run against loopback servers")),
+    (r"(^|\s)sbatch ", "needs SLURM; tests/test_slurm.py runs the scripts with a fake srun"),
+    (r"(^|\s)slurm/\S+\.sh\b", "submits SLURM jobs (sbatch); the slurm/ scripts are tested with fakes"),
+]
+
+# (regex, replacement, reason): rewrites applied before a line runs. `{tiny}` is a tiny random-weight
+# model with Qwen2.5's chat template, `{server}` a loopback OpenAI-compatible server.
+SUBSTITUTIONS: list[tuple[str, str, str]] = [
+    (r"--model Qwen/Qwen2\.5-7B-Instruct --backend transformers",
+     "--model {tiny} --model-name Qwen/Qwen2.5-7B-Instruct --backend transformers",
+     "the transformers backend on a 7B model needs a GPU and a download: the same backend on a tiny model"),
+    (r"--model Qwen/Qwen3-8B --backend openai --base-url http://127\.0\.0\.1:8000/v1",
+     "--model {tiny} --model-name Qwen/Qwen3-8B --backend openai --base-url {server}",
+     "no GPU server here: a loopback server, prompts rendered with the tiny model's tokenizer"),
+    (r"--backend openai-chat --base-url http://127\.0\.0\.1:8000/v1",
+     "--backend openai-chat --base-url {chat_server}",
+     "no GPU server here: a loopback chat server that answers with parsed tool calls and text"),
+    (r"\s*\[--[a-z-]+(?: [A-Za-z_]+)?\]", "", "an optional argument shown in brackets ([--parser NAME])"),
+    (r"runs/other-model", "runs/oracle-demo", "a second model's run: the Quickstart's demo run stands in"),
+    (r"report ref_outputs/", "report runs/oracle-demo/",
+     "no harness output folder here: a run directory has the same result/ and score/ layout"),
+    (r"--dataset release\b", "--dataset sample", "no network: the release cannot be fetched here"),
+]
+
+
+def readme_commands(text: str) -> list[str]:
+    """The command lines of every ```bash block, continuation lines joined, comments and blanks dropped."""
+    commands: list[str] = []
+    for block in re.findall(r"^```bash\n(.*?)^```", text, flags=re.DOTALL | re.MULTILINE):
+        pending = ""
+        for line in block.splitlines():
+            if line.rstrip().endswith("\\"):
+                pending += line.rstrip()[:-1].rstrip() + " "
+                continue
+            line = (pending + line).strip()
+            pending = ""
+            if line and not line.startswith("#"):
+                commands.append(line)
+    return commands
+
+
+def skip_reason(line: str) -> str | None:
+    for pattern, reason in SKIPPED:
+        if re.search(pattern, line):
+            return reason
+    if line.endswith("&"):
+        return "starts a background server"
+    return None
+
+
+def rewrite(line: str, values: dict[str, str]) -> str:
+    for pattern, replacement, _reason in SUBSTITUTIONS:
+        line = re.sub(pattern, replacement.format(**values), line)
+    return line
+
+
+def test_the_readme_has_commands_to_run() -> None:
+    commands = readme_commands(README.read_text(encoding="utf-8"))
+    runnable = [c for c in commands if skip_reason(c) is None]
+    assert any(c.startswith("python -m wtb_local --model Qwen/Qwen3-8B --backend oracle") for c in runnable)
+    assert "python -m wtb_local --model Qwen/Qwen3-8B --no-thinking" in runnable
+
+
+@pytest.mark.slow
+def test_every_readme_command_runs(qwen_tiny_dir: Path, tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    commands = readme_commands(README.read_text(encoding="utf-8"))
+    bindir = str(Path(sys.executable).parent)  # `python` is this interpreter
+    env = {**os.environ, **ENVIRONMENT, "PYTHONPATH": str(ROOT), "PATH": f"{bindir}:{os.environ['PATH']}",
+           "WTB_CACHE_DIR": str(tmp_path / "cache")}
+    ran = 0
+    with fake_openai_server(str(qwen_tiny_dir)) as server, chat_server() as (chat_url, _bodies):
+        server.release.set()
+        values = {"tiny": str(qwen_tiny_dir), "server": server.base_url, "chat_server": chat_url}
+        for command in commands:
+            if skip_reason(command):
+                continue
+            line = rewrite(command, values)
+            done = subprocess.run(["bash", "-c", line], cwd=tmp_path, env=env, check=False, capture_output=True, text=True,
+                                  timeout=600)
+            assert done.returncode == 0, f"{command}\n-> {line}\n{done.stderr}"
+            assert "Traceback" not in done.stderr, f"{command}\n{done.stderr}"
+            ran += 1
+    assert ran >= 8

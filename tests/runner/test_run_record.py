@@ -1,0 +1,83 @@
+"""What a run says about itself (issue 12, item 6): sampling actually used, the checkout, one place per
+fact in the manifest, the printed tables saved next to the results; older manifests still resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _wtb(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "WTB_PROGRESS": "none"}
+    return subprocess.run([sys.executable, "-m", "wtb_local", *args], check=False, capture_output=True, text=True, env=env,
+                          cwd=cwd, timeout=600)
+
+
+def test_manifest_holds_each_fact_once_and_the_tables_are_saved(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    done = _wtb(["--model", "Qwen/Qwen3-8B", "--backend", "oracle", "--dataset", "sample", "--limit", "2",
+                 "--out", str(out)], tmp_path)
+    assert done.returncode == 0, done.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    for gone in ("model", "sampling", "seed", "wtb_local_version"):
+        assert gone not in manifest
+    assert manifest["config"]["model"] == "Qwen/Qwen3-8B" and manifest["config"]["sampling"]["seed"] == 0
+    assert not set(manifest["settings"]) & set(manifest["config"]) and "dataset" not in manifest["settings"]
+    assert "sha256" not in manifest["dataset"] and manifest["dataset"]["source"] == "sample"
+    assert "wtb-local" not in manifest["packages"]
+    assert manifest["sampling_used"] == {"source": "none: the oracle backend does not sample"}
+    checkout = manifest["wtb_local"]
+    if (ROOT / ".git").exists():
+        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], check=False, capture_output=True, text=True)
+        assert checkout["git_commit"] == head.stdout.strip() and isinstance(checkout["git_dirty"], bool)
+
+    printed = done.stdout[done.stdout.index("Table 6"):]
+    notes = [line for line in printed.splitlines() if line.startswith("note:")]
+    tables = printed[: printed.index(notes[0])]
+    assert len(notes) == 2 and (out / "summary.md").read_text() == (
+        f"```text\n{tables}```\n" + "".join(f"\n{note}\n" for note in notes))
+    data = json.loads((out / "summary.json").read_text())
+    assert [row["label"] for row in data["rows"]] == ["Qwen_Qwen3-8B", "paper: Qwen3-8B"]
+    assert data["rows"][0]["tables"]["6"]["task"] == 100.0 and data["rows"][0]["tables"]["7"]["OP"] == 100.0
+    assert data["notes"] == notes
+
+
+def test_sampling_used_is_resolved_from_generation_config(qwen_tiny_dir: Path, tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    from wtb_local.runner.config import RunSettings
+    from wtb_local.runner.run_record import sampling_used
+    from wtb_local.schema import SamplingConfig
+
+    generation = json.loads((qwen_tiny_dir / "generation_config.json").read_text())
+    settings = RunSettings(model=str(qwen_tiny_dir), backend="transformers", sampling=SamplingConfig(top_p=0.5))
+    used = sampling_used(settings)
+    assert used["source"] == "generation_config.json, overridden by the options"
+    assert used["top_p"] == 0.5 and used["max_new_tokens"] == 512 and used["seed"] == 0
+    assert used["do_sample"] == bool(generation.get("do_sample", False))
+    assert used["top_k"] == generation.get("top_k", 50)
+    server = sampling_used(settings.model_copy(update={"backend": "openai-chat"}))
+    assert server == {"source": "the server's defaults, except the values sent", "sent": {"top_p": 0.5},
+                      "max_new_tokens": 512, "seed": 0}
+
+
+def test_an_older_manifest_still_resumes(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    args = ["--model", "Qwen/Qwen3-8B", "--backend", "oracle", "--dataset", "sample", "--limit", "1",
+            "--out", str(out)]
+    assert _wtb(args, tmp_path).returncode == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    # the layout before this change: duplicated model/sampling/dataset facts, no sampling_used
+    manifest.pop("sampling_used")
+    manifest.update(model={"id": "Qwen/Qwen3-8B"}, sampling=manifest["config"]["sampling"], seed=0,
+                    wtb_local_version="0.1.0")
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    again = _wtb([*args[:-4], "--limit", "2", "--out", str(out)], tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert "1 finished session(s) skipped, 1 to run" in again.stderr

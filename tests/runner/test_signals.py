@@ -1,0 +1,157 @@
+"""SIGINT and SIGTERM stop every backend promptly: no new step after the signal, one line, no traceback,
+finished sessions kept, exit 130, and the rerun resumes (issue 12, item 3)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.runner.conftest import RESULT_NAME, read_jsonl
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def replicated_sample(copies: int, out: Path) -> Path:
+    """The embedded sample `copies` times, ids renumbered (line N holds wild_tool_bench_N)."""
+    from wtb_local.resources import sample_dataset_path
+
+    lines = [line for line in sample_dataset_path().read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = []
+    for i in range(copies * len(lines)):
+        row = json.loads(lines[i % len(lines)])
+        row["id"] = f"wild_tool_bench_{i}"
+        rows.append(json.dumps(row, ensure_ascii=False))
+    out.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return out
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1"}
+
+
+def _wait_for(predicate: Any, proc: subprocess.Popen[str], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"finished before the signal: {proc.communicate()}"
+        if predicate():
+            return
+        time.sleep(0.02)
+    raise AssertionError("condition not reached")
+
+
+def _stopped(proc: subprocess.Popen[str], sig: int, result_file: Path, timeout: float) -> tuple[str, float]:
+    sent = time.monotonic()
+    proc.send_signal(sig)
+    _, stderr = proc.communicate(timeout=timeout)
+    elapsed = time.monotonic() - sent
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    # transformers' own loading bar may come before; ours is the one last line
+    lines = [line for line in stderr.strip().splitlines() if not line.startswith("Loading weights")]
+    name = signal.Signals(sig).name
+    assert len(lines) == 1, stderr
+    kept = len(read_jsonl(result_file)) if result_file.exists() else 0
+    assert lines[0] == (f"interrupted by {name}: {kept} finished session(s) kept in {result_file}; "
+                        "rerun the same command to resume")
+    return lines[0], elapsed
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_oracle_run_stops_on_a_signal_and_resumes(tmp_path: Path, sig: int) -> None:
+    dataset = replicated_sample(64, tmp_path / "big.jsonl")  # 512 sessions: far from done when stopped
+    out = tmp_path / "run"
+    args = [sys.executable, "-m", "wtb_local", "--model", "Qwen/Qwen3-8B", "--backend", "oracle",
+            "--dataset", str(dataset), "--out", str(out), "--progress", "none"]
+    result_file = out / "result" / "Qwen_Qwen3-8B" / RESULT_NAME
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+    try:
+        _wait_for(lambda: result_file.exists() and result_file.stat().st_size > 0, proc, 120)
+        _, elapsed = _stopped(proc, sig, result_file, 60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert elapsed < 10
+    kept = [row["id"] for row in read_jsonl(result_file)]
+    assert 1 <= len(kept) < 512
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "interrupted"
+
+    resumed = subprocess.run(args, check=False, capture_output=True, text=True, env=_env(), timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"{len(kept)} finished session(s) skipped, {512 - len(kept)} to run" in resumed.stderr
+    assert [row["id"] for row in read_jsonl(result_file)][: len(kept)] == kept
+    assert len(read_jsonl(result_file)) == 512
+    assert json.loads((out / "manifest.json").read_text())["status"] == "complete"
+
+
+def test_transformers_run_stops_within_a_wave(qwen_tiny_dir: Path, tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    out = tmp_path / "run"
+    # One prompt per wave and long generations: the sample takes minutes, one wave well under a second.
+    args = [sys.executable, "-m", "wtb_local", "--model", str(qwen_tiny_dir), "--backend", "transformers",
+            "--model-name", "tiny", "--dataset", "sample", "--batch-size", "1", "--max-new-tokens", "64",
+            "--out", str(out), "--progress", "none"]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+    try:
+        _wait_for(lambda: (out / "manifest.json").exists(), proc, 240)
+        time.sleep(3)  # the engine is loaded and generating
+        _, elapsed = _stopped(proc, signal.SIGTERM, out / "result" / "tiny" / RESULT_NAME, 120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert elapsed < 15
+    assert json.loads((out / "manifest.json").read_text())["status"] == "interrupted"
+
+
+class _CountingBackend:
+    """Answers every step with a plain text reply at once (like the oracle: never waits)."""
+
+    name = "counting"
+    produces_text = False
+    needs_prompt = False
+    needs_gold = False
+    step_synchronous = False
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def generate(self, request: Any) -> Any:
+        from wtb_local.schema import Completion
+
+        self.calls += 1
+        return Completion(request_id=request.request_id, reply={"content": "done", "tool_calls": None})
+
+
+@pytest.mark.parametrize("scheduling", ["continuous", "waves"])
+def test_no_step_is_started_after_the_stop_flag(tmp_path: Path, scheduling: str) -> None:
+    from wtb_local.dataset import load_dataset
+    from wtb_local.evaluator.episode import session_episodes, session_result
+    from wtb_local.runner.loop import SessionRunner
+    from wtb_local.runner.progress import ProgressStats, make_progress
+    from wtb_local.runner.steps import StepDriver
+    from wtb_local.runner.stopping import StopRequested
+    from wtb_local.runner.store import ResultStore
+    from wtb_local.schema import SamplingConfig
+
+    backend = _CountingBackend()
+    driver = StepDriver(backend, sampling=SamplingConfig())  # type: ignore[arg-type]
+    store = ResultStore(tmp_path / "result.jsonl")
+    store.open(fresh=True)
+    sessions = load_dataset("sample", quiet=True)
+    with make_progress("none", ProgressStats(len(sessions), 32, 0), sys.stderr) as progress:
+        runner = SessionRunner(driver, store, model_name="m", progress=progress, episodes_for=session_episodes,
+                               session_row=session_result, should_stop=lambda: backend.calls >= 5)
+        with pytest.raises(BaseExceptionGroup if scheduling == "continuous" else StopRequested) as info:
+            asyncio.run(runner.run(sessions, scheduling))
+    if scheduling == "continuous":
+        assert info.group_contains(StopRequested)
+    assert backend.calls == 5 if scheduling == "continuous" else backend.calls == 32  # one wave: every episode

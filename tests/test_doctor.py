@@ -1,0 +1,110 @@
+"""`doctor` as a user runs it (subprocess): one line per check, ok / warning / error, exit 1 on an error."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from wtb_local.doctor import estimate_parameters, fit_check
+
+ROOT = Path(__file__).resolve().parents[1]
+# Qwen3-8B's published config.json figures (8.19 B parameters)
+QWEN3_8B = {"hidden_size": 4096, "num_hidden_layers": 36, "vocab_size": 151936, "num_attention_heads": 32,
+            "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 12288, "tie_word_embeddings": False,
+            "torch_dtype": "bfloat16", "model_type": "qwen3", "architectures": ["Qwen3ForCausalLM"]}
+H100 = "NVIDIA H100 80GB HBM3, 81559 MiB, 550.54"
+
+
+def _doctor(tmp_path: Path, *args: str, gpus: list[str] | None = None, **env: str) -> subprocess.CompletedProcess[str]:
+    full = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "WTB_CACHE_DIR": str(tmp_path / "cache"),
+            "HF_HUB_CACHE": str(tmp_path / "hub"), **env}
+    full.pop("CUDA_VISIBLE_DEVICES", None)
+    if gpus is not None:  # a fake nvidia-smi on PATH that lists these GPUs
+        bindir = tmp_path / "bin"
+        bindir.mkdir(exist_ok=True)
+        smi = bindir / "nvidia-smi"
+        smi.write_text("#!/bin/sh\n" + "".join(f"echo '{row}'\n" for row in gpus))
+        smi.chmod(0o755)
+        full["PATH"] = f"{bindir}:{full['PATH']}"
+    return subprocess.run([sys.executable, "-m", "wtb_local", "doctor", *args], check=False, capture_output=True, text=True,
+                          env=full, timeout=300, cwd=tmp_path)
+
+
+def _lines(done: subprocess.CompletedProcess[str]) -> dict[str, tuple[str, str]]:
+    rows = {}
+    for line in done.stdout.splitlines():
+        status, rest = line[:8].strip(), line[8:]
+        assert status in ("ok", "warning", "error"), line
+        name, _, detail = rest.partition(": ")
+        rows[name] = (status, detail)
+    return rows
+
+
+def test_doctor_on_this_machine_reports_every_check(tmp_path: Path) -> None:
+    done = _doctor(tmp_path, gpus=[])
+    assert done.returncode == 0, done.stderr
+    rows = _lines(done)
+    assert list(rows) == ["python", "packages", "gpus", "backend vllm", "backend transformers", "release"]
+    assert rows["python"] == ("ok", sys.version.split()[0])
+    assert rows["gpus"][0] == "warning" and rows["gpus"][1].startswith("no CUDA GPU visible")
+    absent = (f"{tmp_path / 'cache' / 'Wild-Tool-Bench.jsonl'} is absent: "
+              "python -m wtb_local data fetch (or copy the file there by hand)")
+    assert rows["release"] == ("warning", absent)
+
+
+def test_a_wrong_release_file_is_an_error_and_exit_1(tmp_path: Path) -> None:
+    from wtb_local.resources import sample_dataset_path
+
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "Wild-Tool-Bench.jsonl").write_bytes(sample_dataset_path().read_bytes())
+    done = _doctor(tmp_path, gpus=[])
+    assert done.returncode == 1
+    status, detail = _lines(done)["release"]
+    assert status == "error" and "not the pinned release file: git blob sha1 " in detail
+    assert done.stderr.strip() == "Error: 1 check(s) failed; see the lines marked error"
+
+
+def test_model_checks_with_a_local_directory_and_a_gpu(qwen_tiny_dir_for_doctor: Path, tmp_path: Path) -> None:
+    done = _doctor(tmp_path, "--model", str(qwen_tiny_dir_for_doctor), gpus=[H100])
+    assert done.returncode == 0, done.stderr
+    rows = _lines(done)
+    assert rows["gpus"] == ("ok", f"1: {H100}")
+    assert rows["backend vllm"] == ("ok", "importable") or rows["backend vllm"][0] == "warning"
+    assert rows["tokenizer"] == ("ok", f"{qwen_tiny_dir_for_doctor}: on disk")
+    assert rows["template"][0] == "ok" and rows["template"][1].startswith("tokenizer (")
+    assert rows["parser"] == ("ok", "hermes (from the template and model id)")
+    assert rows["fit"][0] == "ok" and "(model.safetensors) fit 1 of 1 GPU(s)" in rows["fit"][1]
+
+
+def test_fit_is_estimated_from_the_config(tmp_path: Path) -> None:
+    estimate = estimate_parameters(QWEN3_8B)
+    assert estimate == 8_190_726_144  # the published count, 8,190,735,360, less Qwen3's q/k norms
+    assert abs(estimate - 8_190_735_360) / 8_190_735_360 < 1e-5
+    model = tmp_path / "qwen3-8b-config-only"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps(QWEN3_8B))
+    one = fit_check(str(model), QWEN3_8B, [H100])
+    expected = "15.3 GiB of weights (estimated from config.json (8.2 B parameters)) fit 1 of 1 GPU(s)"
+    assert (one.status, one.detail) == ("ok", expected)
+    big = {**QWEN3_8B, "hidden_size": 8192, "num_hidden_layers": 80, "num_attention_heads": 64,
+           "intermediate_size": 28672, "vocab_size": 128256}  # Llama-3.3-70B's shape
+    refused = fit_check(str(model), big, [H100])
+    assert refused.status == "error" and refused.detail.startswith("131.4 GiB of weights")
+    assert "need about 4 GPUs of 80 GiB, 1 visible" in refused.detail
+    four = fit_check(str(model), big, [H100] * 4)
+    assert four.status == "ok" and four.detail.endswith("fit 4 of 4 GPU(s) with --tensor-parallel-size 4")
+
+
+@pytest.fixture
+def qwen_tiny_dir_for_doctor(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("transformers")
+    from tests.runner.conftest import chat_template
+    from wtb_local.testing import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("doctor") / "qwen", chat_template("Qwen/Qwen2.5-7B-Instruct"),
+                            special_tokens=["<tool_call>", "</tool_call>"])

