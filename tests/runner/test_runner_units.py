@@ -20,6 +20,7 @@ from wtb_local.runner.progress import PlainProgress, Progress, ProgressStats, Ri
 from wtb_local.runner.steps import reply_from_parse
 from wtb_local.runner.store import ResultStore
 from wtb_local.schema import Completion, GenerationRequest, ParsedCall, ParseResult
+from tests.runner.conftest import without_timing
 
 
 def _oracle_settings(out: Path, **extra: Any) -> RunSettings:
@@ -157,14 +158,8 @@ def test_continuous_scheduling_never_waits_for_unrelated_episodes(tmp_path: Path
 def test_waves_give_the_same_results_as_continuous(tmp_path: Path) -> None:
     waves = asyncio.run(run_job_async(_oracle_settings(tmp_path / "w", scheduling="waves")))
     cont = asyncio.run(run_job_async(_oracle_settings(tmp_path / "c", scheduling="continuous")))
-    assert _strip_latency(waves.score_rows) == _strip_latency(cont.score_rows)
+    assert without_timing(waves.score_rows) == without_timing(cont.score_rows)
     assert waves.manifest["scheduling"] == "waves"
-
-
-def _strip_latency(rows: list[dict]) -> list[dict]:
-    return [
-        {**r, "results": [{k: v for k, v in t.items() if k != "latency"} for t in r["results"]]} for r in rows
-    ]
 
 
 # --- errors are data ------------------------------------------------------------------------------

@@ -131,6 +131,7 @@ class VLLMBackend(Backend):
             completion_tokens=self._generated(out, finish),
             finish_reason=finish,
             latency_s=time.perf_counter() - started,
+            cached_tokens=_cached_tokens(final),
         )
 
     def _generated(self, out: Any, finish: str) -> int:
@@ -185,3 +186,9 @@ def _context_window(config: VLLMConfig) -> int:
                                     trust_remote_code=config.trust_remote_code)
     hf = getattr(hf, "text_config", None) or hf
     return int(getattr(hf, "max_position_embeddings", 0) or 8192)
+
+
+def _cached_tokens(output: Any) -> int | None:
+    """Prompt tokens served from the prefix cache (RequestOutput.num_cached_tokens, vLLM >= 0.8.5)."""
+    value = getattr(output, "num_cached_tokens", None)
+    return int(value) if value is not None else None

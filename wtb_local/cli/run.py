@@ -128,6 +128,11 @@ def run(**options: Any) -> None:
     click.echo(f"result:   {paths.result_file}")
     click.echo(f"score:    {paths.score_dir}")
     click.echo(f"manifest: {paths.run_dir / 'manifest.json'}")
+    throughput = (outcome.manifest.get("summary") or {}).get("throughput")
+    if throughput and throughput.get("steps"):
+        from wtb_local.runner.throughput import summary_line
+
+        click.echo(summary_line(throughput))
     if outcome.manifest.get("status") != "complete":
         click.echo(f"warning: run status {outcome.manifest.get('status')}", err=True)
     failed = failed_requests(outcome.result_rows, set(outcome.ran_sessions))

@@ -31,6 +31,7 @@ from wtb_local.runner.progress import ProgressStats, make_progress
 from wtb_local.runner.resume import check_resume
 from wtb_local.runner.steps import StepDriver
 from wtb_local.runner.store import ResultStore
+from wtb_local.runner.throughput import ThroughputMeter
 
 
 @dataclass
@@ -100,13 +101,15 @@ def _open_store(paths: RunPaths, *, resume: bool, err: Any) -> ResultStore:
 
 async def _run_pending(prep: PreparedRun, pending: list[Any], backend: Backend, *, model_name: str,
                        own_backend: bool, store: ResultStore, scheduling: str, stats: ProgressStats,
-                       err: Any) -> None:
+                       meter: ThroughputMeter, err: Any) -> None:
     from wtb_local.evaluator.episode import session_episodes, session_result
 
     settings = prep.settings
-    driver = StepDriver(backend, sampling=settings.sampling, parser=prep.parser, renderer=prep.renderer)
+    driver = StepDriver(backend, sampling=settings.sampling, parser=prep.parser, renderer=prep.renderer,
+                        meter=meter)
     if own_backend:
         await backend.start()
+    meter.started = meter.now()  # rates count from the first request, not from engine start
     try:
         with make_progress(settings.progress, stats, err) as progress:
             runner = SessionRunner(driver, store, model_name=model_name, progress=progress,
@@ -147,10 +150,11 @@ async def run_job_async(settings: RunSettings, *, backend: Backend | None = None
     invocation: dict[str, Any] = {"started": started_at, "sessions_run": len(pending),
                                   "scheduling": scheduling}
     failure: str | None = None
+    meter = ThroughputMeter()
     try:
         if pending:
             await _run_pending(prep, pending, backend, model_name=paths.model_name, own_backend=own_backend,
-                               store=store, scheduling=scheduling, stats=stats, err=err)
+                               store=store, scheduling=scheduling, stats=stats, meter=meter, err=err)
     except Exception as exc:  # a broken backend stops the run; finished sessions stay
         cause = _first_cause(exc)
         failure = f"{type(cause).__name__}: {' '.join(str(cause).split())}"
@@ -164,6 +168,7 @@ async def run_job_async(settings: RunSettings, *, backend: Backend | None = None
                           prompt_tokens=stats.prompt_tokens, generated_tokens=stats.generated_tokens)
         if failure:
             invocation["failure"] = failure
+        invocation["throughput"] = meter.summary(stats.tasks_this_run)
         manifest["invocations"].append(invocation)
         manifest.update(backend=backend.describe(), scheduling=scheduling,
                         status="failed" if failure else "interrupted")
@@ -173,7 +178,8 @@ async def run_job_async(settings: RunSettings, *, backend: Backend | None = None
     complete = {s.id for s in prep.selected} <= {r["id"] for r in result_rows}
     manifest["status"] = "complete" if complete else "incomplete"
     manifest["summary"] = {"sessions_scored": len(score_rows), "task_accuracy": metric["total_info"]["task"],
-                           "session_accuracy": metric["total_info"]["session"]}
+                           "session_accuracy": metric["total_info"]["session"],
+                           "throughput": invocation["throughput"]}
     write_manifest(paths.run_dir, manifest)
     return RunOutcome(paths, settings, metric, score_rows, result_rows, manifest, skipped,
                       [s.id for s in pending])
