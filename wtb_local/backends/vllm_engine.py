@@ -47,7 +47,7 @@ class VLLMBackend(Backend):
         from vllm.v1.engine.async_llm import AsyncLLM
 
         args = AsyncEngineArgs(**_platform_engine_args(self.config), disable_log_stats=True)
-        self._engine = AsyncLLM.from_engine_args(args)
+        self._engine = AsyncLLM.from_engine_args(args, usage_context=batch_usage_context())
         model_config = self._engine.model_config
         self._max_model_len = int(model_config.max_model_len)
         tokenizer = self._engine.get_tokenizer()
@@ -157,9 +157,36 @@ class VLLMBackend(Backend):
             info["vllm_version"] = f"unavailable: {exc}"
         if self._engine is not None:
             info["max_model_len"] = self._max_model_len
+            info["scheduler"] = scheduler_settings(self._engine)
             info["generation_defaults"] = dict(sorted(self._defaults.items()))
         return info
 
+
+
+def batch_usage_context() -> Any:
+    """The usage context whose batch defaults the engine takes when `max_num_seqs` and
+    `max_num_batched_tokens` are unset: vLLM's offline (`LLM` class) one.
+
+    An AsyncLLM built from engine args defaults to ENGINE_CONTEXT, which has no batch defaults of its own
+    and falls back to 128 sequences and 2,048 batched tokens on every device, so at most 128 of the
+    release's 1,024 episodes would be in the batch. The offline defaults are vLLM's tuned ones for a
+    workload of many queued independent requests, which this is: 1,024 sequences and 16,384 tokens on
+    H100/H200/B200-class GPUs, 256 and 8,192 on smaller ones, 256 on the CPU build."""
+    from vllm.usage.usage_lib import UsageContext
+
+    return UsageContext.LLM_CLASS
+
+
+def scheduler_settings(engine: Any) -> dict[str, Any]:
+    """The batch limits the engine really runs with (recorded in the manifest)."""
+    try:
+        scheduler = engine.vllm_config.scheduler_config
+        cache = engine.vllm_config.cache_config
+    except AttributeError:
+        return {}
+    return {"max_num_seqs": scheduler.max_num_seqs, "max_num_batched_tokens": scheduler.max_num_batched_tokens,
+            "enable_chunked_prefill": scheduler.enable_chunked_prefill,
+            "enable_prefix_caching": cache.enable_prefix_caching, "block_size": cache.block_size}
 
 
 def _platform_engine_args(config: VLLMConfig) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from wtb_local.rendering.adapt import adapt_messages
 from wtb_local.rendering.kwargs import thinking_kwargs
 from wtb_local.rendering.probe import PROBE_TOOLS, RENDER_ERRORS, TemplateChoice, choose_template
+from wtb_local.rendering.segment_tokens import SegmentEncoder
 from wtb_local.rendering.templates import TemplateError, resolve_template
 
 # End-of-turn markers a completion stops at (engines drop them from the text: tool-call-formats.md §2.1).
@@ -75,7 +76,14 @@ class PromptRenderer:
 
     def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> RenderedPrompt:
         text = self.render_text(messages, tools)
-        return RenderedPrompt(text=text, token_ids=self.encode(text))
+        return RenderedPrompt(text=text, token_ids=self.segments.encode(text))
+
+    @property
+    def segments(self) -> SegmentEncoder:
+        """The prompt tokeniser of `render`: the same ids as `encode`, pieces between special tokens cached."""
+        if getattr(self, "_segments", None) is None:
+            self._segments = SegmentEncoder(self.tokenizer)
+        return self._segments
 
     def render_text(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, *,
                     add_generation_prompt: bool = True) -> str:

@@ -111,6 +111,6 @@ class SessionRunner:
         started = self.driver.meter.now()
         row = self.session_row(state.session, state.episodes, self.model_name)
         self.store.append(row)
-        self.driver.meter.session_written(self.driver.meter.now() - started)
         correct, scored = self.label_counts(row, state.session) if self.label_counts else (0, 0)
+        self.driver.meter.session_written(self.driver.meter.now() - started)
         self.progress.session_done(correct, scored)
