@@ -55,6 +55,7 @@ def test_config_hash_covers_results_not_operations(tmp_path: Path) -> None:
             "limit": 3,
             "gpu_memory_utilization": 0.5,
             "max_num_seqs": 8,
+            "max_num_batched_tokens": 4096,
             "progress": "plain",
             "api_key": "secret",
         }
@@ -326,6 +327,7 @@ def test_engine_flags_reach_the_engine_configs() -> None:
         revision="abc",
         trust_remote_code=True,
         max_num_seqs=64,
+        max_num_batched_tokens=16384,
         enforce_eager=True,
         base_url="http://127.0.0.1:1/v1",
         api_key="k",
@@ -342,9 +344,10 @@ def test_engine_flags_reach_the_engine_configs() -> None:
         vllm.revision,
         vllm.trust_remote_code,
         vllm.max_num_seqs,
+        vllm.max_num_batched_tokens,
         vllm.enforce_eager,
         vllm.seed,
-    ) == (2, 2, 4096, 0.5, "bfloat16", "fp8", "abc", True, 64, True, 0)
+    ) == (2, 2, 4096, 0.5, "bfloat16", "fp8", "abc", True, 64, 16384, True, 0)
     hf = build_backend(
         settings.model_copy(update={"backend": "transformers"}), parser=None, renderer=None
     ).config

@@ -76,6 +76,11 @@ def test_every_task_gets_a_verdict_and_files_are_complete(vllm_runs: dict[str, A
     manifest = vllm_runs["outcomes"]["a"].manifest
     assert manifest["status"] == "complete" and manifest["scheduling"] == "continuous"
     assert manifest["backend"]["backend"] == "vllm"
+    # vLLM's offline batch defaults for this device (the CPU build: 256 sequences), not the 128 an engine
+    # built from engine args would get; chunked prefill off, so a batch holds a whole context window
+    assert manifest["backend"]["scheduler"] == {
+        "max_num_seqs": 256, "max_num_batched_tokens": 8192, "enable_chunked_prefill": False,
+        "enable_prefix_caching": True, "block_size": manifest["backend"]["scheduler"]["block_size"]}
 
 
 def test_rerun_with_the_same_seed_is_identical(vllm_runs: dict[str, Any]) -> None:

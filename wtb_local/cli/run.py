@@ -93,6 +93,8 @@ def _sessions(_ctx: click.Context, _param: click.Parameter, value: str | None) -
               help="vLLM: share of GPU memory to use [default: 0.9; 0.2 of host RAM on vLLM's CPU build].")
 @click.option("--max-num-seqs", type=click.IntRange(min=1), envvar="WTB_MAX_NUM_SEQS",
               help="vLLM: sequences per batch; openai: concurrent requests.")
+@click.option("--max-num-batched-tokens", type=click.IntRange(min=1), envvar="WTB_MAX_NUM_BATCHED_TOKENS",
+              help="vLLM: tokens per engine step (default: vLLM's offline default for the device).")
 @click.option("--enforce-eager", is_flag=True, default=False, envvar="WTB_ENFORCE_EAGER",
               help="vLLM: no CUDA graphs (less memory, slower decoding).")
 @click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True,

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-VERIFY_FIRST = 32
+VERIFY_FIRST = 4
 VERIFY_EVERY = 64
 MAX_PIECES = 65536  # cached pieces; the cache is emptied when full (the release needs far fewer)
 

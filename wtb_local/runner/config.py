@@ -73,6 +73,7 @@ class RunSettings(BaseModel):
     pipeline_parallel_size: int = 1
     gpu_memory_utilization: float | None = None
     max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
     enforce_eager: bool = False
     batch_size: int = 16
     scheduling: str = "auto"  # auto | continuous | waves
