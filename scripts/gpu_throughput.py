@@ -41,6 +41,7 @@ import tempfile
 import threading
 import time
 import urllib.request
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -116,7 +117,8 @@ def build_model(work: Path, dataset: Path, shape: dict[str, Any], dtype: str) ->
     for weights in model_dir.glob("*.safetensors"):
         weights.unlink()  # the dummy loader needs none: the shape is what counts
     ids = {k: tiny_config.get(k) for k in ("bos_token_id", "eos_token_id", "pad_token_id")}
-    Qwen3Config(**shape, **ids, dtype=dtype).save_pretrained(model_dir)
+    # `architectures` tells vLLM which model class (a bare config has none: "does not support generation")
+    Qwen3Config(**shape, **ids, dtype=dtype, architectures=["Qwen3ForCausalLM"]).save_pretrained(model_dir)
     return model_dir
 
 
@@ -189,6 +191,12 @@ async def _run(label: str, settings: Any, backend: Any, renderer: Any, total_tas
     outcome = await run_job_async(settings, backend=backend, renderer=renderer)
     block = outcome.manifest["summary"]["throughput"]
     figures = {"mode": label, "sessions": len(outcome.result_rows), **block}
+    failed = failed_steps(outcome.result_rows)
+    if failed:
+        # a throughput figure of failed requests means nothing: stop with the reason
+        reason, count = failed.most_common(1)[0]
+        raise SystemExit(f"gpu_throughput: {sum(failed.values())} request(s) failed in {label} "
+                         f"(most often, {count}x: {reason})")
     if block["tasks"] < total_tasks and block["tasks_per_s"]:
         figures["extrapolated_wall_s"] = round(total_tasks / block["tasks_per_s"], 1)
         figures["note"] = (f"measured on {block['tasks']} of {total_tasks} tasks; extrapolated_wall_s is the "
@@ -313,6 +321,18 @@ def goals(report: dict[str, Any]) -> dict[str, Any]:
     if cont and by_mode.get("server") and by_mode["server"]["tasks_per_s"]:
         out["x_server"] = round(cont["tasks_per_s"] / by_mode["server"]["tasks_per_s"], 2)
     return out
+
+
+def failed_steps(rows: list[dict[str, Any]]) -> Counter[str]:
+    """Why steps failed (finish_reason "error"), by reason."""
+    reasons: Counter[str] = Counter()
+    for row in rows:
+        for task in row["result"]:
+            for key, step in task["inference_log"].items():
+                output = step.get("inference_output", {}) if key.startswith("step_") else {}
+                if output.get("finish_reason") == "error":
+                    reasons[str(output.get("error_reason"))[:300]] += 1
+    return reasons
 
 
 def main() -> None:
