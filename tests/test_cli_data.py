@@ -97,11 +97,15 @@ def test_stats_release_sized_prints_paper_counts(tmp_path: Path, env: dict[str, 
     assert stats["turn_subtypes"]["First Turn"] == 256
 
 
-def test_stats_release_falls_back_to_sample_offline(env: dict[str, str]) -> None:
+def test_stats_of_an_unavailable_release_is_an_error_not_the_sample(env: dict[str, str]) -> None:
     result = _invoke(["data", "stats", "--json"], env)
-    assert result.exit_code == 0
-    assert json.loads(result.stdout)["path"] == str(sample_dataset_path())
-    assert "release dataset unavailable" in result.stderr
+    assert result.exit_code == 1 and result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: ")
+    assert "the release dataset is not cached and could not be fetched" in lines[0]
+    assert "`python -m wtb_local data fetch`" in lines[0] and "`--dataset sample`" in lines[0]
+    assert json.loads(_invoke(["data", "stats", "sample", "--json"], env).stdout)["path"] == str(
+        sample_dataset_path())
 
 
 def test_stats_bad_path(tmp_path: Path, env: dict[str, str]) -> None:

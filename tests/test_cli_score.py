@@ -35,7 +35,10 @@ def test_score_writes_both_files_and_prints_the_summary(tmp_path: Path) -> None:
     )
     scored = [json.loads(line) for line in (folder / "Wild-Tool-Bench_score.jsonl").read_text().splitlines()]
     expected = [json.loads(line) for line in (SESSIONS / "score.jsonl").read_text().splitlines()]
+    # the reference's fields unchanged; wtb_local adds each task's error category after them
+    categories = [task.pop("error_category") for row in scored for task in row["results"]]
     assert scored == expected
+    assert len(categories) == 256 and categories.count(None) == 136
     assert "Table 6" in done.output and "Table 7" in done.output
     # task 53.12 %, session 4.69 % (136/256, 3/64)
     assert "53.12" in done.output and "4.69" in done.output

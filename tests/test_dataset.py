@@ -433,17 +433,32 @@ def test_real_tool_pool_passes_schema_checks(tmp_path: Path) -> None:
 # --- names: sample and release ----------------------------------------------------------------------------
 
 
-def test_release_falls_back_to_sample_offline(
+def test_unavailable_release_is_an_error_never_the_sample(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("WTB_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("WTB_OFFLINE", "1")
     for name in ("release", None):
-        assert resolve_dataset(name) == sample_dataset_path()
-        err = capsys.readouterr().err
-        assert "release dataset unavailable" in err and "offline" in err and str(sample_dataset_path()) in err
-    assert len(load_dataset("release", quiet=True)) == len(load_dataset("sample"))
-    assert capsys.readouterr().err == ""
+        with pytest.raises(DatasetError) as raised:
+            resolve_dataset(name)
+        message = str(raised.value)
+        assert message.startswith(f"{tmp_path / 'Wild-Tool-Bench.jsonl'}: the release dataset is not cached")
+        assert "offline mode" in message and "`python -m wtb_local data fetch`" in message
+        assert message.endswith("or pass `--dataset sample` to run the embedded 8-session sample")
+        assert "\n" not in message
+    with pytest.raises(DatasetError):
+        load_dataset("release", quiet=True)
+    assert capsys.readouterr().err == ""  # no "using the sample instead" warning: nothing was used
+
+
+def test_run_and_score_share_one_default_dataset() -> None:
+    from wtb_local.cli.run import run
+    from wtb_local.cli.score import score
+    from wtb_local.dataset import DEFAULT_DATASET, RELEASE_NAME
+
+    defaults = {command.name: next(p.default for p in command.params if p.name == "dataset")
+                for command in (run, score)}
+    assert defaults == {"run": RELEASE_NAME, "score": RELEASE_NAME} and DEFAULT_DATASET == RELEASE_NAME
 
 
 def test_release_in_cache_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -442,17 +442,33 @@ def test_make_call_id_styles() -> None:
 
 
 def test_gold_reply_follows_what_was_accepted() -> None:
+    from wtb_local.backends.gold_replies import gold_reply
+
     episode = _episode(PARALLEL)
-    first = episode.gold_reply()
+    first = gold_reply(episode)
     assert [c["function"]["name"] for c in first["tool_calls"]] == ["f", "g"]
     assert first["tool_calls"][0]["id"] == make_call_id("wild_tool_bench_7/0/0/0")
     assert first["tool_calls"][0]["function"]["arguments"] == '{"x": 1.5, "note": "é"}'
     episode.accept(_reply(None, [_call("f")]))  # off the optimal path
-    assert [c["function"]["name"] for c in episode.gold_reply()["tool_calls"]] == ["g"]
-    episode.accept(episode.gold_reply())
-    assert episode.gold_reply() == {"content": "done", "reasoning_content": None, "tool_calls": None}
+    assert [c["function"]["name"] for c in gold_reply(episode)["tool_calls"]] == ["g"]
+    assert episode.gold_reply() == gold_reply(episode)  # the Episode API still answers
+    episode.accept(gold_reply(episode))
+    assert gold_reply(episode) == {"content": "done", "reasoning_content": None, "tool_calls": None}
     clarify = _episode(CLARIFY)
-    assert clarify.gold_reply()["content"] == "which one?"
+    assert gold_reply(clarify)["content"] == "which one?"
+
+
+def test_the_evaluator_judges_only_the_oracle_plans_next_to_its_backend() -> None:
+    import subprocess
+    import sys
+
+    import wtb_local.evaluator.episode as episode_module
+
+    assert not hasattr(episode_module, "_Planner")
+    code = ("import sys, wtb_local.evaluator.episode as e; "
+            "print(sorted(m for m in sys.modules if m.startswith('wtb_local.backends')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"  # the judge imports nothing of the backends
 
 
 def test_episode_from_plain_parts() -> None:

@@ -55,8 +55,9 @@ def test_paper_tables_are_shipped_whole() -> None:
     assert len(paper_rows(7)) == 58
     assert paper_rows(6)["Qwen3-8B"]["task_acc"] == "48.14"
     assert paper_rows(7)["Qwen3-8B-Thinking"]["group"] == "Open-Source General"
+    assert len(paper_rows(8)) == 57 and paper_rows(8)["Qwen3-8B"]["refusal"] == "8.29"
     with pytest.raises(ValueError):
-        paper_rows(8)
+        paper_rows(9)
 
 
 @pytest.mark.parametrize(

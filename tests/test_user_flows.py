@@ -96,14 +96,19 @@ def test_wtb_model_alone_runs_the_main_job(tmp_path: Path, monkeypatch: pytest.M
     assert len((tmp_path / "r" / "result" / "Qwen_Qwen3-8B" / RESULT).read_text().splitlines()) == 1
 
 
-def test_note_says_when_the_release_fell_back_to_the_sample(tmp_path: Path) -> None:
+def test_unavailable_release_stops_the_main_job_instead_of_running_the_sample(tmp_path: Path) -> None:
     offline = {"WTB_OFFLINE": "1", "WTB_CACHE_DIR": str(tmp_path / "cache")}  # no release file, no network
     done = _cli(["run", "--model", "Qwen/Qwen3-8B", "--backend", "oracle", "--limit", "1",
                  "--out", str(tmp_path / "r"), "--progress", "none"], env=offline)
-    assert done.exit_code == 0, done.output
-    assert "warning: release dataset unavailable" in done.stderr
-    note = done.stdout.strip().splitlines()[-1]
-    assert note.startswith("note: 1 of the release's 256 sessions were scored (dataset: the embedded sample")
+    _one_line_error(done, "the release dataset is not cached and could not be fetched",
+                    "`python -m wtb_local data fetch`", "`--dataset sample`")
+    assert not (tmp_path / "r").exists()  # nothing ran, nothing was written
+    sample = _cli(["run", "--model", "Qwen/Qwen3-8B", "--backend", "oracle", "--limit", "1", "--dataset",
+                   "sample", "--out", str(tmp_path / "s"), "--progress", "none"], env=offline)
+    assert sample.exit_code == 0, sample.output
+    note = sample.stdout.strip().splitlines()[-1]
+    assert note == ("note: 1 of the release's 256 sessions were scored (dataset: sample); "
+                    "the paper's row is over all 256.")
 
 
 def test_replay_of_a_partial_run_replays_its_sessions_and_explains_failed_requests(tmp_path: Path) -> None:
@@ -166,8 +171,15 @@ def test_score_refuses_a_run_scored_against_another_dataset(tmp_path: Path) -> N
 
 
 def test_score_hints_at_the_dataset_when_ids_are_missing(tmp_path: Path) -> None:
-    done = _cli(["score", str(VECTORS / "result.jsonl"), "--out", str(tmp_path / "s")])  # default: sample
-    _one_line_error(done, "wild_tool_bench_8 is not in the dataset", "pass --dataset release or the dataset file")
+    done = _cli(["score", str(VECTORS / "result.jsonl"), "--dataset", "sample", "--out", str(tmp_path / "s")])
+    _one_line_error(done, "wild_tool_bench_8 is not in the dataset",
+                    "pass --dataset sample or the dataset file the run used")
+
+
+def test_score_defaults_to_the_release_like_run(tmp_path: Path) -> None:
+    offline = {"WTB_OFFLINE": "1", "WTB_CACHE_DIR": str(tmp_path / "cache")}
+    done = _cli(["score", str(VECTORS / "result.jsonl"), "--out", str(tmp_path / "s")], env=offline)
+    _one_line_error(done, "the release dataset is not cached", "`--dataset sample`")
 
 
 @pytest.mark.skipif(os.name != "posix", reason="POSIX paths")
@@ -179,11 +191,10 @@ def test_score_of_a_file_at_the_filesystem_root_is_not_a_crash(tmp_path: Path) -
 
 # --- render and data ----------------------------------------------------------------------------------------
 
-def test_render_says_when_the_release_fell_back_to_the_sample(tmp_path: Path) -> None:
+def test_render_of_an_unavailable_release_is_a_one_line_error(tmp_path: Path) -> None:
     offline = {"WTB_OFFLINE": "1", "WTB_CACHE_DIR": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
     done = _cli(["render", "--model", str(tmp_path / "no-model"), "--dataset", "release"], env=offline)
-    assert "warning: release dataset unavailable, using the embedded sample" in done.stderr
-    _one_line_error(done, "cannot load the tokenizer")  # the dataset is read before the model
+    _one_line_error(done, "the release dataset is not cached", "`--dataset sample`")  # read before the model
 
 
 def test_verify_of_a_file_other_than_the_release_points_at_schema_only() -> None:

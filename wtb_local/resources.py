@@ -11,6 +11,10 @@ from pathlib import Path
 _ROOT = Path(__file__).resolve().parent.parent
 
 SAMPLE_FILE_NAME = "sample.jsonl"
+# The one default dataset of `run`, `score` and `data stats` (here, not in wtb_local.dataset, so that the
+# CLI's `--help` does not import the validator): the paper's numbers are over the release, and a default
+# that differed per command would score a run against another file than the one it ran on.
+DEFAULT_DATASET = "release"
 
 
 def project_root() -> Path:

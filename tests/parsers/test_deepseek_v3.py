@@ -48,9 +48,10 @@ class TestDeepSeekV3(DeepSeekFamilyCases, ParserConformance):
         result = self.parse(f'{B}{CB}search{SEP}{{"query": "x"}}{CE}{E}')
         assert [(c.name, c.arguments) for c in result.tool_calls] == [("search", '{"query": "x"}')]
 
-    def test_unclosed_section_at_normal_stop_keeps_calls(self) -> None:
+    def test_unclosed_section_at_normal_stop_keeps_calls_with_an_error(self) -> None:
         result = self.parse(B + entry("search", '{"query": "x"}'), finish_reason="stop")
-        assert result.errors == [] and [c.name for c in result.tool_calls] == ["search"]
+        assert result.errors == ["no <｜tool▁calls▁end｜> (an unterminated section); calls kept"]
+        assert [c.name for c in result.tool_calls] == ["search"]
 
     def test_cut_after_complete_call_is_reported(self) -> None:
         result = self.parse(B + entry("search", '{"query": "x"}'), finish_reason="length")

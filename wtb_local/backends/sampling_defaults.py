@@ -87,7 +87,6 @@ def eos_ids(*sources: int | Iterable[int] | None) -> frozenset[int]:
 
 def strip_trailing(text: str, markers: Iterable[str]) -> str:
     """Remove one trailing end-of-sequence marker (the only special text the replies lose)."""
-    for marker in sorted((m for m in markers if m), key=len, reverse=True):
-        if text.endswith(marker):
-            return text[: -len(marker)]
-    return text
+    from wtb_local.end_of_turn import strip_end_of_turn
+
+    return strip_end_of_turn(text, markers, once=True)

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from wtb_local.dataset import RELEASE_NAME, DatasetError, read_dataset, resolve_dataset
+from wtb_local.dataset import DEFAULT_DATASET, DatasetError, read_dataset, resolve_dataset
 from wtb_local.dataset.fetch import (
     DEFAULT_TIMEOUT_S,
     RELEASE_BLOB_SHA1,
@@ -99,7 +99,7 @@ def verify(path: str, expected_sha1: str, schema_only: bool) -> None:
 
 
 @data.command(name="stats")
-@click.argument("dataset", required=False, default=RELEASE_NAME)
+@click.argument("dataset", required=False, default=DEFAULT_DATASET)
 @click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON.")
 def stats(dataset: str, as_json: bool) -> None:
     """Print dataset statistics. DATASET is a path, `sample` or `release` (default)."""

@@ -41,7 +41,7 @@ def render(model: str, session_id: str | None, task: int, step: int, dataset: st
 
     try:
         kwargs = parse_template_kwargs(template_kwarg)
-        sessions = load_dataset(dataset)  # not quiet: say so when `release` falls back to the sample
+        sessions = load_dataset(dataset)  # `release` that cannot be fetched is a one-line error
         messages, tools = _step_request(sessions, session_id, task, step)
     except ValueError as exc:  # DatasetError included
         raise click.ClickException(str(exc)) from None

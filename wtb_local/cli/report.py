@@ -1,5 +1,12 @@
-"""`report RUN_DIR_OR_METRIC_FILE...`: Table 6 and Table 7 rows of scored runs, side by side, each followed
-by the paper's row for the same model when the paper has one."""
+"""`report PATH...`: Table 6 and Table 7 rows of scored runs, side by side, each followed by the paper's row
+for the same model and the difference; then, for runs with score (or result) files, the hidden-intention
+subtypes, instruction transitions, the error taxonomy (Table 8 layout and every label) and the run's
+health. `--out DIR` also writes Markdown, CSV, JSON, a self-contained HTML file with a trajectory browser,
+and PNG plots (`--format`).
+
+PATH is a run directory, the benchmark harness's output folder (`score/<model>/`, several models), or a
+score, result or metric file. Imports no torch, vllm or transformers.
+"""
 
 from __future__ import annotations
 
@@ -14,40 +21,109 @@ import click
     type=click.Choice(["6", "7"]),
     multiple=True,
     envvar="WTB_REPORT_TABLES",
-    help="Which table(s) to print (repeatable; default both).",
+    help="Print only these of Table 6/7 on the terminal (repeatable; default: both and every other table).",
 )
 @click.option(
     "--paper/--no-paper",
     default=True,
     show_default=True,
     envvar="WTB_REPORT_PAPER",
-    help="Show the paper's row under each run when the paper has the model.",
+    help="Show the paper's row and the difference under each run when the paper has the model.",
 )
 @click.option(
     "--thinking/--no-thinking",
     default=None,
     envvar="WTB_THINKING",
-    help="Which of a Qwen3 model's paper rows to show.",
+    help="Which of a Qwen3 model's paper rows to show (a run's manifest overrides it).",
 )
-def report(paths: tuple[str, ...], tables: tuple[str, ...], paper: bool, thinking: bool | None) -> None:
-    """Print the table rows of scored runs (run directories or metric.json files)."""
-    from wtb_local.reports import metric_row, paper_row, print_tables
-    from wtb_local.scoring import ScoringError, read_metric
+@click.option(
+    "--dataset",
+    default=None,
+    envvar="WTB_DATASET",
+    help="Dataset of the scored sessions (sample, release or a file); default: the one each run's "
+    "manifest records. Needed for the harness's own score files.",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    default=None,
+    type=click.Path(file_okay=False),
+    envvar="WTB_REPORT_OUT",
+    help="Write the report files into this directory.",
+)
+@click.option(
+    "--format",
+    "formats",
+    default="md,csv,json,html,png",
+    show_default=True,
+    envvar="WTB_REPORT_FORMAT",
+    help="Comma-separated formats written with --out: md, csv, json, html, png.",
+)
+def report(paths: tuple[str, ...], tables: tuple[str, ...], paper: bool, thinking: bool | None,
+           dataset: str | None, out_dir: str | None, formats: str) -> None:
+    """Print the tables of scored runs and optionally write the full report."""
+    from wtb_local.reports import diff_row, metric_row, paper_row, print_tables
+    from wtb_local.reports.build import parse_formats, run_notes, write_report
+    from wtb_local.reports.render import section_plain
+    from wtb_local.reports.runs import ReportError, load_runs
+    from wtb_local.reports.sections import build_sections
+    from wtb_local.scoring import ScoringError
 
-    metrics = []
-    for path in paths:
-        try:
-            metrics.append(read_metric(path))
-        except ScoringError as exc:
-            raise click.ClickException(str(exc)) from None
-    names = [str(metric.get("model_name", "model")) for metric in metrics]
+    try:
+        chosen = parse_formats(formats)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--format") from None
+    try:
+        runs = load_runs(paths, dataset, thinking)
+    except (ReportError, ScoringError) as exc:
+        raise click.ClickException(str(exc)) from None
+
     rows = []
     shown_paper: set[str] = set()
-    for path, name, metric in zip(paths, names, metrics, strict=True):
-        # Runs of one model (sample vs release, two parsers) share a model name: tell them apart by path.
-        rows.append(metric_row(metric, f"{name} ({path})" if names.count(name) > 1 else name))
-        known = paper_row(str(metric.get("model_name", "")), thinking) if paper else None
-        if known is not None and known.label not in shown_paper:
-            shown_paper.add(known.label)
-            rows.append(known)
+    for run in runs:
+        ours = metric_row(run.metric, run.label)
+        rows.append(ours)
+        known = (paper_row(run.model_id, run.thinking) or paper_row(run.model_name, run.thinking)) if paper \
+            else None
+        if known is not None:
+            if known.label not in shown_paper:
+                shown_paper.add(known.label)
+                rows.append(known)
+            rows.append(diff_row(ours, known))
     print_tables(rows, tuple(int(t) for t in tables) or (6, 7))
+    _warn_length_cuts(runs)
+
+    sections = build_sections(runs, paper)
+    if not tables:  # `--table 6/7` asks for those tables alone
+        for section in sections:
+            if section.key not in ("table6", "table7"):
+                click.echo("\n" + section_plain(section))
+    if out_dir is None:
+        for note in run_notes(runs, paper):
+            click.echo(f"note: {note}")
+        return
+    try:
+        written = write_report(runs, out_dir, chosen, paper, sections)
+    except OSError as exc:
+        raise click.ClickException(f"{exc.filename or out_dir}: cannot write: {exc.strerror or exc}") from None
+    for note in written.notes:
+        click.echo(f"note: {note}")
+    click.echo(f"report: {len(written.files)} file(s) in {out_dir}")
+
+
+def _warn_length_cuts(runs: list) -> None:
+    """More than 5% of a run's steps cut at the token limit: the row is the budget's as much as the model's."""
+    from wtb_local.runner.length_cuts import cuts_warning, length_cuts
+
+    for run in runs:
+        if run.result_rows is None:
+            continue
+        budget = ((run.manifest or {}).get("sampling") or {}).get("max_new_tokens")
+        warning = cuts_warning(length_cuts(run.result_rows), budget)
+        if warning:
+            click.echo(f"warning: {run.label}: {warning.removeprefix('warning: ')}", err=True)
+
+
+for _param in report.params:
+    if isinstance(_param, click.Option):
+        _param.show_envvar = True

@@ -10,11 +10,11 @@ from __future__ import annotations
 import re
 import sys
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import click
 
+from wtb_local.resources import DEFAULT_DATASET
 from wtb_local.runner.loop import SCHEDULING_MODES
 
 _BACKENDS = ("auto", "vllm", "transformers", "openai", "oracle", "scripted", "replay")
@@ -47,11 +47,13 @@ def _sessions(_ctx: click.Context, _param: click.Parameter, value: str | None) -
 @click.option("--chat-template", envvar="WTB_CHAT_TEMPLATE",
               help="Chat template override: a name from chat_templates/ or a path.")
 @click.option("--thinking/--no-thinking", default=None, envvar="WTB_THINKING",
-              help="Thinking mode, mapped to the family's template kwarg (default: the template's default).")
+              help="Ask for thinking on/off via the family's template kwarg (default: the template's default); "
+                   "the effective mode is read from the rendered prompt and recorded in the manifest.")
 @click.option("--template-kwarg", "template_kwarg", multiple=True, envvar="WTB_TEMPLATE_KWARG",
               help="Extra chat-template kwarg k=v (v parsed as JSON when it parses); repeatable.")
-@click.option("--dataset", default="release", show_default=True, envvar="WTB_DATASET",
-              help="A path, `sample` (embedded) or `release` (fetched into the cache on first use).")
+@click.option("--dataset", default=DEFAULT_DATASET, show_default=True, envvar="WTB_DATASET",
+              help="A path, `sample` (embedded) or `release` (fetched into the cache on first use; "
+                   "never replaced by the sample).")
 @click.option("--script", envvar="WTB_SCRIPT",
               help="Script file for the scripted backend (script.jsonl format).")
 @click.option("--replay", envvar="WTB_REPLAY",
@@ -71,8 +73,9 @@ def _sessions(_ctx: click.Context, _param: click.Parameter, value: str | None) -
               help="Sampling temperature (default: the model's generation_config, the paper's protocol).")
 @click.option("--top-p", type=click.FloatRange(min=0.0, max=1.0, min_open=True), envvar="WTB_TOP_P",
               help="Top-p (default: the model's generation_config).")
-@click.option("--max-new-tokens", type=click.IntRange(min=1), default=512, show_default=True,
-              envvar="WTB_MAX_NEW_TOKENS", help="Tokens generated per step at most (paper: 512).")
+@click.option("--max-new-tokens", type=click.IntRange(min=1), envvar="WTB_MAX_NEW_TOKENS",
+              help="Tokens generated per step at most [default: 512 (the paper's) when the prompt turns "
+                   "thinking off, 8192 when it turns thinking on].")
 @click.option("--seed", type=int, default=0, show_default=True, envvar="WTB_SEED",
               help="Run seed; per-request seeds are derived from it with sha256.")
 @click.option("--revision", envvar="WTB_REVISION", help="Model revision (branch, tag or commit).")
@@ -124,7 +127,6 @@ def run(**options: Any) -> None:
         raise click.ClickException(f"{where}{exc.strerror or exc}") from None
 
     from wtb_local.reports import metric_row, paper_row, print_tables
-    from wtb_local.resources import sample_dataset_path
 
     paths = outcome.paths
     click.echo(f"result:   {paths.result_file}")
@@ -144,20 +146,28 @@ def run(**options: Any) -> None:
         more = f", {len(failed) - 3} other reason(s)" if len(failed) > 3 else ""
         click.echo(f"warning: {sum(failed.values())} request(s) failed and were scored as step errors: "
                    f"{reasons}{more}", err=True)
+    from wtb_local.runner.length_cuts import cuts_line, cuts_warning
+    from wtb_local.runner.thinking import recorded_thinking
+
     run_settings = outcome.settings
+    cuts = (outcome.manifest.get("summary") or {}).get("length_cuts")
+    if cuts and cuts.get("steps"):
+        click.echo(f"steps cut at the token limit: {cuts_line(cuts)} "
+                   f"(max_new_tokens {run_settings.sampling.max_new_tokens})")
+        warning = cuts_warning(cuts, run_settings.sampling.max_new_tokens)
+        if warning:
+            click.echo(warning, err=True)
     rows = [metric_row(outcome.metric, run_settings.model_name)]
-    paper = paper_row(run_settings.model or run_settings.model_name, run_settings.thinking)
+    # The paper's row follows the thinking mode the prompts had, not the flag (Qwen3 thinks by default).
+    thinking = recorded_thinking(outcome.manifest)
+    paper = paper_row(run_settings.model or run_settings.model_name,
+                      thinking if thinking is not None else run_settings.thinking)
     print_tables(rows + ([paper] if paper else []), stream=sys.stdout)
     sessions = outcome.metric.get("total_info", {}).get("session", {}).get("total_count", 0)
     if paper and sessions != RELEASE_SESSIONS:
         # The paper's row is over the whole release; a partial or sample run is not comparable with it.
-        # `release` falls back to the embedded sample when it cannot be fetched: say which file was read.
-        dataset = run_settings.dataset
-        used = (outcome.manifest.get("dataset") or {}).get("path")
-        if dataset == "release" and used and Path(used) == sample_dataset_path():
-            dataset = "the embedded sample: the release was unavailable"
         click.echo(f"note: {sessions} of the release's {RELEASE_SESSIONS} sessions were scored "
-                   f"(dataset: {dataset}); the paper's row is over all {RELEASE_SESSIONS}.")
+                   f"(dataset: {run_settings.dataset}); the paper's row is over all {RELEASE_SESSIONS}.")
 
 
 RELEASE_SESSIONS = 256

@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import click
 
+from wtb_local.resources import DEFAULT_DATASET
+
 
 @click.command(name="score")
 @click.argument("result_file", type=click.Path(dir_okay=False))
 @click.option(
     "--dataset",
     "dataset",
-    default="sample",
+    default=DEFAULT_DATASET,
     show_default=True,
     envvar="WTB_DATASET",
-    help="Dataset the results belong to: a path, `sample` or `release`.",
+    help="Dataset the results belong to: a path, `sample` or `release` (the same default as `run`).",
 )
 @click.option(
     "--out",
@@ -39,7 +41,8 @@ import click
     "--thinking/--no-thinking",
     default=None,
     envvar="WTB_THINKING",
-    help="Which of a Qwen3 model's paper rows to show next to ours.",
+    help="Which of a Qwen3 model's paper rows to show next to ours [default: the thinking mode the run's "
+    "manifest records].",
 )
 def score(
     result_file: str, dataset: str, out_dir: str, model_name: str | None, thinking: bool | None
@@ -60,7 +63,7 @@ def score(
             out_dir, scored.model_name, scored.score_rows, scored.metric, nested=False
         )
     except (DatasetError, ScoringError) as exc:
-        hint = " (pass --dataset release or the dataset file)" if "is not in the dataset" in str(exc) else ""
+        hint = " (pass --dataset sample or the dataset file the run used)" if "is not in the dataset" in str(exc) else ""
         raise click.ClickException(f"{exc}{hint}") from None
     except OSError as exc:
         raise click.ClickException(
@@ -73,6 +76,11 @@ def score(
         click.echo(f"note: {len(scored.score_rows)} of {len(sessions)} sessions in {result_file}", err=True)
     click.echo(f"score:  {score_path}")
     click.echo(f"metric: {metric_path}")
+    if thinking is None:
+        from wtb_local.runner.manifest import manifest_near
+        from wtb_local.runner.thinking import recorded_thinking
+
+        thinking = recorded_thinking(manifest_near(result_file))
     print_tables(report_rows(scored.metric, scored.model_name, thinking))
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from wtb_local.dataset.errors import DatasetError
 from wtb_local.dataset.loader import (
     DATASET_NAMES,
+    DEFAULT_DATASET,
     RELEASE_NAME,
     SAMPLE_NAME,
     dataset_sha256,
@@ -19,6 +20,7 @@ from wtb_local.dataset.loader import (
 
 __all__ = [
     "DATASET_NAMES",
+    "DEFAULT_DATASET",
     "RELEASE_NAME",
     "SAMPLE_NAME",
     "DatasetError",

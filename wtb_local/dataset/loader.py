@@ -9,6 +9,7 @@ from pathlib import Path
 from wtb_local.dataset.errors import DatasetError
 from wtb_local.dataset.validate import validate_line
 from wtb_local.jsonl import json_lines
+from wtb_local.resources import DEFAULT_DATASET  # noqa: F401 - re-exported: the commands' one default
 from wtb_local.schema import Session
 
 SAMPLE_NAME = "sample"
@@ -45,12 +46,14 @@ def read_dataset(path: str | Path) -> tuple[list[Session], list[str]]:
 def resolve_dataset(path_or_name: str | Path | None, *, quiet: bool = False) -> Path:
     """The file behind a dataset argument: `"sample"`, `"release"`/None, or a path.
 
-    The release is fetched into the user cache when absent; when that is impossible (offline, no network)
-    the embedded sample is used instead, with a warning on stderr."""
+    The release is fetched into the user cache when absent. When that is impossible (offline, no network,
+    a hash mismatch) a `DatasetError` says how to fetch it or to pass `sample`: the 8-session sample is
+    never read in its place (a run would print a sample score under the release's name). `quiet` is kept
+    for callers that pass it; nothing is printed here."""
     from wtb_local.resources import sample_dataset_path
 
     if path_or_name is None or (isinstance(path_or_name, str) and path_or_name == RELEASE_NAME):
-        return _release_or_sample(quiet=quiet)
+        return _release()
     if isinstance(path_or_name, str) and path_or_name == SAMPLE_NAME:
         return sample_dataset_path()
     path = Path(path_or_name)
@@ -60,9 +63,8 @@ def resolve_dataset(path_or_name: str | Path | None, *, quiet: bool = False) -> 
     return path
 
 
-def _release_or_sample(*, quiet: bool) -> Path:
+def _release() -> Path:
     from wtb_local.dataset.fetch import FetchError, fetch_release, release_path
-    from wtb_local.resources import sample_dataset_path
 
     path = release_path()
     if path.is_file():
@@ -70,18 +72,16 @@ def _release_or_sample(*, quiet: bool) -> Path:
     try:
         return fetch_release()
     except FetchError as exc:
-        if not quiet:
-            print(
-                f"warning: release dataset unavailable, using the embedded sample {sample_dataset_path()} "
-                f"instead: {exc}",
-                file=sys.stderr,
-            )
-        return sample_dataset_path()
+        raise DatasetError(
+            str(path), f"the release dataset is not cached and could not be fetched ({exc}) Fetch it with "
+            "`python -m wtb_local data fetch` on a machine with internet access (WTB_CACHE_DIR chooses the "
+            "cache), or pass `--dataset sample` to run the embedded 8-session sample") from None
 
 
 def load_dataset(path_or_name: str | Path | None = RELEASE_NAME, *, quiet: bool = False) -> list[Session]:
     """Load and validate a dataset: a path, `"sample"` (the embedded sample) or `"release"`/None (the
-    release file in the user cache, see `wtb_local.dataset.fetch`). Warnings go to stderr unless `quiet`.
+    release file in the user cache, fetched when absent, see `wtb_local.dataset.fetch`; never replaced by
+    the sample). Warnings go to stderr unless `quiet`.
     Raises `DatasetError` (a `ValueError`) with a one-line message naming file, line, session and field."""
     sessions, warnings = read_dataset(resolve_dataset(path_or_name, quiet=quiet))
     if not quiet:

@@ -13,10 +13,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from wtb_local.evaluator.conversation import GoldNode, gold_nodes, session_prefixes
-from wtb_local.evaluator.ids import make_call_id
 from wtb_local.evaluator.paths import Step, TaskGraph
 from wtb_local.evaluator.tools import convert_tools
-from wtb_local.schema import ASK_ACTION, PREPARE_ACTION, PSEUDO_ACTIONS, Session
+from wtb_local.schema import ASK_ACTION, PREPARE_ACTION, Session
 
 ERROR_EMPTY = "tool_calls and content are None or empty"
 ERROR_NO_CANDIDATE = "action name not in candidate_answer_function_list"
@@ -238,55 +237,32 @@ class Episode:
     # --- oracle and results -----------------------------------------------------------------------------
 
     def gold_path(self) -> tuple[Step, ...]:
-        """The first shortest path agreeing with every accepted step (ask steps included here, so the
-        oracle keeps to one path); falls back to tool steps only, then to the first optimal path."""
-        path = self.graph.shortest_path({**self._accepted, **self._asked})
-        if path is None:
-            path = self.graph.shortest_path(self._accepted)
-        return path if path is not None else self.graph.first_optimal_path
+        """The oracle's path (kept for callers of the Episode API): see `wtb_local.backends.gold_replies`."""
+        from wtb_local.backends.gold_replies import gold_path
+
+        return gold_path(self)
 
     def gold_reply(self) -> dict[str, Any]:
-        """The reply an oracle gives now: the next gold step as tool calls (node-position order,
-        deterministic ids) or, where a pseudo-action alone is due, its observation as text.
+        """The oracle's reply now (kept for callers of the Episode API): see
+        `wtb_local.backends.gold_replies`, which plans it; the evaluator only judges."""
+        from wtb_local.backends.gold_replies import gold_reply
 
-        The loop compares names only and takes the first matching candidate, so the step is chosen
-        among those the loop will actually take, to finish in the fewest steps (normally simply the
-        next step of `gold_path()`).
-        """
-        planned = _Planner(self.graph, self.nodes).best(self.step, self._accepted, self._asked)
-        if planned is not None:
-            kind, step = planned[1]
-        else:
-            path = self.gold_path()
-            if self.step >= len(path):
-                return {"content": "", "reasoning_content": None, "tool_calls": None}
-            step = path[self.step]
-            kind = "text" if len(step) == 1 and self.nodes[step[0]].name in PSEUDO_ACTIONS else "tool"
-        if kind == "text":
-            names = [self.nodes[i].name for i in step]
-            pseudo = ASK_ACTION if ASK_ACTION in names else PREPARE_ACTION
-            text = self.nodes[step[names.index(pseudo)]].observation
-            if not isinstance(text, str):
-                text = json.dumps(text, ensure_ascii=False)
-            return {"content": text, "reasoning_content": None, "tool_calls": None}
-        # A pseudo-action sharing a step with calls can only be matched as a call (names are compared).
-        calls = []
-        for k, position in enumerate(sorted(step)):
-            node = self.nodes[position]
-            call_id = make_call_id(f"{self.session_id}/{self.task_idx}/{self.step}/{k}", self.id_style)
-            calls.append(
-                {
-                    "id": call_id,
-                    "type": "function",
-                    "function": {"name": node.name, "arguments": node.gold_text},
-                }
-            )
-        return {"content": None, "reasoning_content": None, "tool_calls": calls}
+        return gold_reply(self)
 
     @property
     def taken_steps(self) -> dict[int, Step]:
         """The candidate matched at each accepted step (tool and ask steps), as node positions."""
         return dict(sorted({**self._accepted, **self._asked}.items()))
+
+    @property
+    def accepted_steps(self) -> dict[int, Step]:
+        """Tool steps taken so far (they narrow the paths), by step."""
+        return dict(self._accepted)
+
+    @property
+    def asked_steps(self) -> dict[int, Step]:
+        """Text steps taken as an ask (they do not narrow the paths, spec §4), by step."""
+        return dict(self._asked)
 
     @property
     def action_name_label(self) -> str:
@@ -306,83 +282,6 @@ class Episode:
             "input_token_count": list(self._input_tokens),
             "output_token_count": list(self._output_tokens),
         }
-
-
-# Bounds the oracle's look-ahead; beyond it the shortest-path bound is trusted (never hit by real tasks).
-_PLAN_BUDGET = 2000
-
-Option = tuple[str, Step]  # ("tool" | "text", the candidate the loop takes)
-
-
-class _Planner:
-    """Which reply makes the loop (names only, first match wins, asks in text do not narrow) finish in
-    the fewest steps: a small branch-and-bound search over the loop's own states."""
-
-    def __init__(self, graph: TaskGraph, nodes: Sequence[GoldNode]) -> None:
-        self.graph = graph
-        self.names = [node.name for node in nodes]
-        self.budget = _PLAN_BUDGET
-
-    def _options(self, step: int, accepted: dict[int, Step]) -> list[Option]:
-        """Per distinct name list the first candidate (a tool reply takes it); the first candidate with
-        a pseudo-action (a text reply takes it)."""
-        options: list[Option] = []
-        seen: set[tuple[str, ...]] = set()
-        text: Option | None = None
-        for candidate in self.graph.candidates(step, accepted):
-            key = tuple(self.names[i] for i in candidate)  # candidates are already in name order
-            if key not in seen:
-                seen.add(key)
-                options.append(("tool", candidate))
-            if text is None and any(self.names[i] in PSEUDO_ACTIONS for i in candidate):
-                text = ("text", candidate)
-        if text is not None:
-            options.append(text)
-        return options
-
-    def _after(
-        self, option: Option, step: int, accepted: dict[int, Step], asked: dict[int, Step]
-    ) -> tuple[bool, dict[int, Step], dict[int, Step]]:
-        kind, candidate = option
-        names = {self.names[i] for i in candidate}
-        if kind == "text":
-            if ASK_ACTION in names:
-                return False, accepted, {**asked, step: candidate}
-            return True, accepted, asked
-        return PREPARE_ACTION in names, {**accepted, step: candidate}, asked
-
-    def best(self, step: int, accepted: dict[int, Step], asked: dict[int, Step]) -> tuple[int, Option] | None:
-        """(steps to the end, the option to take now), or None when the loop cannot finish correctly."""
-        if step >= len(self.names):
-            return None
-        path = self.graph.shortest_path({**accepted, **asked})
-        if path is None or len(path) <= step:
-            return None
-        options = self._options(step, accepted)
-        wanted = path[step]
-        wanted_kind = "text" if len(wanted) == 1 and self.names[wanted[0]] in PSEUDO_ACTIONS else "tool"
-        preferred = [o for o in options if o[0] == wanted_kind and set(o[1]) == set(wanted)]
-        ordered = preferred + [o for o in options if o not in preferred]
-        best: tuple[int, Option] | None = None
-        for option in ordered:
-            ends, next_accepted, next_asked = self._after(option, step, accepted, asked)
-            if ends:
-                length: int | None = step + 1
-            else:
-                bound = self.graph.best_length({**next_accepted, **next_asked})
-                if bound is None or (best is not None and bound >= best[0]):
-                    continue
-                if self.budget <= 0:
-                    length = bound
-                else:
-                    self.budget -= 1
-                    sub = self.best(step + 1, next_accepted, next_asked)
-                    length = None if sub is None else sub[0]
-            if length is not None and (best is None or length < best[0]):
-                best = (length, option)
-                if length <= len(path):
-                    break  # nothing agreeing with the steps so far is shorter
-        return best
 
 
 def session_episodes(session: Session, *, id_style: str = "openai") -> list[Episode]:

@@ -16,6 +16,7 @@ import traceback
 from functools import cache
 from typing import Any
 
+from wtb_local.model_ids import normalize_model_id
 from wtb_local.parsers.base import ToolParser
 from wtb_local.schema import ParseResult
 
@@ -68,11 +69,6 @@ def parser_class(name: str) -> type[ToolParser]:
 def get_parser(name: str, **options: Any) -> ToolParser:
     """An instance of the named parser (`options` are parser-specific, e.g. `thinking=True`)."""
     return parser_class(name)(**options)
-
-
-def normalize_model_id(model_id: str) -> str:
-    """Lowercased id without the `::variant` suffix our template file uses (`deepseek-ai/X::vllm`)."""
-    return model_id.split("::", 1)[0].strip().lower()
 
 
 def _best(matches: list[tuple[int, int, str]]) -> str | None:

@@ -135,9 +135,11 @@ def scan_calls(text: str, i: int) -> CallScan:
 
 
 def parse_marked_calls(text: str, marker: re.Pattern[str], finish_reason: str | None, *,
-                       close_tag: str | None = None) -> tuple[list[str], list[ParsedCall], list[str]]:
+                       close_tag: str | None = None,
+                       close_required: bool = False) -> tuple[list[str], list[ParsedCall], list[str]]:
     """(content pieces, calls, errors) of a text where each `marker` is followed by a JSON call list (or
-    one call object), optionally closed by `close_tag`. An empty list is not a call: its text stays content."""
+    one call object), optionally closed by `close_tag`; with `close_required`, calls read from a block the
+    tag never closes carry an error. An empty list is not a call: its text stays content."""
     pieces: list[str] = []
     calls: list[ParsedCall] = []
     errors: list[str] = []
@@ -162,5 +164,7 @@ def parse_marked_calls(text: str, marker: re.Pattern[str], finish_reason: str | 
             after = skip_ws(text, pos)
             if text.startswith(close_tag, after):
                 pos = after + len(close_tag)
+            elif close_required and got:
+                errors.append(f"no {close_tag} after the calls (an unterminated block); calls kept")
     pieces.append(text[pos:])
     return pieces, calls, errors

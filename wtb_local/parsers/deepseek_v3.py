@@ -90,6 +90,8 @@ def parse_deepseek(text: str, reasoning: str | None, finish_reason: str | None) 
             errors.append(f"tool call to {call.name if call else '?'} without <｜tool▁call▁end｜>")
     if closed is None and not errors and is_truncated(finish_reason):
         errors.append(TRUNCATED)
+    elif closed is None and calls and _CALLS_BEGIN.match(text, opened.start()):
+        errors.append("no <｜tool▁calls▁end｜> (an unterminated section); calls kept")
     return ParseResult(reasoning=reasoning, content=join_content(pieces), tool_calls=calls, errors=errors)
 
 

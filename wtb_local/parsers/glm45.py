@@ -31,7 +31,6 @@ from wtb_local.parsers.hermes import strip_end_tokens
 from wtb_local.schema import ParsedCall, ParseResult
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
-_END_TOKENS = ("<|user|>", "<|observation|>", "<|endoftext|>")
 _PAIR = re.compile(r"<arg_key>(.*?)</arg_key>(?:\s|\\n)*<arg_value>(.*?)</arg_value>", re.DOTALL)
 _NAME_END = re.compile(r"\\n|\n|<arg_key>|$")
 
@@ -46,7 +45,7 @@ class Glm45Parser(ToolParser):
     def parse(
         self, text: str, *, tools: list[dict[str, Any]] | None = None, finish_reason: str | None = None
     ) -> ParseResult:
-        text = strip_end_tokens(text or "", _END_TOKENS)
+        text = strip_end_tokens(text or "")
         reasoning, rest = split_reasoning(text, thinking=self.options.get("thinking"), call_markers=(OPEN,))
         schemas = tool_schemas(tools)
         content: list[str] = []
@@ -80,6 +79,8 @@ class Glm45Parser(ToolParser):
             props = props if isinstance(props, dict) else {}
             args = {key.strip(): _typed(value, props.get(key.strip())) for key, value in _PAIR.findall(body)}
             calls.append(ParsedCall(name=name, arguments=dumps_arguments(args)))
+            if end < 0:
+                errors.append(f"call {name!r}: no {CLOSE} (an unterminated block); call kept")
         return ParseResult(
             reasoning=reasoning, content=join_content(content), tool_calls=calls, errors=errors
         )

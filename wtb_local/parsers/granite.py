@@ -11,8 +11,9 @@
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar
+from typing import Any
 
+from wtb_local.end_of_turn import strip_end_of_turn
 from wtb_local.parsers._common import join_content, split_reasoning
 from wtb_local.parsers._json_calls import parse_marked_calls
 from wtb_local.parsers.base import ToolParser
@@ -24,7 +25,6 @@ MARKER = "<|tool_call|>"
 _MARKER = re.compile(r"<\|tool_call\|>|<tool_call>(?=\s*[\[{])")
 _RESPONSE_TAGS = re.compile(r"\s*</?response>\s*")
 _HEADERS = re.compile(r"^\s*Here is my thought process:(.*?)Here is my response:(.*)$", re.DOTALL)
-_END_TOKENS = ("<|end_of_text|>",)
 
 
 def _split_thoughts(text: str) -> tuple[str | None, str]:
@@ -43,7 +43,7 @@ class GraniteParser(ToolParser):
 
     def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
               finish_reason: str | None = None) -> ParseResult:
-        text = text.removesuffix(_END_TOKENS[0])
+        text = strip_end_of_turn(text)
         reasoning, rest = _split_thoughts(text)
         pieces, calls, errors = parse_marked_calls(rest, _MARKER, finish_reason, close_tag="</tool_call>")
         return ParseResult(reasoning=reasoning, content=join_content(pieces), tool_calls=calls, errors=errors)
@@ -62,4 +62,3 @@ class Granite4Parser(HermesParser):
     # Its tool prompt also carries the Hermes marker; this name is specific to the Granite 4 template.
     template_markers = ("g4_default_system_message",)
     priority = 1
-    end_tokens: ClassVar[tuple[str, ...]] = _END_TOKENS

@@ -10,6 +10,7 @@ import json
 import re
 from typing import Any, ClassVar
 
+from wtb_local.end_of_turn import END_OF_TURN, strip_end_of_turn
 from wtb_local.parsers._common import (
     TRUNCATED,
     call_from_json_object,
@@ -24,19 +25,8 @@ from wtb_local.schema import ParsedCall, ParseResult
 
 _NAME = re.compile(r'"name"\s*:\s*"((?:[^"\\]|\\.)*)"')
 _ARGS_KEY = re.compile(r'"(?:arguments|parameters)"\s*:\s*')
-_END_TOKENS = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>")
-
-
-def strip_end_tokens(text: str, tokens: tuple[str, ...] = _END_TOKENS) -> str:
-    """Drop end-of-turn tokens a backend left at the end of the completion."""
-    changed = True
-    while changed:
-        changed = False
-        stripped = text.rstrip()
-        for tok in tokens:
-            if stripped.endswith(tok):
-                text, changed = stripped[: -len(tok)], True
-    return text
+# Drops end-of-turn tokens a backend left at the end of the completion (the one shared table).
+strip_end_tokens = strip_end_of_turn
 
 
 def recover_call(body: str) -> ParsedCall | None:
@@ -96,7 +86,7 @@ class HermesParser(ToolParser):
     close_tag: ClassVar[str] = "</tool_call>"
     think_open: ClassVar[str] = "<think>"
     think_close: ClassVar[str] = "</think>"
-    end_tokens: ClassVar[tuple[str, ...]] = _END_TOKENS
+    end_tokens: ClassVar[tuple[str, ...]] = END_OF_TURN
 
     def parse(
         self, text: str, *, tools: list[dict[str, Any]] | None = None, finish_reason: str | None = None
@@ -126,9 +116,12 @@ class HermesParser(ToolParser):
             closed = end >= 0
             body = rest[body_start:end] if closed else rest[body_start:]
             pos = end + len(self.close_tag) if closed else len(rest)
+            unclosed = f"tool call block {block}: no {self.close_tag} (an unterminated block); call kept"
             found = json_block_calls(body)
             if found is not None:
                 calls += found
+                if found and not closed:
+                    errors.append(unclosed)
                 continue
             if not closed and is_truncated(finish_reason):
                 errors.append(f"{TRUNCATED}: block {block} cut off at the token limit")
@@ -139,6 +132,8 @@ class HermesParser(ToolParser):
                 errors.append(
                     f"tool call block {block}: the call object is not valid JSON; arguments kept as raw text"
                 )
+                if not closed:
+                    errors.append(unclosed)
             else:
                 errors.append(f"tool call block {block}: not a JSON call object")
                 content.append(rest[start:pos])

@@ -34,7 +34,8 @@ class HunyuanParser(ToolParser):
         reasoning, rest = split_reasoning(text, thinking=self.options.get("thinking"),
                                           call_markers=(OPEN, "<answer>"))
         rest = _REPLY_PREFIX.sub("", _ANSWER_TAGS.sub("\n", rest))
-        pieces, calls, errors = parse_marked_calls(rest, _MARKER, finish_reason, close_tag=CLOSE)
+        pieces, calls, errors = parse_marked_calls(rest, _MARKER, finish_reason, close_tag=CLOSE,
+                                                   close_required=True)
         return ParseResult(reasoning=reasoning, content=join_content(pieces), tool_calls=calls, errors=errors)
 
     def format(self, content: str | None, tool_calls: list[ParsedCall],

@@ -31,7 +31,6 @@ CALL_BEGIN, ARG_BEGIN, CALL_END = "<|tool_call_begin|>", "<|tool_call_argument_b
 _SECTION_BEGIN = re.compile(r"<\|tool_calls?_section_begin\|>")
 _SECTION_END = re.compile(r"<\|tool_calls?_section_end\|>")
 _ID = re.compile(r"\s*(?:functions\.)?([\w.\-]+?):(\d+)\s*")
-_END_TOKENS = ("<|im_end|>",)
 
 
 class KimiK2Parser(ToolParser):
@@ -44,7 +43,7 @@ class KimiK2Parser(ToolParser):
     def parse(
         self, text: str, *, tools: list[dict[str, Any]] | None = None, finish_reason: str | None = None
     ) -> ParseResult:
-        text = strip_end_tokens(text or "", _END_TOKENS)
+        text = strip_end_tokens(text or "")
         reasoning, rest = split_reasoning(
             text, thinking=self.options.get("thinking"), call_markers=("<|tool_call",)
         )
@@ -64,7 +63,10 @@ class KimiK2Parser(ToolParser):
             end = _SECTION_END.search(rest, begin.end())
             section = rest[begin.end() : end.start() if end else len(rest)]
             pos = end.end() if end else len(rest)
+            before = len(calls)
             self._parse_section(section, truncated=is_truncated(finish_reason), calls=calls, errors=errors)
+            if end is None and len(calls) > before:
+                errors.append("no <|tool_calls_section_end|> (an unterminated section); calls kept")
         return ParseResult(
             reasoning=reasoning, content=join_content(content), tool_calls=calls, errors=errors
         )
@@ -89,6 +91,8 @@ class KimiK2Parser(ToolParser):
                     f"call {n} ({match.group(1)}): arguments are not a JSON object; kept as raw text"
                 )
             calls.append(ParsedCall(id=call_id, name=match.group(1), arguments=raw))
+            if not finished:
+                errors.append(f"call {n} ({match.group(1)}): no <|tool_call_end|> (an unterminated call); call kept")
 
     def format(self, content: str | None, tool_calls: list[ParsedCall], reasoning: str | None = None) -> str:
         if not tool_calls:

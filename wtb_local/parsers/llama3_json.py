@@ -15,7 +15,6 @@ from wtb_local.parsers.hermes import json_block_calls, recover_call, strip_end_t
 from wtb_local.schema import ParsedCall, ParseResult
 
 PYTHON_TAG = "<|python_tag|>"
-_END_TOKENS = ("<|eot_id|>", "<|eom_id|>", "<|end_of_text|>")
 # Where a call object starts: `{"name":` (also inside a list `[{"name":`).
 _CALL_START = re.compile(r'\[?\s*\{\s*"name"\s*:')
 _SEPARATORS = " \t\r\n;,"
@@ -31,7 +30,7 @@ class Llama3JsonParser(ToolParser):
     def parse(
         self, text: str, *, tools: list[dict[str, Any]] | None = None, finish_reason: str | None = None
     ) -> ParseResult:
-        text = strip_end_tokens(text or "", _END_TOKENS)
+        text = strip_end_tokens(text or "")
         content: list[str] = []
         calls: list[ParsedCall] = []
         errors: list[str] = []

@@ -25,7 +25,6 @@ from wtb_local.parsers.base import ToolParser
 from wtb_local.parsers.hermes import strip_end_tokens
 from wtb_local.schema import ParsedCall, ParseResult
 
-_END_TOKENS = ("<|eot_id|>", "<|eom_id|>", "<|eot|>", "<end_of_turn>", "<|end_of_text|>")
 _WRAPPERS = ("<|python_start|>", "<|python_end|>", "<|python_tag|>")
 # `[name(` (dotted names allowed): the start of a call list, as opposed to a bracket in prose.
 _LIST_START = re.compile(r"\[\s*([A-Za-z_][\w.]*)\s*\(")
@@ -47,7 +46,7 @@ class PythonicParser(ToolParser):
     def parse(
         self, text: str, *, tools: list[dict[str, Any]] | None = None, finish_reason: str | None = None
     ) -> ParseResult:
-        text = strip_end_tokens(text or "", _END_TOKENS)
+        text = strip_end_tokens(text or "")
         content: list[str] = []
         calls: list[ParsedCall] = []
         errors: list[str] = []

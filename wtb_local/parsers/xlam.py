@@ -23,7 +23,6 @@ from wtb_local.parsers.base import ToolParser
 from wtb_local.parsers.hermes import json_block_calls, recover_call, strip_end_tokens
 from wtb_local.schema import ParsedCall, ParseResult
 
-_END_TOKENS = ("<|eot_id|>", "<|eom_id|>", "<|im_end|>", "<|endoftext|>", "<|end_of_text|>")
 _CALL_START = re.compile(r'(?:\[\s*)?\{\s*"name"\s*:')
 _BEFORE = re.compile(r"(?:```(?:json)?|\[TOOL_CALLS\]|<tool_call>)\s*$")
 _AFTER = re.compile(r"\s*(?:```|</tool_call>)")
@@ -41,7 +40,7 @@ class XlamParser(ToolParser):
     def parse(
         self, text: str, *, tools: list[dict[str, Any]] | None = None, finish_reason: str | None = None
     ) -> ParseResult:
-        text = strip_end_tokens(text or "", _END_TOKENS)
+        text = strip_end_tokens(text or "")
         reasoning, text = split_reasoning(text, thinking=False)
         content: list[str] = []
         calls: list[ParsedCall] = []

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from wtb_local.rendering.templates import normalize_model_id
+from wtb_local.model_ids import normalize_model_id
 
 # (model-id regex, kwarg) for templates that do not reveal their switch.
 _FAMILY_SWITCHES: tuple[tuple[str, str], ...] = (

@@ -14,18 +14,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from wtb_local.end_of_turn import END_OF_TURN, strip_end_of_turn
 from wtb_local.rendering.adapt import adapt_messages
 from wtb_local.rendering.kwargs import thinking_kwargs
 from wtb_local.rendering.probe import PROBE_TOOLS, RENDER_ERRORS, TemplateChoice, choose_template
 from wtb_local.rendering.segment_tokens import SegmentEncoder
 from wtb_local.rendering.templates import TemplateError, resolve_template
-
-# End-of-turn markers a completion stops at (engines drop them from the text: tool-call-formats.md §2.1).
-END_OF_TURN = (
-    "<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<｜end▁of▁sentence｜>", "<|end|>", "<|return|>", "<|call|>",
-    "<|end_of_text|>", "<|endoftext|>", "</s>", "<end_of_turn>", "<|im_end_of_turn|>",
-    "<|eos|>", "<|observation|>", "<|user|>", "<seed:eos>", "[e~[",
-)
 
 
 class RenderedPrompt(BaseModel):
@@ -153,13 +147,4 @@ class PromptRenderer:
         return sorted(markers, key=len, reverse=True)
 
     def _strip_end(self, text: str) -> str:
-        markers = self._end_markers()
-        changed = True
-        while changed:
-            changed = False
-            stripped = text.rstrip()
-            for marker in markers:
-                if stripped.endswith(marker):
-                    text, changed = stripped[: -len(marker)], True
-                    break
-        return text.rstrip()
+        return strip_end_of_turn(text, self._end_markers()).rstrip()

@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from wtb_local.model_ids import normalize_model_id
+
 _MODELS_LINE = re.compile(r"^\s*models:\s*(?P<patterns>.+?)\s*$", re.MULTILINE)
 _LEADING_COMMENT = re.compile(r"\A\s*\{#(?P<body>.*?)#\}", re.DOTALL)
 
@@ -33,11 +35,6 @@ class OverrideTemplate:
 
     def text(self) -> str:
         return self.path.read_text(encoding="utf-8")
-
-
-def normalize_model_id(model_id: str) -> str:
-    """Lowercased id without the `::variant` suffix our template collection uses."""
-    return model_id.split("::", 1)[0].strip().lower()
 
 
 def chat_templates_dir() -> Path:

@@ -2,6 +2,8 @@
 
 - `report_rows(metric, label=None, thinking=None)`, `print_tables(rows)`, `format_plain(rows, table)`
 - `paper_name(model_id, thinking=None)`, `paper_rows(table)`: the paper's names and printed values
+- the full report (runs.py -> sections.py -> render.py / plots.py / html.py) is driven by
+  `wtb_local.reports.build.write_report`; imported lazily by the `report` command
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 from wtb_local.reports.paper import paper_name, paper_rows
 from wtb_local.reports.table import (
     ReportRow,
+    diff_row,
     format_plain,
     metric_row,
     metric_values,
@@ -19,6 +22,7 @@ from wtb_local.reports.table import (
 
 __all__ = [
     "ReportRow",
+    "diff_row",
     "format_plain",
     "metric_row",
     "metric_values",

@@ -1,4 +1,4 @@
-"""The paper's Table 6 and Table 7 rows (shipped CSVs, values as printed) and the map from Hugging Face
+"""The paper's Table 6, 7 and 8 rows (shipped CSVs, values as printed) and the map from Hugging Face
 model ids to the paper's model names.
 
 The paper's names are its own: `Llama-3.3-1B/3B/8B-Instruct` are Llama 3.2 1B/3B and Llama 3.1 8B (Meta
@@ -62,9 +62,9 @@ _QWEN25 = re.compile(r"qwen2\.5-(0\.5b|1\.5b|3b|7b|14b|32b|72b)-instruct")
 
 @cache
 def paper_rows(table: int) -> dict[str, dict[str, str]]:
-    """Paper name -> {column: printed value} for Table 6 or Table 7 (plus `group`)."""
-    if table not in (6, 7):
-        raise ValueError(f"the paper's tables shipped here are 6 and 7, not {table}")
+    """Paper name -> {column: printed value} for Table 6, 7 or 8 (plus `group`)."""
+    if table not in (6, 7, 8):
+        raise ValueError(f"the paper's tables shipped here are 6, 7 and 8, not {table}")
     path = _HERE / f"paper_table{table}.csv"
     with path.open(encoding="utf-8", newline="") as handle:
         return {
@@ -78,7 +78,7 @@ def paper_name(model: str, thinking: bool | None = None) -> str | None:
     `thinking` picks between a Qwen3 model's two rows; None means the non-thinking row unless the name
     itself says `-Thinking`.
     """
-    known = {name.lower(): name for name in (*paper_rows(6), *paper_rows(7))}
+    known = {name.lower(): name for name in (*paper_rows(6), *paper_rows(7), *paper_rows(8))}
     base = model.strip().replace("_", "/").rsplit("/", 1)[-1].lower()
     qwen3 = _QWEN3.fullmatch(base)
     if qwen3:

@@ -64,8 +64,17 @@ def metric_values(metric: dict[str, Any], table: int) -> dict[str, float]:
     return values
 
 
-def _cell(value: float) -> str:
-    return "-" if math.isnan(value) else f"{value:.2f}"
+def _cell(value: float, signed: bool = False) -> str:
+    if math.isnan(value):
+        return "-"
+    return f"{value:+.2f}" if signed else f"{value:.2f}"
+
+
+def diff_row(ours: ReportRow, paper: ReportRow) -> ReportRow:
+    """Ours minus the paper's, per table both rows have; labelled `diff: <our label>`."""
+    values = {table: {c: ours.values[table][c] - paper.values[table][c] for c in COLUMNS[table]}
+              for table in ours.values if table in paper.values}
+    return ReportRow(f"diff: {ours.label}", values)
 
 
 def metric_row(metric: dict[str, Any], label: str | None = None) -> ReportRow:
@@ -99,7 +108,8 @@ def format_plain(rows: Sequence[ReportRow], table: int) -> str:
     """Aligned plain text of the rows that have values for `table`."""
     present = [row for row in rows if table in row.values]
     headers = ("model", *HEADERS[table])
-    lines = [[row.label, *(_cell(row.values[table][c]) for c in COLUMNS[table])] for row in present]
+    lines = [[row.label, *(_cell(row.values[table][c], row.label.startswith("diff: ")) for c in COLUMNS[table])]
+             for row in present]
     widths = [max(len(cells[i]) for cells in [list(headers), *lines]) for i in range(len(headers))]
 
     def join(cells: Sequence[str]) -> str:
@@ -142,5 +152,7 @@ def print_tables(
         for row in rows:
             if table in row.values:
                 style = "dim" if row.label.startswith("paper: ") else None
-                grid.add_row(row.label, *(_cell(row.values[table][c]) for c in COLUMNS[table]), style=style)
+                signed = row.label.startswith("diff: ")
+                grid.add_row(row.label, *(_cell(row.values[table][c], signed) for c in COLUMNS[table]),
+                             style=style)
         console.print(grid)

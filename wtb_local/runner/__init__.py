@@ -54,8 +54,10 @@ def settings_from_options(options: dict[str, Any]) -> RunSettings:
     except ValueError as exc:  # the message usually names its option already
         message = str(exc)
         raise RunError(message if message.startswith("--") else f"--template-kwarg: {message}") from None
+    by_mode = opts.get("max_new_tokens") is None  # set once the thinking mode is known (prepare_run)
     sampling = SamplingConfig(temperature=opts.get("temperature"), top_p=opts.get("top_p"),
                               max_new_tokens=opts.get("max_new_tokens") or 512, seed=opts.get("seed") or 0)
     fields = {name: opts[name] for name in RunSettings.model_fields if opts.get(name) is not None}
     fields.pop("template_kwargs", None)
-    return RunSettings(**fields, template_kwargs=template_kwargs, sampling=sampling)
+    return RunSettings(**fields, template_kwargs=template_kwargs, sampling=sampling,
+                       max_new_tokens_by_mode=by_mode)

@@ -115,20 +115,18 @@ def choose_parser(settings: RunSettings, renderer: Any) -> Any:
         raise RunError(f"--parser: {exc}") from None
 
 
-# Opening tags that a template's generation prompt may pre-fill (R1, Qwen3 thinking-2507, MiniMax-M2, ...).
-_REASONING_OPEN_TAGS = ("<think>", "<seed:think>")
-
-
 def prefills_reasoning(renderer: Any) -> bool:
-    """Whether the generation prompt ends inside an opened reasoning block. Then a completion cut at the
-    token limit before `</think>` is reasoning, not a final text answer the evaluator would accept."""
+    """Whether the generation prompt ends inside an opened reasoning block (R1, Qwen3-Thinking-2507, ...).
+    Then a completion cut at the token limit before `</think>` is reasoning, not a final text answer."""
+    from wtb_local.runner.thinking import ends_in_open_reasoning, generation_prompt
+
     if renderer is None:
         return False
     try:
-        text = renderer.render_text([{"role": "user", "content": "Hi"}], [])
+        text = generation_prompt(renderer)
     except Exception:  # noqa: BLE001 - the probe at start-up already reported template problems
         return False
-    return text.rstrip().endswith(_REASONING_OPEN_TAGS)
+    return ends_in_open_reasoning(text)
 
 
 def build_backend(settings: RunSettings, *, parser: Any, renderer: Any) -> Backend:
@@ -244,6 +242,7 @@ class PreparedRun:
     renderer: Any
     parser: Any
     renderer_note: str | None
+    thinking: Any = None  # thinking.ThinkingMode: the effective mode, decided by the prompt
 
 
 def prepare_run(settings: RunSettings, renderer: Any = None, stderr: Any = None) -> PreparedRun:
@@ -279,4 +278,26 @@ def prepare_run(settings: RunSettings, renderer: Any = None, stderr: Any = None)
     settings.tokenizer_sha256 = tokenizer_sha256(settings.model, settings.revision)
     parser = choose_parser(settings, renderer) if settings.backend != "scripted" else None
     settings.parser = getattr(parser, "name", None)
-    return PreparedRun(settings, dataset_path, sessions, selected, renderer, parser, note)
+    thinking = _thinking_mode(settings, renderer)
+    if settings.max_new_tokens_by_mode:
+        from wtb_local.runner.thinking import default_max_new_tokens
+
+        settings.sampling.max_new_tokens = default_max_new_tokens(thinking.effective)
+    return PreparedRun(settings, dataset_path, sessions, selected, renderer, parser, note, thinking)
+
+
+def _thinking_mode(settings: RunSettings, renderer: Any) -> Any:
+    """The effective thinking mode: from the generation prompt; a replay keeps the recorded run's."""
+    from wtb_local.runner.manifest import MANIFEST_NAME
+    from wtb_local.runner.thinking import ThinkingMode, effective_thinking, recorded_thinking
+
+    if settings.backend == "replay" and settings.replay and renderer is None:
+        try:
+            manifest = json.loads((Path(settings.replay).resolve().parents[2] / MANIFEST_NAME).read_text("utf-8"))
+        except (OSError, ValueError, IndexError):
+            manifest = None
+        recorded = recorded_thinking(manifest if isinstance(manifest, dict) else None)
+        if recorded is not None:
+            return ThinkingMode(effective=recorded, evidence="the replayed run's", asked=settings.thinking)
+    return effective_thinking(renderer, parser=settings.parser, model_id=settings.model or "",
+                              asked=settings.thinking)

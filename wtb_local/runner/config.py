@@ -53,7 +53,7 @@ class RunSettings(BaseModel):
     # e.g. {"thinking": true} when the generation prompt pre-fills <think>; recorded so replays parse alike
     parser_options: dict[str, Any] = Field(default_factory=dict)
     chat_template: str | None = None
-    thinking: bool | None = None
+    thinking: bool | None = None  # as asked (--thinking/--no-thinking); the effective mode is in the manifest
     template_kwargs: dict[str, Any] = Field(default_factory=dict)
     dataset: str = "release"
     script: str | None = None
@@ -64,6 +64,8 @@ class RunSettings(BaseModel):
     resume: bool = True
     overwrite: bool = False
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
+    # No --max-new-tokens given: sampling.max_new_tokens is set from the effective thinking mode (thinking.py)
+    max_new_tokens_by_mode: bool = False
     revision: str | None = None
     trust_remote_code: bool = False
     dtype: str = "auto"

@@ -24,6 +24,7 @@ from wtb_local.runner.components import PreparedRun, build_backend, prepare_run
 from wtb_local.runner.config import RunSettings, config_hash, hashed_config
 from wtb_local.runner.environment import machine, package_versions
 from wtb_local.runner.errors import RunError
+from wtb_local.runner.length_cuts import length_cuts
 from wtb_local.runner.loop import SessionRunner, resolve_scheduling
 from wtb_local.runner.manifest import read_manifest, write_manifest
 from wtb_local.runner.paths import RunPaths, run_paths
@@ -77,7 +78,9 @@ def _new_manifest(prep: PreparedRun, paths: RunPaths, config: dict[str, Any],
         "parser": settings.parser,
         "parser_options": settings.parser_options,
         "template_kwargs": settings.template_kwargs,
+        "thinking": prep.thinking.model_dump(mode="json") if prep.thinking is not None else None,
         "sampling": settings.sampling.model_dump(mode="json"),
+        "max_new_tokens_from": _budget_source(settings, prep.thinking),
         "seed": settings.seed,
         "request_seeds": "sha256(f'{seed}/{session_id}/{task_idx}/{step}')[:4] & 0x7fffffff",
         "dataset": {"source": settings.dataset, "path": str(prep.dataset_path),
@@ -88,6 +91,13 @@ def _new_manifest(prep: PreparedRun, paths: RunPaths, config: dict[str, Any],
         "machine": machine(),
         "invocations": list((previous or {}).get("invocations", [])),
     }
+
+
+def _budget_source(settings: RunSettings, thinking: Any) -> str:
+    if not settings.max_new_tokens_by_mode:
+        return "given (--max-new-tokens)"
+    mode = "on" if thinking is not None and thinking.effective else "off"
+    return f"the default with thinking {mode}"
 
 
 def _open_store(paths: RunPaths, *, resume: bool, err: Any) -> ResultStore:
@@ -179,7 +189,8 @@ async def run_job_async(settings: RunSettings, *, backend: Backend | None = None
     manifest["status"] = "complete" if complete else "incomplete"
     manifest["summary"] = {"sessions_scored": len(score_rows), "task_accuracy": metric["total_info"]["task"],
                            "session_accuracy": metric["total_info"]["session"],
-                           "throughput": invocation["throughput"]}
+                           "throughput": invocation["throughput"],
+                           "length_cuts": length_cuts(result_rows)}
     write_manifest(paths.run_dir, manifest)
     return RunOutcome(paths, settings, metric, score_rows, result_rows, manifest, skipped,
                       [s.id for s in pending])

@@ -46,3 +46,20 @@ def write_manifest(run_dir: str | Path, manifest: dict[str, Any]) -> Path:
         os.fsync(handle.fileno())
     os.replace(tmp, path)
     return path
+
+
+def manifest_near(path: str | Path) -> dict[str, Any] | None:
+    """The manifest of the run a path belongs to: a run directory, or a file in its `result/<model>/` or
+    `score/<model>/`; None when there is none or it cannot be read (reports then fall back to flags)."""
+    path = Path(path).resolve()
+    candidates = [path / MANIFEST_NAME] if path.is_dir() else []
+    if len(path.parents) >= 3:
+        candidates.append(path.parents[2] / MANIFEST_NAME)
+    for candidate in candidates:
+        try:
+            data = json.loads(candidate.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict):
+            return data
+    return None

@@ -62,7 +62,9 @@ class StepDriver:
             seed=request_seed(self.sampling.seed, episode.session_id, episode.task_idx, episode.step),
         )
         if self.backend.needs_gold:
-            request.gold_reply = episode.gold_reply()
+            from wtb_local.backends.gold_replies import gold_reply
+
+            request.gold_reply = gold_reply(episode)
         if self.backend.needs_prompt:
             try:
                 rendered = self.renderer.render(messages, tools)

@@ -6,6 +6,7 @@
 - `read_result_rows` / `write_result_rows` / `append_result_row`: result files for the runner
 - `write_score_files(out_dir, model_name, score_rows, metric, *, nested=True)`: `score/<model>/Wild-Tool-Bench_*` (or flat)
 - `read_metric(path)`: a metric file, or the one inside a run directory
+Every scored task also gets `error_category` (taxonomy.py), after the reference's fields.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from wtb_local.scoring.files import (
     write_result_rows,
     write_score_files,
 )
+from wtb_local.scoring.taxonomy import annotate_categories
 
 __all__ = [
     "METRIC_FILE_NAME",
@@ -87,6 +89,7 @@ def score_file(path: str | Path, sessions: Sequence[Session], model_name: str | 
     if all("results" in row and "result" not in row for _, row in rows):
         check_rows(rows, sessions, str(path), "results")
         score_rows = sorted((row for _, row in rows), key=lambda row: session_index(row["id"]))
+        annotate_categories(score_rows, sessions)
         return ScoredFile(score_rows, compute_metrics(score_rows, sessions, model_dir_name(name)), name, True)
     check_rows(rows, sessions, str(path), "result")
     score_rows, metric = _score(rows, sessions, name)
@@ -107,4 +110,5 @@ def _score(
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     ordered = sorted((row for _, row in rows), key=lambda row: session_index(row["id"]))
     score_rows = [score_session(row) for row in ordered]
+    annotate_categories(score_rows, sessions)
     return score_rows, compute_metrics(score_rows, sessions, model_dir_name(model_name))

@@ -1,0 +1,184 @@
+"""The error taxonomy, rule by rule and precedence by precedence (paper-harness §3.2-3.3), the paper's
+9-column merge, and the category written into score files."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from wtb_local.scoring import taxonomy as tx
+from wtb_local.scoring.taxonomy import classify_task, message_category
+
+ASK, PREP = "ask_user_for_required_parameters", "prepare_to_answer"
+TOOLS = {"f", "g", "h"}
+VECTORS = Path(__file__).parent / "fixtures" / "vectors" / "sessions"
+
+
+def _call(name: str, args: str = "{}") -> dict[str, Any]:
+    return {"id": "c", "type": "function", "function": {"name": name, "arguments": args}}
+
+
+def _step(calls: list[str] | None = None, text: str | None = None, label: str = "correct",
+          **extra: Any) -> dict[str, Any]:
+    output: dict[str, Any] = {"reasoning_content": None, "content": text,
+                              "tool_calls": [_call(n) for n in calls] if calls else None,
+                              "current_action_name_label": label, **extra}
+    return {"inference_input": {"messages": [], "tools": []}, "inference_output": output}
+
+
+def _task(*steps: dict[str, Any], name_label: str = "error", args_label: str | None = None) -> dict[str, Any]:
+    task: dict[str, Any] = {"label": "error", "action_name_label": name_label}
+    if args_label is not None:
+        task["action_arguments_label"] = args_label
+    task["inference_log"] = {"task_idx": 0, **{f"step_{i}": s for i, s in enumerate(steps)}}
+    return task
+
+
+def test_correct_task_has_no_category() -> None:
+    task = _task(_step(["f"]), _step(text="done"), name_label="correct", args_label="correct")
+    task["label"] = "correct"
+    assert classify_task(task, ["f", PREP], TOOLS) is None
+
+
+@pytest.mark.parametrize("step", [_step(text="I cannot help", label="error"), _step(text="", label="error"),
+                                  _step(text=None, label="error", error_reason="parse error: bad json")])
+def test_refusal_single_step_without_a_call(step: dict[str, Any]) -> None:
+    assert classify_task(_task(step), ["f", PREP], TOOLS) == tx.REFUSAL
+
+
+def test_refusal_beats_wrong_refusal_and_wrong_refusal_on_chat() -> None:
+    # a chat task answered by a lone text step never fails, so a one-step failure there is a call
+    assert classify_task(_task(_step(text="no", label="error")), [PREP], TOOLS) == tx.REFUSAL
+    assert classify_task(_task(_step(["f"], label="error")), [PREP], TOOLS) == tx.WRONG_REFUSAL
+    # wrong refusal comes before the walk, so even an unknown name on a chat task is a wrong refusal
+    assert classify_task(_task(_step(["nope"], label="error")), [PREP], TOOLS) == tx.WRONG_REFUSAL
+
+
+def test_wrong_name_beats_missing_info_and_redundancy() -> None:
+    task = _task(_step(["f"]), _step(["zzz"], label="error"))
+    assert classify_task(task, [ASK, "f", PREP], TOOLS) == tx.WRONG_NAME
+    # a pseudo-action called as a tool is not an offered tool either
+    assert classify_task(_task(_step(["f"]), _step([ASK], label="error")), ["f", "g", PREP], TOOLS) == \
+        tx.WRONG_NAME
+
+
+def test_missing_info_when_the_model_never_asked() -> None:
+    task = _task(_step(["f"]), _step(["g"], label="error"))
+    assert classify_task(task, [ASK, "f", PREP], TOOLS) == tx.MISSING_INFO
+
+
+def test_redundant_call_more_calls_than_gold_nodes_minus_one() -> None:
+    # [f, prepare]: f then f again = 2 calls > 1
+    assert classify_task(_task(_step(["f"]), _step(["f"], label="error")), ["f", PREP], TOOLS) == \
+        tx.REDUNDANT_CALL
+    # the final failing text turn counts as a call too (a quirk of the script, kept)
+    assert classify_task(_task(_step(["f"]), _step(text="", label="error")), ["f", PREP], TOOLS) == \
+        tx.REDUNDANT_CALL
+
+
+def test_redundant_call_only_extra_calls_of_gold_tools() -> None:
+    # gold [f, g, h, prepare] (3 allowed): f, f, g -> extra f, every name is a gold tool
+    task = _task(_step(["f", "f"], label="correct"), _step(["g"], label="error"))
+    assert classify_task(task, ["f", "g", "h", PREP], TOOLS) == tx.REDUNDANT_CALL
+
+
+def test_call_error_for_a_tool_or_a_text_turn_the_gold_lacks() -> None:
+    task = _task(_step(["f"]), _step(["h"], label="error"))
+    assert classify_task(task, ["f", "g", "g", PREP], TOOLS) == tx.CALL_ERROR
+    # a premature text answer in a sequential task: its pseudo-name is not in the gold
+    task = _task(_step(["f"]), _step(text="here you go", label="error"))
+    assert classify_task(task, ["f", "g", "h", PREP], TOOLS) == tx.CALL_ERROR
+
+
+def test_missing_info_from_the_difference_when_the_ask_is_counted_too_often() -> None:
+    # gold asks twice; the model asked once (a text step) then called f: ask left over in the gold
+    task = _task(_step(text="which?"), _step(["f"], label="error"))
+    assert classify_task(task, [ASK, ASK, "f", "g", PREP], TOOLS) == tx.MISSING_INFO
+
+
+def test_early_termination_gold_tools_in_the_wrong_grouping() -> None:
+    # gold f, g (parallel or in order) then prepare; the model called g alone first
+    task = _task(_step(["f", "g"], label="correct"), _step(["g"], label="error"))
+    assert classify_task(task, ["f", "g", "g", "h", PREP], TOOLS) == tx.EARLY_TERMINATION
+
+
+def test_run_errors_are_not_charged_to_the_model() -> None:
+    failed = _step(text="", label="error", finish_reason="error", error_reason="prompt too long: 9 > 8")
+    assert classify_task(_task(failed), ["f", PREP], TOOLS) == tx.RUN_ERROR
+    rendered = _step(text="", label="error", error_reason="render failed: TemplateError: x")
+    assert classify_task(_task(_step(["f"]), rendered), ["f", "g", PREP], TOOLS) == tx.RUN_ERROR
+    assert classify_task("Error code: 400", ["f", PREP], TOOLS) == tx.RUN_ERROR
+
+
+def _param_task(*results: list[str]) -> dict[str, Any]:
+    steps = [_step(["f"], current_action_arguments_label="error" if any(r != "correct" for r in res) else
+                   "correct", **({"current_action_arguments_check_result": res}
+                                 if any(r != "correct" for r in res) else {})) for res in results]
+    return _task(*steps, name_label="correct", args_label="error")
+
+
+@pytest.mark.parametrize(
+    ("message", "label"),
+    [
+        ("error_schema: required args missing", tx.MISSING_PARAM),
+        ("error_schema: required nested args missing", tx.MISSING_PARAM),
+        ("error_match: args keys mismatch (missing: ['a'])", tx.MISSING_PARAM),
+        ("error_match: args keys mismatch (missing: ['a'], extra: ['b'])", tx.MISSING_PARAM),
+        ("error_match: args keys mismatch (extra: ['b'])", tx.PARAM_HALLUCINATION),
+        ("error_schema: args not defined", tx.PARAM_HALLUCINATION),
+        ("error_schema: nested args not defined", tx.PARAM_HALLUCINATION),
+        ("error_schema: nested args type inconsistent", tx.PARAM_TYPE_ERROR),
+        ("error_schema: args type inconsistent", tx.PARAM_TYPE_ERROR),
+        ("error_schema: nested args value not in enum", tx.PARAM_TYPE_ERROR),
+        ("error_match: value type inconsistent at 'a'", tx.PARAM_TYPE_ERROR),
+        ("error: args invalid json format", tx.PARAM_TYPE_ERROR),
+        ("error_match: value mismatch at 'n'", tx.PARAM_VALUE_ERROR),
+        ("error_match: string similarity too low (rouge score: 0.12) at 'q'", tx.PARAM_VALUE_ERROR),
+        ("error_match: string similarity too low (edit score: 0.50) at 'q'", tx.PARAM_VALUE_ERROR),
+        ("error_match: array length mismatch at 'xs'", tx.PARAM_VALUE_ERROR),
+        ("error_match: rouge calculation failed at 'q'", tx.PARAM_VALUE_ERROR),
+        ("error: comparison failed - boom", tx.PARAM_VALUE_ERROR),
+        ("error_schema: tool not defined", tx.UNCLASSIFIED),
+    ],
+)
+def test_checker_messages(message: str, label: str) -> None:
+    assert message_category(message) == label
+    assert classify_task(_param_task([message]), ["f", PREP], TOOLS) == label
+
+
+def test_first_failing_call_of_the_first_failing_step() -> None:
+    task = _param_task(["correct"], ["correct", "error_match: value mismatch at 'a'",
+                                     "error_schema: args not defined"],
+                       ["error_schema: required args missing"])
+    assert classify_task(task, ["f", "f", "f", PREP], TOOLS) == tx.PARAM_VALUE_ERROR
+
+
+def test_paper_layout_merges_two_pairs() -> None:
+    assert tx.PAPER_COLUMNS["wrong_name_missing_info"] == (tx.WRONG_NAME, tx.MISSING_INFO)
+    assert tx.PAPER_COLUMNS["param_value_error"] == (tx.PARAM_VALUE_ERROR, tx.MISSING_PARAM)
+    counted = [label for labels in tx.PAPER_COLUMNS.values() for label in labels]
+    assert sorted(counted) == sorted(set(tx.LABELS) - {tx.RUN_ERROR, tx.UNCLASSIFIED})
+    from wtb_local.reports.paper import paper_rows
+
+    assert [c for c in paper_rows(8)["Qwen3-8B"] if c != "group"] == list(tx.PAPER_COLUMNS)
+
+
+def test_score_files_carry_the_category_after_the_reference_fields() -> None:
+    from wtb_local.schema import Session
+    from wtb_local.scoring import score_results
+
+    rows = [json.loads(line) for line in (VECTORS / "result.jsonl").read_text(encoding="utf-8").splitlines()]
+    sessions = [Session.model_validate(json.loads(line))
+                for line in (VECTORS / "dataset.jsonl").read_text(encoding="utf-8").splitlines()]
+    score_rows, _ = score_results(rows, sessions, "scripted")
+    tasks = [task for row in score_rows for task in row["results"]]
+    assert all(list(task)[-1] == "error_category" for task in tasks)
+    assert all((task["error_category"] is None) == (task["label"] == "correct") for task in tasks)
+    assert Counter(task["error_category"] for task in tasks) == Counter({
+        None: 136, "Redundant Call": 46, "Param Value Error": 26, "Call Error": 14, "Refusal": 12,
+        "Early Termination": 5, "Missing Param": 5, "Wrong Refusal": 4, "Param Hallucination": 3,
+        "Wrong Name": 3, "Param Type Error": 2})

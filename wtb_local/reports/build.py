@@ -1,0 +1,89 @@
+"""The full report: sections from loaded runs, written as Markdown, CSV, JSON, HTML and PNG files."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from wtb_local.reports.runs import Run
+from wtb_local.reports.sections import Section, build_sections
+
+FORMATS = ("md", "csv", "json", "html", "png")
+RELEASE_SESSIONS = 256
+NO_MATPLOTLIB = "png skipped: matplotlib is not installed (pip install 'wtb-local[report]')"
+
+
+@dataclass
+class Written:
+    files: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def parse_formats(text: str) -> tuple[str, ...]:
+    """`md,csv` -> ("md", "csv"); an unknown name raises ValueError with the known ones."""
+    chosen = tuple(dict.fromkeys(part.strip().lower() for part in text.split(",") if part.strip()))
+    unknown = [name for name in chosen if name not in FORMATS]
+    if unknown or not chosen:
+        raise ValueError(f"unknown format {', '.join(unknown) or '(none)'}: choose from {','.join(FORMATS)}")
+    return chosen
+
+
+def run_notes(runs: Sequence[Run], paper: bool) -> list[str]:
+    """What a reader must know before comparing: metric-only runs, partial runs next to the paper."""
+    from wtb_local.reports.paper import paper_name
+
+    notes = []
+    for run in runs:
+        if run.note:
+            notes.append(f"{run.label}: {run.note}")
+        sessions = run.metric.get("total_info", {}).get("session", {}).get("total_count", 0)
+        if paper and sessions != RELEASE_SESSIONS and (paper_name(run.model_id, run.thinking)
+                                                        or paper_name(run.model_name, run.thinking)):
+            notes.append(f"{run.label}: {sessions} of the release's {RELEASE_SESSIONS} sessions scored; the "
+                         "paper's row is over all of them")
+    return notes
+
+
+def write_report(runs: Sequence[Run], out_dir: str | Path, formats: Sequence[str], paper: bool = True,
+                 sections: Sequence[Section] | None = None) -> Written:
+    """Write the chosen formats into `out_dir`: report.md, <section>.csv, report.json, report.html,
+    plots/*.png. Without matplotlib, PNGs are skipped with a note and the HTML has no plots."""
+    from wtb_local.reports import render
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    sections = list(sections if sections is not None else build_sections(runs, paper))
+    written = Written(notes=run_notes(runs, paper))
+    plots: list[Path] = []
+    if "png" in formats or "html" in formats:
+        from wtb_local.reports import plots as plotting
+
+        if plotting.available():
+            plots = plotting.write_plots(sections, out / "plots")
+            if "png" in formats:
+                written.files += plots
+        elif "png" in formats or "html" in formats:
+            written.notes.append(NO_MATPLOTLIB)
+    if "md" in formats:
+        written.files.append(_write(out / "report.md", render.report_markdown(
+            sections, [p.name for p in plots] if "png" in formats else [], written.notes)))
+    if "csv" in formats:
+        written.files += [_write(out / f"{s.key}.csv", render.section_csv(s)) for s in sections]
+    if "json" in formats:
+        written.files.append(_write(out / "report.json", render.report_json(sections, runs)))
+    if "html" in formats:
+        from wtb_local.reports.html import report_html
+
+        written.files.append(_write(out / "report.html", report_html(sections, runs, plots, written.notes)))
+    if plots and "png" not in formats:  # drawn only to be embedded in the HTML
+        for path in plots:
+            path.unlink()
+        if (out / "plots").is_dir() and not any((out / "plots").iterdir()):
+            (out / "plots").rmdir()
+    return written
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path

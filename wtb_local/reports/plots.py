@@ -1,0 +1,159 @@
+"""PNG plots of a report (matplotlib, the `report` extra): accuracy by task type, task order, turn
+subtype and number of instruction transitions, the error distribution as stacked bars, and a multi-run
+comparison. Each run is one colour; the paper's values, where it has the model, are black markers.
+
+matplotlib is imported only here; `available()` says whether it is installed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from wtb_local.reports.sections import SUBTYPE_COLUMNS, TRANSITIONS, Section
+
+PLOT_NAMES = ("accuracy_by_task_type.png", "accuracy_by_task_order.png", "accuracy_by_subtype.png",
+              "accuracy_by_transitions.png", "error_distribution.png", "run_comparison.png")
+_DPI = 150
+
+
+def available() -> bool:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display; same pixels everywhere
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update({"font.size": 10, "axes.spines.top": False, "axes.spines.right": False,
+                         "svg.hashsalt": "wtb", "axes.titlesize": 11})
+    return plt
+
+
+def _rows(section: Section | None, kind: str) -> list[dict[str, Any]]:
+    return [row for row in (section.rows if section else []) if row.get("kind") == kind]
+
+
+def _paper_for(section: Section, label: str) -> dict[str, Any] | None:
+    """The paper row that follows a run's row in the section, if any."""
+    rows = section.rows
+    for i, row in enumerate(rows):
+        if row["label"] == label and row.get("kind") == "ours":
+            nxt = rows[i + 1] if i + 1 < len(rows) else None
+            return nxt if nxt is not None and nxt.get("kind") == "paper" else None
+    return None
+
+
+def _value(row: dict[str, Any], key: str) -> float:
+    value = row.get(key)
+    return float(value) if isinstance(value, int | float) and not math.isnan(float(value)) else math.nan
+
+
+def _grouped_bars(plt: Any, path: Path, section: Section, keys: Sequence[tuple[str, str]], title: str,
+                  paper: bool = True) -> None:
+    runs = _rows(section, "ours")
+    fig, ax = plt.subplots(figsize=(7.0, 3.8))
+    width = 0.8 / max(1, len(runs))
+    xs = range(len(keys))
+    for j, row in enumerate(runs):
+        offsets = [x - 0.4 + width * (j + 0.5) for x in xs]
+        values = [_value(row, key) for key, _ in keys]
+        ax.bar(offsets, [0 if math.isnan(v) else v for v in values], width * 0.95, label=row["label"])
+        known = _paper_for(section, row["label"]) if paper else None
+        if known is not None:
+            ax.scatter(offsets, [_value(known, key) for key, _ in keys], marker="_", s=180, color="black",
+                       zorder=3, label="paper" if j == 0 else None)
+    ax.set_xticks(list(xs), [header for _, header in keys])
+    _finish(plt, fig, ax, path, title)
+
+
+def _finish(plt: Any, fig: Any, ax: Any, path: Path, title: str) -> None:
+    """Shared axis, legend below the plot (never over the bars), tight PNG."""
+    ax.set_ylabel("accuracy (%)")
+    ax.set_ylim(0, 100)
+    ax.set_title(title)
+    handles, _ = ax.get_legend_handles_labels()
+    ax.legend(fontsize=8, frameon=False, loc="upper center",
+              bbox_to_anchor=(0.5, -0.2 if ax.get_xlabel() else -0.1),
+              ncol=min(3, max(1, len(handles))))
+    fig.tight_layout()
+    fig.savefig(path, dpi=_DPI, bbox_inches="tight")
+    plt.close(fig)
+
+
+def _lines(plt: Any, path: Path, section: Section, keys: Sequence[tuple[str, str]], title: str,
+           xlabel: str) -> None:
+    fig, ax = plt.subplots(figsize=(6.0, 3.8))
+    for row in _rows(section, "ours"):
+        ax.plot([header for _, header in keys], [_value(row, key) for key, _ in keys], marker="o",
+                label=row["label"])
+        known = _paper_for(section, row["label"])
+        if known is not None:
+            ax.plot([header for _, header in keys], [_value(known, key) for key, _ in keys], marker="x",
+                    linestyle="--", color="black", label=known["label"])
+    ax.set_xlabel(xlabel)
+    _finish(plt, fig, ax, path, title)
+
+
+def _errors(plt: Any, path: Path, section: Section) -> None:
+    rows = [row for row in section.rows if row.get("kind") in ("ours", "paper")]
+    fig, ax = plt.subplots(figsize=(8.0, 1.2 + 0.45 * max(1, len(rows))))
+    left = [0.0] * len(rows)
+    labels = [row["label"] + ("" if any(not math.isnan(_value(row, k)) for k, _ in section.columns)
+                              else " (no failed tasks)") for row in rows]
+    colours = plt.get_cmap("tab10").colors
+    for i, (key, header) in enumerate(section.columns):
+        values = [0.0 if math.isnan(_value(row, key)) else _value(row, key) for row in rows]
+        ax.barh(labels, values, left=left, color=colours[i % len(colours)], label=header)
+        left = [a + b for a, b in zip(left, values, strict=True)]
+    ax.invert_yaxis()
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("% of failed tasks")
+    ax.set_title("Error distribution (Table 8 layout)")
+    ax.legend(fontsize=7, frameon=False, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    fig.tight_layout()
+    fig.savefig(path, dpi=_DPI, bbox_inches="tight")
+    plt.close(fig)
+
+
+def write_plots(sections: Sequence[Section], out_dir: Path) -> list[Path]:
+    """Write every plot the sections allow into `out_dir`; returns the files written."""
+    plt = _pyplot()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    by_key = {section.key: section for section in sections}
+    written: list[Path] = []
+
+    def target(name: str) -> Path:
+        path = out_dir / name
+        written.append(path)
+        return path
+
+    six = by_key.get("table6")
+    if six is not None:
+        _grouped_bars(plt, target(PLOT_NAMES[0]), six, [(k, h) for k, h in six.columns[:4]],
+                      "Accuracy by task type")
+        _lines(plt, target(PLOT_NAMES[1]), six, [(k, f"task {k[-1]}") for k, _ in six.columns[4:8]],
+               "Accuracy by task order", "task position in the session")
+    subtypes = by_key.get("subtypes")
+    if subtypes is not None:
+        _grouped_bars(plt, target(PLOT_NAMES[2]), subtypes, list(SUBTYPE_COLUMNS[:4]),
+                      "Accuracy by hidden-intention subtype", paper=False)
+    transitions = by_key.get("transitions")
+    if transitions is not None:
+        _lines(plt, target(PLOT_NAMES[3]), transitions, [(f"t{n}", str(n)) for n in TRANSITIONS],
+               "Accuracy by instruction transitions", "transitions in the session up to the task")
+    errors = by_key.get("table8")
+    if errors is not None:
+        _errors(plt, target(PLOT_NAMES[4]), errors)
+    if six is not None:
+        _grouped_bars(plt, target(PLOT_NAMES[5]), six, [(k, h) for k, h in six.columns[8:]],
+                      "Runs compared: task and session accuracy")
+    return written

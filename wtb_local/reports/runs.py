@@ -1,0 +1,253 @@
+"""Loading what `report` reads: wtb_local run directories, the benchmark harness's own output folders
+(`result/<model>/…_result.jsonl`, `score/<model>/…_score.jsonl`, several models side by side), single
+score, result or metric files.
+
+A run with score rows (or result rows, scored here) and its dataset gives per-task records (type, order,
+subtype, transitions, verdict, error category), which every breakdown is computed from; a bare metric
+file gives only the Table 6/7 rows.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from wtb_local.scoring.files import (
+    METRIC_FILE_NAME,
+    RESULT_FILE_NAME,
+    SCORE_FILE_NAME,
+    ScoringError,
+    read_jsonl,
+    read_metric,
+)
+
+MANIFEST_NAME = "manifest.json"
+# The paper's four coarse task types; an instruction transition is a change between consecutive tasks.
+COARSE_TYPE = {
+    "Single-Tool": "single",
+    "Parallel Multi-Tool": "multi",
+    "Sequential Multi-Tool": "multi",
+    "Mixed Multi-Tool": "multi",
+    "Clarify": "clarify",
+    "Chat": "chat",
+}
+
+
+class ReportError(ValueError):
+    """Bad report input; the message is one line naming the file and what to do."""
+
+
+@dataclass
+class TaskRecord:
+    """One task of one run, with everything the breakdowns and the browser filter on."""
+
+    session_id: str
+    task_idx: int
+    task_type: str
+    subtype: str
+    transitions: int
+    correct: bool
+    category: str | None
+    optimal: bool
+
+
+@dataclass
+class Run:
+    """One model's scored run (or only its metric file)."""
+
+    label: str
+    model_name: str
+    model_id: str
+    source: Path
+    metric: dict[str, Any]
+    thinking: bool | None = None
+    manifest: dict[str, Any] | None = None
+    score_rows: list[dict[str, Any]] | None = None
+    result_rows: list[dict[str, Any]] | None = None
+    sessions: list[Any] | None = None
+    tasks: list[TaskRecord] = field(default_factory=list)
+    note: str | None = None
+
+    @property
+    def detailed(self) -> bool:
+        return self.score_rows is not None and self.sessions is not None
+
+
+@dataclass
+class _Found:
+    """Files of one model found under a path."""
+
+    model_name: str
+    source: Path
+    score: Path | None = None
+    result: Path | None = None
+    metric: Path | None = None
+    manifest: dict[str, Any] | None = None
+
+
+def find_runs(path: str | Path) -> list[_Found]:
+    """Every model's files under a path (a run directory, a harness output folder, or one file)."""
+    path = Path(path)
+    if path.is_file():
+        return [_from_file(path)]
+    found: dict[tuple[Path, str], _Found] = {}
+    for attribute, name in (("score", SCORE_FILE_NAME), ("metric", METRIC_FILE_NAME), ("result", RESULT_FILE_NAME)):
+        for file in sorted(path.rglob(name)):
+            root = _run_root(file)
+            entry = found.setdefault((root, file.parent.name), _Found(file.parent.name, root))
+            setattr(entry, attribute, file)
+    if not found:
+        metrics = sorted(path.rglob("*metric*.json"))
+        if not metrics:
+            raise ReportError(f"{path}: no {SCORE_FILE_NAME}, {RESULT_FILE_NAME} or {METRIC_FILE_NAME} found")
+        return [_Found(metrics[0].stem, path, metric=metrics[0])]
+    runs = [found[key] for key in sorted(found)]
+    for run in runs:  # several run directories under one path: each its own manifest
+        run.manifest = _read_manifest(run.source)
+    return runs
+
+
+def _run_root(file: Path) -> Path:
+    """RUN for RUN/score/<model>/file and RUN/result/<model>/file; the folder of a flat `score --out DIR`."""
+    if file.parent.parent.name in ("score", "result"):
+        return file.parent.parent.parent
+    return file.parent
+
+
+def _from_file(path: Path) -> _Found:
+    name = path.parent.name if path.name in (SCORE_FILE_NAME, RESULT_FILE_NAME, METRIC_FILE_NAME) else path.stem
+    found = _Found(name, path)
+    if path.suffix == ".json":
+        found.metric = path
+        return found
+    rows = read_jsonl(path)
+    if rows and all("results" in row for _, row in rows):
+        found.score = path
+    else:
+        found.result = path
+    sibling = path.parent / METRIC_FILE_NAME
+    if found.score is not None and sibling.is_file():
+        found.metric = sibling
+    if len(path.resolve().parents) > 2:  # RUN/score/<model>/file: the run's manifest and result file
+        run_dir = path.resolve().parents[2]
+        found.manifest = _read_manifest(run_dir)
+        result = run_dir / "result" / name / RESULT_FILE_NAME
+        if found.score is not None and result.is_file():
+            found.result = result
+    return found
+
+
+def _read_manifest(folder: Path) -> dict[str, Any] | None:
+    manifest = folder / MANIFEST_NAME
+    if not manifest.is_file():
+        return None
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ReportError(f"{manifest}: unreadable run manifest ({' '.join(str(exc).split())})") from None
+    return data if isinstance(data, dict) else None
+
+
+def load_runs(paths: Sequence[str | Path], dataset: str | None = None,
+              thinking: bool | None = None) -> list[Run]:
+    """Every run under the paths, scored and broken down per task where a dataset is known (`dataset`,
+    else the one the run's manifest records)."""
+    runs = [_load(found, dataset, thinking) for path in paths for found in find_runs(path)]
+    names = [run.model_name for run in runs]
+    for run in runs:
+        # runs of one model (sample vs release, two parsers) share a model name: tell them apart by path
+        run.label = f"{run.model_name} ({run.source})" if names.count(run.model_name) > 1 else run.model_name
+    return runs
+
+
+def _load(found: _Found, dataset: str | None, thinking: bool | None) -> Run:
+    from wtb_local.scoring import compute_metrics
+    from wtb_local.scoring.files import model_dir_name
+
+    manifest = found.manifest or {}
+    model = manifest.get("model") if isinstance(manifest.get("model"), dict) else {}
+    settings = manifest.get("settings") if isinstance(manifest.get("settings"), dict) else {}
+    model_id = str(model.get("id") or found.model_name)
+    from wtb_local.runner.thinking import recorded_thinking
+
+    # the mode the run's prompts had (runner/thinking.py), else the one it asked for, else --thinking
+    run_thinking = recorded_thinking(manifest)
+    if run_thinking is None:
+        run_thinking = settings.get("thinking") if isinstance(settings.get("thinking"), bool) else thinking
+    if found.score is None and found.result is None:
+        metric = read_metric(found.metric)  # type: ignore[arg-type]
+        name = str(metric.get("model_name") or found.model_name)
+        return Run(name, name, model_id if found.manifest else name, found.source, metric, run_thinking,
+                   found.manifest, note="metric file only: no per-task breakdowns, taxonomy or browser")
+    sessions = _sessions(found, dataset)
+    result_rows = [row for _, row in read_jsonl(found.result)] if found.result else None
+    from wtb_local.scoring import score_file
+
+    # a score file is re-counted (not scored twice); a result file alone is scored here
+    scored = score_file(found.score or found.result, sessions, found.model_name)  # type: ignore[arg-type]
+    metric = compute_metrics(scored.score_rows, sessions, model_dir_name(found.model_name))
+    # labelled like the metric file names the model (the folder's name), as a metric-only run is
+    run = Run(found.model_name, found.model_name, model_id, found.source, metric, run_thinking,
+              found.manifest, scored.score_rows, result_rows, sessions)
+    run.tasks = task_records(scored.score_rows, sessions)
+    return run
+
+
+def _sessions(found: _Found, dataset: str | None) -> list[Any]:
+    from wtb_local.dataset import DatasetError, dataset_sha256, read_dataset, resolve_dataset
+
+    recorded = (found.manifest or {}).get("dataset")
+    recorded = recorded if isinstance(recorded, dict) else {}
+    choice = dataset
+    if choice is None and recorded:
+        path = recorded.get("path")
+        choice = path if isinstance(path, str) and Path(path).is_file() else recorded.get("source")
+    where = found.score or found.result
+    if choice is None:
+        raise ReportError(f"{where}: which dataset were these sessions run on? pass --dataset "
+                          "(sample, release or a file)")
+    try:
+        path = resolve_dataset(choice, quiet=True)
+        sessions, _ = read_dataset(path)
+    except DatasetError as exc:
+        raise ReportError(str(exc)) from None
+    sha = recorded.get("sha256")
+    if isinstance(sha, str) and sha != dataset_sha256(path):
+        raise ReportError(f"{where}: its run's manifest records dataset sha256 {sha[:12]}..., but {path} "
+                          "differs; pass the dataset the run used with --dataset")
+    return sessions
+
+
+def task_records(score_rows: Sequence[dict[str, Any]], sessions: Sequence[Any]) -> list[TaskRecord]:
+    """One record per dataset task of each scored session, in file order (sorted by numeric id)."""
+    from wtb_local.evaluator.metrics import session_index
+    from wtb_local.scoring.taxonomy import row_categories
+
+    by_index = {session.index: session for session in sessions}
+    records = []
+    for row in score_rows:
+        session = by_index[session_index(row["id"])]
+        results = row.get("results")
+        types = [getattr(t, "value", str(t)) for t in session.english_task_types]
+        subtypes = ["First Turn", *(getattr(t, "value", str(t)) for t in session.english_turn_subtypes)]
+        categories = row_categories(row, session)
+        transitions = 0
+        for i, task_type in enumerate(types):
+            if i and COARSE_TYPE.get(task_type) != COARSE_TYPE.get(types[i - 1]):
+                transitions += 1
+            task = results[i] if isinstance(results, list) and i < len(results) else None
+            correct = isinstance(task, dict) and task.get("label") == "correct"
+            records.append(TaskRecord(
+                session_id=session.id, task_idx=i, task_type=task_type,
+                subtype=subtypes[i] if i < len(subtypes) else "", transitions=transitions,
+                correct=correct, category=categories[i],
+                optimal=bool(isinstance(task, dict) and task.get("is_optimal") is True and correct),
+            ))
+    return records
+
+
+__all__ = ["COARSE_TYPE", "ReportError", "Run", "ScoringError", "TaskRecord", "find_runs", "load_runs",
+           "task_records"]
