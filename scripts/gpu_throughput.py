@@ -71,14 +71,18 @@ def engine_settings(tiny: bool) -> dict[str, Any]:
         "load_format": "dummy",
         "enable_prefix_caching": True,
         "seed": 0,
-        # every task of the release in flight at once (wtb_local's own default, see engine_defaults.py)
+        # every task of the release in flight at once: vLLM's offline default on H100/H200-class GPUs,
+        # which the runner's engine takes when unset (batch_usage_context in vllm_engine.py); set here
+        # so the server gets the same
         "max_num_seqs": 1024,
     }
     if tiny:  # the CPU build: as the runner sets it up there (no chunked prefill, eager)
         settings.update(max_model_len=8192, gpu_memory_utilization=0.2, enforce_eager=True,
                         enable_chunked_prefill=False, max_num_batched_tokens=8192, max_num_seqs=256)
     else:
-        settings.update(dtype="bfloat16", gpu_memory_utilization=0.9)
+        # vLLM's offline batch-token default on H100/H200 (the server's own default is 8,192): one
+        # configuration for both
+        settings.update(dtype="bfloat16", gpu_memory_utilization=0.9, max_num_batched_tokens=16384)
     return settings
 
 
