@@ -55,9 +55,10 @@ QWEN3_8B: dict[str, Any] = {
     "rope_theta": 1000000.0, "rms_norm_eps": 1e-6, "tie_word_embeddings": False,
 }
 # A tiny shape for the CPU smoke run; like the real one, its vocabulary is larger than the tokenizer's.
+# (head_dim 64: vLLM's CPU attention rejects small head dims.)
 TINY: dict[str, Any] = {
-    "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
-    "head_dim": 16, "intermediate_size": 128, "vocab_size": 16384, "max_position_embeddings": 16384,
+    "hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 2,
+    "head_dim": 64, "intermediate_size": 256, "vocab_size": 16384, "max_position_embeddings": 16384,
     "rope_theta": 1000000.0, "rms_norm_eps": 1e-6, "tie_word_embeddings": False,
 }
 RELEASE_SESSIONS = 256
