@@ -31,6 +31,7 @@ class FakeServer:
         self.peak = 0
         self.failures: dict[str, list[int]] = {}  # prompt -> statuses to answer first, in order
         self.delay_s = 0.0
+        self.listing: list[dict[str, Any]] = [{"id": "tiny"}]
         self.lock = threading.Lock()
 
     def handle(self, handler: BaseHTTPRequestHandler) -> None:
@@ -48,7 +49,7 @@ class FakeServer:
 
     def _answer(self, handler: BaseHTTPRequestHandler) -> None:
         if handler.command == "GET":
-            self._send(handler, 200, {"object": "list", "data": [{"id": "tiny"}]})
+            self._send(handler, 200, {"object": "list", "data": self.listing})
             return
         body = json.loads(handler.rfile.read(int(handler.headers["Content-Length"])))
         with self.lock:
@@ -114,7 +115,9 @@ def server() -> Iterator[tuple[FakeServer, str]]:
 
 
 def _serve(requests: list[GenerationRequest], **settings: Any) -> tuple[list[Completion], OpenAIBackend]:
-    backend = OpenAIBackend(OpenAIConfig(**{"model": "tiny", "retry_backoff_s": 0.01, **settings}))
+    # generation_config given: the fake model "tiny" has no files to read it from.
+    backend = OpenAIBackend(OpenAIConfig(**{"model": "tiny", "retry_backoff_s": 0.01, "generation_config": {},
+                                            **settings}))
 
     async def main() -> list[Completion]:
         await backend.start()
@@ -135,14 +138,69 @@ def test_request_shape_and_usage(server: tuple[FakeServer, str]) -> None:
     assert (out[0].prompt_tokens, out[0].completion_tokens, out[0].error) == (2, 7, None)
     assert out[1].finish_reason == "length"
     bodies = sorted(fake.bodies, key=lambda b: -b["seed"])
-    assert bodies[0] == {"model": "tiny", "prompt": "hello there", "max_tokens": 64, "seed": 77,
-                         "skip_special_tokens": False, "spaces_between_special_tokens": False,
-                         "temperature": 0.5}
-    assert "temperature" not in bodies[1] and "top_p" not in bodies[1]  # unset: the server's model defaults
+    # No token ids in these requests: the text goes out, with nothing added by the server. The sampling
+    # is always explicit: a temperature samples with transformers' defaults (top_k 50) over an empty
+    # generation_config; none is greedy.
+    assert bodies[0] == {"model": "tiny", "prompt": "hello there", "add_special_tokens": False,
+                         "max_tokens": 64, "seed": 77, "temperature": 0.5, "top_p": 1.0, "top_k": 50,
+                         "min_p": 0.0, "repetition_penalty": 1.0,
+                         "skip_special_tokens": False, "spaces_between_special_tokens": False}
+    assert bodies[1] == {"model": "tiny", "prompt": "long plain", "add_special_tokens": False,
+                         "max_tokens": 32, "seed": 4, "temperature": 0.0, "top_p": 1.0, "top_k": -1,
+                         "min_p": 0.0, "repetition_penalty": 1.0,
+                         "skip_special_tokens": False, "spaces_between_special_tokens": False}
     assert all(h["Authorization"] == "Bearer sk-test" for h in fake.headers)
     info = backend.describe()
     assert info["server_models"] == ["tiny"] and info["settings"]["api_key_set"] is True
     assert "sk-test" not in json.dumps(info)
+
+
+QWEN_GENERATION = {"do_sample": True, "temperature": 0.7, "top_p": 0.8, "top_k": 20, "repetition_penalty": 1.05}
+
+
+@pytest.mark.parametrize("prompt_format", ["token-ids", "text"])
+def test_prompt_format_and_checkpoint_sampling(server: tuple[FakeServer, str], prompt_format: str) -> None:
+    fake, url = server
+    request = make_request(5, prompt="hello there", prompt_token_ids=[7, 8, 9], seed=11)
+    _serve([request], base_url=url, prompt_format=prompt_format, generation_config=QWEN_GENERATION)
+    prompt: dict[str, Any] = ({"prompt": [7, 8, 9]} if prompt_format == "token-ids"
+                              else {"prompt": "hello there", "add_special_tokens": False})
+    assert fake.bodies == [{"model": "tiny", **prompt, "max_tokens": 16, "seed": 11, "temperature": 0.7,
+                            "top_p": 0.8, "top_k": 20, "min_p": 0.0, "repetition_penalty": 1.05,
+                            "skip_special_tokens": False, "spaces_between_special_tokens": False}]
+
+
+def test_context_window_from_the_server_listing(server: tuple[FakeServer, str]) -> None:
+    fake, url = server
+    fake.listing = [{"id": "other", "max_model_len": 4096}, {"id": "tiny", "max_model_len": 24}]
+    requests = [make_request(0, prompt="", prompt_token_ids=list(range(30))),
+                make_request(1, prompt="", prompt_token_ids=list(range(20)))]
+    out, backend = _serve(requests, base_url=url)
+    assert out[0].error == "prompt too long: 30 tokens > max_model_len 24"
+    assert [b["max_tokens"] for b in fake.bodies] == [4]
+    assert backend.describe()["max_model_len"] == 24
+
+
+def test_generation_config_read_from_the_model_directory(server: tuple[FakeServer, str],
+                                                         tmp_path: Any) -> None:
+    fake, url = server
+    (tmp_path / "generation_config.json").write_text(json.dumps({"do_sample": False, "temperature": 0.6}))
+    backend = OpenAIBackend(OpenAIConfig(model=str(tmp_path), base_url=url))
+
+    async def main() -> Completion:
+        await backend.start()
+        try:
+            return await backend.generate(make_request(0, prompt="hi", prompt_token_ids=[1, 2]))
+        finally:
+            await backend.close()
+
+    assert asyncio.run(main()).error is None
+    assert {k: fake.bodies[0][k] for k in ("temperature", "top_p", "top_k")} == {
+        "temperature": 0.0, "top_p": 1.0, "top_k": -1}  # do_sample false: greedy, as transformers would
+    (tmp_path / "generation_config.json").write_text("{not json")
+    broken = OpenAIBackend(OpenAIConfig(model=str(tmp_path), base_url=url))
+    with pytest.raises(RuntimeError, match=r"generation_config.json: unreadable generation_config.json"):
+        asyncio.run(broken.start())
 
 
 def test_concurrency_limit_honoured(server: tuple[FakeServer, str]) -> None:

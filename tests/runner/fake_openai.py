@@ -1,7 +1,7 @@
 """A fake OpenAI-compatible text-completions server on loopback, for end-to-end runs without a model.
 
 Replies are canned and chosen by a sha256 of the prompt, so a rerun gets the same text for the same
-prompt: plain text, a hermes tool call, a call with unreadable arguments (kept, with parse errors), an
+prompt (a prompt sent as token ids is decoded with the model directory's tokenizer.json first): plain text, a hermes tool call, a call with unreadable arguments (kept, with parse errors), an
 unreadable call (a step error), or an HTTP 400. Prompts containing one
 of `hold_markers` wait until `release` is set (to kill a client while some sessions are unfinished).
 """
@@ -14,6 +14,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 CANNED = (
@@ -34,12 +35,23 @@ def canned_reply(prompt: str) -> tuple[str, str]:
 class FakeServer:
     def __init__(self, model: str) -> None:
         self.model = model
+        self._tokenizer: Any = None
         self.hold_markers: list[str] = []
         self.release = threading.Event()
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.httpd.daemon_threads = True
+
+    def prompt_text(self, prompt: Any) -> str:
+        """The prompt as text: token ids are decoded exactly (special tokens kept)."""
+        if isinstance(prompt, str):
+            return prompt
+        if self._tokenizer is None:
+            from tokenizers import Tokenizer
+
+            self._tokenizer = Tokenizer.from_file(str(Path(self.model) / "tokenizer.json"))
+        return str(self._tokenizer.decode(list(prompt), skip_special_tokens=False))
 
     @property
     def base_url(self) -> str:
@@ -71,9 +83,9 @@ class FakeServer:
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
-                prompt = body.get("prompt", "")
                 with server._lock:
                     server.requests.append(body)
+                    prompt = server.prompt_text(body.get("prompt", ""))
                 if any(marker in prompt for marker in server.hold_markers):
                     server.release.wait(timeout=120)
                 kind, text = canned_reply(prompt)

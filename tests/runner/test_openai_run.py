@@ -76,7 +76,13 @@ def test_openai_backend_end_to_end(qwen_tiny_dir: Path, tmp_path: Path) -> None:
     assert all("raw" in s and "finish_reason" in s for s in steps)
     request = server.requests[0]
     assert request["skip_special_tokens"] is False and request["max_tokens"] == 512
-    assert request["prompt"].startswith("<|im_start|>system")
+    # The renderer's token ids are the prompt, and the sampling is the checkpoint's generation_config
+    # (tiny_model.py writes Qwen2.5's) resolved as the in-process backends resolve it: nothing is left to
+    # the server's own defaults.
+    assert all(isinstance(i, int) for i in request["prompt"]) and "add_special_tokens" not in request
+    assert server.prompt_text(request["prompt"]).startswith("<|im_start|>system")
+    sampling = {k: request[k] for k in ("temperature", "top_p", "top_k", "min_p", "repetition_penalty")}
+    assert sampling == {"temperature": 0.7, "top_p": 0.8, "top_k": 20, "min_p": 0.0, "repetition_penalty": 1.05}
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
@@ -120,3 +126,23 @@ def test_resume_after_a_kill_gives_the_same_files(qwen_tiny_dir: Path, tmp_path:
         assert f"2 finished session(s) skipped, {len(sessions) - 2} to run" in resumed.output
         assert invoke(_args(qwen_tiny_dir, server.base_url, clean)).exit_code == 0
     assert without_timing(run_files(killed, "fake")) == without_timing(run_files(clean, "fake"))
+
+
+def test_text_prompts_on_request_and_recorded(qwen_tiny_dir: Path, tmp_path: Path) -> None:
+    """`WTB_SERVER_PROMPT=text` (the --server-prompt twin) through the real command: the rendered text goes
+    out with add_special_tokens false; the choice is part of the run configuration."""
+    out = tmp_path / "text"
+    with fake_openai_server(str(qwen_tiny_dir)) as server:
+        env = {**os.environ, "WTB_SERVER_PROMPT": "text"}
+        cmd = [sys.executable, "-m", "wtb_local", *_args(qwen_tiny_dir, server.base_url, out, "--limit", "1")]
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=False)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert server.requests and all(
+            isinstance(r["prompt"], str) and r["prompt"].startswith("<|im_start|>system")
+            and r["add_special_tokens"] is False for r in server.requests)
+        manifest = json.loads((out / "manifest.json").read_text())
+        assert manifest["config"]["server_prompt"] == "text"
+        switched = invoke(_args(qwen_tiny_dir, server.base_url, out, "--limit", "1", "--server-prompt",
+                                "token-ids"))
+    assert switched.exit_code != 0
+    assert 'server_prompt: "text" -> "token-ids"' in switched.output

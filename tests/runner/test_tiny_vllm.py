@@ -112,7 +112,7 @@ def test_main_job_on_the_cli(qwen_tiny_dir: Path, tmp_path: Path) -> None:
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1")}
     proc = subprocess.run(
         [sys.executable, "-m", "wtb_local", "--model", str(qwen_tiny_dir), "--backend", "vllm",
-         "--dataset", "sample", "--limit", "2", "--max-new-tokens", "8", "--max-model-len", "8192",
+         "--dataset", "sample", "--limit", "2", "--max-new-tokens", "8",
          "--enforce-eager", "--model-name", "tiny", "--out", str(out), "--progress", "plain"],
         env=env, capture_output=True, text=True, timeout=600, check=False,
     )
@@ -124,3 +124,9 @@ def test_main_job_on_the_cli(qwen_tiny_dir: Path, tmp_path: Path) -> None:
     assert len(files["result"]) == 2 and files["metric"]["total_info"]["task"]["total_count"] == 8
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "complete" and manifest["backend"]["backend"] == "vllm"
+    # No --max-model-len: the engine got what the two sessions need (test_context_length.py), not the
+    # model's 8192.
+    assert manifest["context_length"] == {"max_model_len": 4096, "how": (
+        "computed: the longest gold-path prompt need, wild_tool_bench_0 task 3: 3623 prompt tokens + 1 step(s) "
+        "x 8 new tokens = 3631, rounded up to a multiple of 1024")}
+    assert manifest["backend"]["max_model_len"] == 4096  # what the started engine reports

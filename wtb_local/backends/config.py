@@ -3,7 +3,7 @@ over (and `VLLMConfig.engine_args()` passes them through unchanged)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -61,6 +61,14 @@ class OpenAIConfig(BaseModel):
     api_key: str | None = None
     max_concurrency: int = Field(64, ge=1)
     timeout_s: float = Field(600, gt=0)
-    max_model_len: int | None = Field(None, ge=1)  # known context window: over-long prompts fail locally
+    # Known context window: over-long prompts fail locally. None: the server's, from its model listing
+    # (vLLM lists `max_model_len`), else unknown.
+    max_model_len: int | None = Field(None, ge=1)
     max_retries: int = Field(4, ge=0)
     retry_backoff_s: float = Field(1.0, ge=0)
+    # token-ids: the renderer's token ids are the prompt (what the in-process engines get); text: the
+    # rendered text with add_special_tokens false, for servers that take only text.
+    prompt_format: Literal["token-ids", "text"] = "token-ids"
+    revision: str | None = None  # of `model` on the hub, where its generation_config.json is read
+    # The checkpoint's generation_config (None: read from `model` at start); sampling resolves from it.
+    generation_config: dict[str, Any] | None = None

@@ -1,7 +1,11 @@
 """Any OpenAI-compatible server through its text completions endpoint (`POST {base_url}/completions`).
 
 The prompt is rendered by wtb_local and the reply parsed by wtb_local, so the server only generates:
-results do not depend on the server's chat template or tool parser. Requests run concurrently (bounded by
+results do not depend on the server's chat template or tool parser. The prompt goes out as the renderer's
+token ids (vLLM and SGLang accept a list of ids as `prompt`), exactly what the in-process engines get; a
+server that takes only text gets the text with `add_special_tokens: false`, so it does not add a second
+BOS. Sampling is sent in full, resolved from the checkpoint's generation_config exactly as the in-process
+backends resolve it (sampling_defaults.py), so a server's own defaults never decide it. Requests run concurrently (bounded by
 `max_concurrency`) over `urllib` in a dedicated thread pool (no HTTP dependency); connection errors, 429
 and 5xx are retried with exponential backoff, a bounded number of times; everything else that goes wrong
 becomes an error Completion with the reason.
@@ -21,6 +25,7 @@ from typing import Any
 from wtb_local.backends.base import Backend
 from wtb_local.backends.completions import error_completion, prompt_too_long
 from wtb_local.backends.config import OpenAIConfig
+from wtb_local.backends.sampling_defaults import ResolvedSampling, model_defaults, resolve
 from wtb_local.schema import Completion, GenerationRequest
 
 _RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -48,6 +53,8 @@ class OpenAIBackend(Backend):
         self._semaphore: asyncio.Semaphore | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._server_models: list[str] = []
+        self._defaults: dict[str, Any] = {}
+        self._max_model_len: int | None = self.config.max_model_len
 
     async def start(self) -> None:
         # asyncio's default pool has only a few threads; size ours to the concurrency limit.
@@ -63,28 +70,50 @@ class OpenAIBackend(Backend):
                 raise RuntimeError(f"OpenAI server at {self._base} is not usable: {exc}; start it first and "
                                    "wait until it is ready") from None
             listing = {}
-        self._server_models = sorted(str(m.get("id")) for m in listing.get("data", []) if isinstance(m, dict))
+        models = [m for m in listing.get("data", []) if isinstance(m, dict)]
+        self._server_models = sorted(str(m.get("id")) for m in models)
+        if self._max_model_len is None:  # vLLM lists each model's context window
+            served = [m.get("max_model_len") for m in models if m.get("id") == self.config.model]
+            if served and isinstance(served[0], int) and served[0] > 0:
+                self._max_model_len = served[0]
+        # The checkpoint's sampling defaults, read here and sent with every request (after the server
+        # check, so a missing server is reported first).
+        generation_config = self.config.generation_config
+        if generation_config is None:
+            from wtb_local.backends.generation_config import GenerationConfigError, read_generation_config
+
+            try:
+                generation_config = await asyncio.to_thread(read_generation_config, self.config.model,
+                                                            self.config.revision)
+            except GenerationConfigError as exc:
+                raise RuntimeError(str(exc)) from None
+        self._defaults = model_defaults(generation_config)
 
     async def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
 
-    def _body(self, request: GenerationRequest, max_tokens: int) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "model": self.config.model,
-            "prompt": request.prompt if request.prompt or request.prompt_token_ids is None
-            else list(request.prompt_token_ids),
-            "max_tokens": max_tokens,
-            "seed": request.seed,
+    def _body(self, request: GenerationRequest, sampling: ResolvedSampling) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.config.model}
+        if self.config.prompt_format == "token-ids" and request.prompt_token_ids is not None:
+            body["prompt"] = list(request.prompt_token_ids)
+        else:
+            # The chat template already wrote BOS and every marker: the server must add nothing.
+            body["prompt"] = request.prompt
+            body["add_special_tokens"] = False
+        body.update(
+            max_tokens=sampling.max_new_tokens,
+            seed=request.seed,
+            temperature=sampling.temperature,  # 0 = greedy
+            top_p=sampling.top_p,
+            top_k=sampling.top_k if sampling.top_k > 0 else -1,  # -1 = off, as the vllm backend sends it
+            min_p=sampling.min_p,
+            repetition_penalty=sampling.repetition_penalty,
             # vLLM extensions (ignored elsewhere): keep tool-call markers, decode exactly.
-            "skip_special_tokens": False,
-            "spaces_between_special_tokens": False,
-        }
-        if request.sampling.temperature is not None:
-            body["temperature"] = request.sampling.temperature
-        if request.sampling.top_p is not None:
-            body["top_p"] = request.sampling.top_p
+            skip_special_tokens=False,
+            spaces_between_special_tokens=False,
+        )
         return body
 
     async def generate(self, request: GenerationRequest) -> Completion:
@@ -92,13 +121,13 @@ class OpenAIBackend(Backend):
             raise RuntimeError("OpenAIBackend.generate called before start()")
         started = time.perf_counter()
         max_tokens = request.sampling.max_new_tokens
-        limit = self.config.max_model_len
+        limit = self._max_model_len
         if limit is not None and request.prompt_token_ids is not None:
             n_prompt = len(request.prompt_token_ids)
             if n_prompt + 1 > limit:
                 return prompt_too_long(request, n_prompt, limit, started)
             max_tokens = min(max_tokens, limit - n_prompt)
-        body = self._body(request, max_tokens)
+        body = self._body(request, resolve(request.sampling, self._defaults, max_tokens))
         try:
             reply = await self._with_retries(lambda: self._call("POST", "/completions", body))
             return _completion(request, reply, started)
@@ -157,7 +186,8 @@ class OpenAIBackend(Backend):
     def describe(self) -> dict[str, Any]:
         settings = self.config.model_dump(exclude={"api_key"})  # never record credentials
         settings["api_key_set"] = bool(self.config.api_key)
-        return {"backend": self.name, "settings": settings, "server_models": self._server_models}
+        return {"backend": self.name, "settings": settings, "server_models": self._server_models,
+                "max_model_len": self._max_model_len, "generation_defaults": dict(sorted(self._defaults.items()))}
 
 
 def _completion(request: GenerationRequest, reply: dict[str, Any], started: float) -> Completion:

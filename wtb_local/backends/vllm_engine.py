@@ -155,7 +155,7 @@ class VLLMBackend(Backend):
                 info["device_name"] = current_platform.get_device_name(0)
         except Exception as exc:  # noqa: BLE001 - describe() must not fail a run that already finished
             info["vllm_version"] = f"unavailable: {exc}"
-        if self._engine is not None:
+        if self._max_model_len:  # set at start, kept after close (the manifest is written after it)
             info["max_model_len"] = self._max_model_len
             info["scheduler"] = scheduler_settings(self._engine)
             info["generation_defaults"] = dict(sorted(self._defaults.items()))

@@ -31,9 +31,11 @@ import click
               help="KEY=VALUE passed to the chat template (VALUE parsed as JSON when it parses). Repeatable.")
 @click.option("--revision", envvar="WTB_REVISION", help="Model revision (branch, tag or commit).")
 @click.option("--trust-remote-code", is_flag=True, default=False, envvar="WTB_TRUST_REMOTE_CODE")
+@click.option("--protocol", type=click.Choice(("release", "paper")), default="release", show_default=True,
+              envvar="WTB_PROTOCOL", help="paper: the paper harness's conversation and the family's prompt builder.")
 def render(model: str, session_id: str | None, task: int, step: int, dataset: str, chat_template: str | None,
            thinking: bool | None, template_kwarg: tuple[str, ...], revision: str | None,
-           trust_remote_code: bool) -> None:
+           trust_remote_code: bool, protocol: str) -> None:
     """Print the prompt MODEL is given for one step (stdout) and the template choice (stderr)."""
     from wtb_local.dataset import load_dataset
     from wtb_local.rendering.kwargs import parse_template_kwargs
@@ -42,13 +44,20 @@ def render(model: str, session_id: str | None, task: int, step: int, dataset: st
     try:
         kwargs = parse_template_kwargs(template_kwarg)
         sessions = load_dataset(dataset)  # `release` that cannot be fetched is a one-line error
-        messages, tools = _step_request(sessions, session_id, task, step)
+        messages, tools = _step_request(sessions, session_id, task, step, model if protocol == "paper" else None)
     except ValueError as exc:  # DatasetError included
         raise click.ClickException(str(exc)) from None
     try:
         renderer = PromptRenderer.from_pretrained(model, revision=revision, trust_remote_code=trust_remote_code,
                                                   chat_template=chat_template, template_kwargs=kwargs,
                                                   thinking=thinking)
+        if protocol == "paper":
+            from wtb_local.protocols.families import family_for
+            from wtb_local.protocols.setup import PaperRenderer
+
+            renderer = PaperRenderer(renderer.tokenizer, family_for(model),
+                                     template=renderer.template if chat_template else None,
+                                     template_kwargs=renderer.template_kwargs)
         rendered = renderer.render(messages, tools)
     except ValueError as exc:  # TemplateError, --thinking without a switch, a tokenizer transformers rejects
         # transformers' messages span several lines; the CLI's errors are one line.
@@ -61,21 +70,31 @@ def render(model: str, session_id: str | None, task: int, step: int, dataset: st
     choice = renderer.choice
     click.echo("", err=True)
     click.echo(f"template: {choice.source} sha256={choice.sha256}", err=True)
-    click.echo(f"adaptation: {choice.adaptation.label()}", err=True)
+    if hasattr(choice, "adaptation"):
+        click.echo(f"adaptation: {choice.adaptation.label()}", err=True)
     click.echo(f"reason: {choice.reason}", err=True)
-    for problem in choice.problems:
+    for problem in getattr(choice, "problems", []):
         click.echo(f"rejected: {problem}", err=True)
     if renderer.template_kwargs:
         click.echo(f"template kwargs: {renderer.template_kwargs}", err=True)
     click.echo(f"prompt tokens: {len(rendered.token_ids)}", err=True)
 
 
-def _step_request(sessions: list[Any], session_id: str | None, task: int,
-                  step: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _step_request(sessions: list[Any], session_id: str | None, task: int, step: int,
+                  paper_model: str | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """`paper_model`: the paper protocol's conversation for that model's family."""
     from wtb_local.evaluator.episode import session_episodes
 
     session = _find_session(sessions, session_id)
-    episodes = session_episodes(session)
+    if paper_model is not None:
+        from wtb_local.protocols.dates import task_dates
+        from wtb_local.protocols.families import family_for
+        from wtb_local.protocols.history import paper_episodes, task_texts
+
+        episodes = paper_episodes(session, dates=task_dates(session)[0], texts=task_texts(session)[0],
+                                  tool_results=family_for(paper_model).tool_results)
+    else:
+        episodes = session_episodes(session)
     if task >= len(episodes):
         raise ValueError(f"--task {task}: session {session.id} has {len(episodes)} tasks (0..{len(episodes) - 1})")
     episode = episodes[task]

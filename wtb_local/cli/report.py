@@ -77,6 +77,9 @@ def report(paths: tuple[str, ...], tables: tuple[str, ...], paper: bool, thinkin
         runs = load_runs(paths, dataset, thinking)
     except (ReportError, ScoringError) as exc:
         raise click.ClickException(str(exc)) from None
+    from wtb_local.reports.protocols import label_runs, protocol_notes
+
+    label_runs(runs)  # `model [protocol-checker]`; lenient runs keep the harness's metric
 
     rows = []
     shown_paper: set[str] = set()
@@ -92,6 +95,8 @@ def report(paths: tuple[str, ...], tables: tuple[str, ...], paper: bool, thinkin
             rows.append(diff_row(ours, known))
     print_tables(rows, tuple(int(t) for t in tables) or (6, 7))
     _warn_length_cuts(runs)
+    for note in protocol_notes(runs, paper):
+        click.echo(note)
 
     sections = build_sections(runs, paper)
     if not tables:  # `--table 6/7` asks for those tables alone

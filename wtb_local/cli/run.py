@@ -31,6 +31,10 @@ def _sessions(_ctx: click.Context, _param: click.Parameter, value: str | None) -
     return ids
 
 
+def _protocol(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    return None if value in (None, "release") else value  # release: left out of the run hash (old runs resume)
+
+
 @click.command(name="run")
 @click.option("--model", envvar="WTB_MODEL", help="Hugging Face model id or local directory.")
 @click.option("--model-name", envvar="WTB_MODEL_NAME",
@@ -41,6 +45,9 @@ def _sessions(_ctx: click.Context, _param: click.Parameter, value: str | None) -
                    "scripted when --script is given, replay when --replay is given.")
 @click.option("--base-url", envvar="WTB_BASE_URL", help="OpenAI-compatible server (openai backend), e.g. "
               "http://127.0.0.1:8000/v1.")
+@click.option("--server-prompt", type=click.Choice(("token-ids", "text")), envvar="WTB_SERVER_PROMPT",
+              help="openai backend: send the rendered prompt as token ids (default; vLLM, SGLang) or as text "
+                   "with add_special_tokens false (servers that take only text).")
 @click.option("--api-key", envvar="WTB_API_KEY", help="API key for --base-url (never written to disk).")
 @click.option("--parser", envvar="WTB_PARSER",
               help="Tool-call parser (default: chosen from the template/model id).")
@@ -110,6 +117,15 @@ def _sessions(_ctx: click.Context, _param: click.Parameter, value: str | None) -
 @click.option("--progress", type=click.Choice(("auto", "rich", "plain", "none")), default="auto",
               show_default=True, envvar="WTB_PROGRESS",
               help="auto: a bar on a terminal, plain lines otherwise.")
+@click.option("--protocol", type=click.Choice(("release", "paper")), default="release", show_default=True,
+              envvar="WTB_PROTOCOL", callback=_protocol,
+              help="release: the benchmark's released evaluator; paper: the paper harness's per-family prompts, "
+                   "generation, parse rules and lenient checker (README: \"Which numbers can I compare with the paper?\").")
+@click.option("--paper-family", envvar="WTB_PAPER_FAMILY",
+              type=click.Choice(("qwen", "llama", "hammer", "toolace", "watt", "xlam2", "fcm", "gorilla", "qwen3",
+                                 "generic")),
+              help="--protocol paper: the family rule to apply (default: chosen from the model id; needed for a "
+                   "local directory whose name does not say the family).")
 def run(**options: Any) -> None:
     """Run a model on WildToolBench, score it and print its Table 6 row (the main job)."""
     from wtb_local.runner import RunError, run_job, settings_from_options
@@ -150,6 +166,8 @@ def run(**options: Any) -> None:
     from wtb_local.runner.thinking import recorded_thinking
 
     run_settings = outcome.settings
+    protocol = run_settings.protocol or "release"
+    label = run_settings.model_name if protocol == "release" else f"{run_settings.model_name} [{protocol}]"
     cuts = (outcome.manifest.get("summary") or {}).get("length_cuts")
     if cuts and cuts.get("steps"):
         click.echo(f"steps cut at the token limit: {cuts_line(cuts)} "
@@ -157,12 +175,19 @@ def run(**options: Any) -> None:
         warning = cuts_warning(cuts, run_settings.sampling.max_new_tokens)
         if warning:
             click.echo(warning, err=True)
-    rows = [metric_row(outcome.metric, run_settings.model_name)]
+    rows = [metric_row(outcome.metric, label)]
     # The paper's row follows the thinking mode the prompts had, not the flag (Qwen3 thinks by default).
     thinking = recorded_thinking(outcome.manifest)
     paper = paper_row(run_settings.model or run_settings.model_name,
                       thinking if thinking is not None else run_settings.thinking)
     print_tables(rows + ([paper] if paper else []), stream=sys.stdout)
+    from wtb_local.reports.protocols import inferred_note, paper_row_note
+
+    if paper:
+        click.echo(paper_row_note(protocol))
+    inferred = inferred_note(outcome.paths.run_dir, str(run_settings.model_name))
+    if inferred:
+        click.echo(inferred)
     sessions = outcome.metric.get("total_info", {}).get("session", {}).get("total_count", 0)
     if paper and sessions != RELEASE_SESSIONS:
         # The paper's row is over the whole release; a partial or sample run is not comparable with it.

@@ -99,6 +99,14 @@ def choose_parser(settings: RunSettings, renderer: Any) -> Any:
     from wtb_local.parsers import get_parser, select_parser
 
     name = settings.parser
+    if name and name.startswith("paper:"):  # a recorded paper-protocol run (replay): its family's parser
+        from wtb_local.protocols.parse_rules import native_parser_name
+
+        name = native_parser_name(name)
+    if not name and settings.protocol == "paper":  # a documented family's rule replaces the parser anyway
+        from wtb_local.protocols.setup import documented_parser_name
+
+        name = documented_parser_name(settings)
     if not name:
         if not settings.model:
             raise RunError("--model is needed to choose a tool-call parser (or pass --parser)")
@@ -154,7 +162,8 @@ def build_backend(settings: RunSettings, *, parser: Any, renderer: Any) -> Backe
         return backend_class(name)(VLLMConfig(
             model=settings.model, revision=settings.revision, dtype=settings.dtype,
             tensor_parallel_size=settings.tensor_parallel_size,
-            pipeline_parallel_size=settings.pipeline_parallel_size, max_model_len=settings.max_model_len,
+            pipeline_parallel_size=settings.pipeline_parallel_size,
+            max_model_len=settings.max_model_len or settings.default_max_model_len,
             gpu_memory_utilization=settings.gpu_memory_utilization, quantization=settings.quantization,
             trust_remote_code=settings.trust_remote_code, max_num_seqs=settings.max_num_seqs,
             max_num_batched_tokens=settings.max_num_batched_tokens,
@@ -173,7 +182,8 @@ def build_backend(settings: RunSettings, *, parser: Any, renderer: Any) -> Backe
             raise RunError("--backend openai needs --base-url (e.g. http://127.0.0.1:8000/v1)")
         return backend_class(name)(OpenAIConfig(
             base_url=settings.base_url, model=settings.model, api_key=settings.api_key,
-            max_concurrency=settings.max_num_seqs or 64, max_model_len=settings.max_model_len))
+            max_concurrency=settings.max_num_seqs or 64, max_model_len=settings.max_model_len,
+            prompt_format=settings.server_prompt or "token-ids", revision=settings.revision))
     raise RunError(f"unknown backend {name!r}")
 
 
@@ -191,6 +201,8 @@ def resolve_settings(settings: RunSettings) -> RunSettings:
         settings.script_sha256 = _file_sha256(settings.script)
     if settings.backend == "openai" and not settings.base_url:  # before the tokenizer is fetched
         raise RunError("--backend openai needs --base-url (e.g. http://127.0.0.1:8000/v1)")
+    # Only server mode sends prompts over the wire; other backends record none.
+    settings.server_prompt = (settings.server_prompt or "token-ids") if settings.backend == "openai" else None
     if not settings.model_name:
         settings.model_name = settings.model or settings.backend
     if settings.backend == "replay":

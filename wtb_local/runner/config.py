@@ -35,10 +35,13 @@ HASHED_FIELDS: tuple[str, ...] = (
     "max_model_len",
     "script_sha256",
     "replay_sha256",
+    "server_prompt",
+    "protocol",
+    "paper_family",
 )
 # Hashed fields added after run directories had been written: left out while unset, so those runs'
 # hashes stay the same and they can still be resumed.
-_HASHED_WHEN_SET = frozenset({"replay_sha256"})
+_HASHED_WHEN_SET = frozenset({"replay_sha256", "server_prompt", "protocol", "paper_family"})
 
 
 class RunSettings(BaseModel):
@@ -48,6 +51,7 @@ class RunSettings(BaseModel):
     model_name: str | None = None  # default: the model id (or the backend name)
     backend: str = "auto"
     base_url: str | None = None
+    server_prompt: str | None = None  # openai backend: token-ids (default) | text; None for other backends
     api_key: str | None = Field(default=None, exclude=True)  # never written to disk
     parser: str | None = None
     # e.g. {"thinking": true} when the generation prompt pre-fills <think>; recorded so replays parse alike
@@ -80,6 +84,8 @@ class RunSettings(BaseModel):
     batch_size: int = 16
     scheduling: str = "auto"  # auto | continuous | waves
     progress: str = "auto"  # auto | rich | plain | none
+    protocol: str | None = None  # None: release (the default, unhashed); "paper": wtb_local.protocols
+    paper_family: str | None = None  # --protocol paper: the family rule (default: from the model id)
     # filled while the run is prepared
     template_sha256: str | None = None
     resolved_revision: str | None = None  # the hub commit the model id resolved to (from the local cache)
@@ -87,6 +93,9 @@ class RunSettings(BaseModel):
     dataset_sha256: str | None = None
     script_sha256: str | None = None
     replay_sha256: str | None = None
+    # vLLM's context window when --max-model-len is not given (context_length.py). Not hashed: it only
+    # bounds prompt + generation from above, it does not change what the model sees.
+    default_max_model_len: int | None = None
 
     @property
     def seed(self) -> int:

@@ -73,6 +73,11 @@ def machine() -> dict[str, Any]:
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "special_tokens_map.json",
                    "chat_template.jinja")
+# A sentencepiece model next to tokenizer.json is not read (the fast tokenizer loads tokenizer.json), and
+# it is not always in the cache: the renderer's tokenizer does not fetch it, vLLM's start fetches every
+# non-weight file. Hashing it only without tokenizer.json keeps the hash of a first run (which downloads
+# the model) equal to that of its requeued run (which finds more files cached), so resume is not refused.
+_READ_ONLY_WITHOUT = {"tokenizer.model": "tokenizer.json"}
 
 
 def tokenizer_sha256(model: str | None, revision: str | None) -> str | None:
@@ -80,13 +85,15 @@ def tokenizer_sha256(model: str | None, revision: str | None) -> str | None:
     cache; None when none is on disk."""
     if not model:
         return None
+    paths = {name: _model_file(model, name, revision) for name in TOKENIZER_FILES}
     digest = hashlib.sha256()
     found = False
     for name in TOKENIZER_FILES:
-        path = _model_file(model, name, revision)
-        if path is not None:
-            digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
-            found = True
+        path = paths[name]
+        if path is None or (name in _READ_ONLY_WITHOUT and paths[_READ_ONLY_WITHOUT[name]] is not None):
+            continue
+        digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+        found = True
     return digest.hexdigest() if found else None
 
 
@@ -108,18 +115,22 @@ def _model_file(model: str, name: str, revision: str | None) -> Path | None:
 def resolved_revision(model: str | None, revision: str | None) -> str | None:
     """The commit a hub model id resolves to (from the local hub cache; no network), else None.
 
-    A local directory has no revision; its identity is recorded through the template and config hashes."""
+    Read through the tokenizer's own files first: they are what a run fetches before it records this
+    (config.json may come only later, with the weights). A local directory has no revision; its identity
+    is recorded through the template and config hashes."""
     if not model or Path(model).exists():
         return None
     if importlib.util.find_spec("huggingface_hub") is None:
         return None
-    try:
-        from huggingface_hub import try_to_load_from_cache
+    for name in ("tokenizer_config.json", "config.json", "tokenizer.json"):
+        try:
+            from huggingface_hub import try_to_load_from_cache
 
-        found = try_to_load_from_cache(model, "config.json", revision=revision)
-    except Exception:  # noqa: BLE001 - a malformed id or cache is not the run's problem
-        return None
-    if not isinstance(found, str):
-        return None
-    parts = Path(found).parts
-    return parts[parts.index("snapshots") + 1] if "snapshots" in parts else None
+            found = try_to_load_from_cache(model, name, revision=revision)
+        except Exception:  # noqa: BLE001 - a malformed id or cache is not the run's problem
+            return None
+        if isinstance(found, str):
+            parts = Path(found).parts
+            if "snapshots" in parts:
+                return parts[parts.index("snapshots") + 1]
+    return None

@@ -22,6 +22,7 @@ from typing import Any
 from wtb_local.backends.base import Backend
 from wtb_local.runner.components import PreparedRun, build_backend, prepare_run
 from wtb_local.runner.config import RunSettings, config_hash, hashed_config
+from wtb_local.runner.context_length import engine_context_length
 from wtb_local.runner.environment import machine, package_versions
 from wtb_local.runner.errors import RunError
 from wtb_local.runner.length_cuts import length_cuts
@@ -61,7 +62,9 @@ def _label_counts(row: dict[str, Any], _session: Any) -> tuple[int, int]:
 
 
 def _new_manifest(prep: PreparedRun, paths: RunPaths, config: dict[str, Any],
-                  previous: dict[str, Any] | None) -> dict[str, Any]:
+                  previous: dict[str, Any] | None, paper: Any = None) -> dict[str, Any]:
+    from wtb_local.protocols.setup import manifest_section
+
     settings = prep.settings
     choice = getattr(prep.renderer, "choice", None)
     return {
@@ -90,6 +93,7 @@ def _new_manifest(prep: PreparedRun, paths: RunPaths, config: dict[str, Any],
         "packages": package_versions(),
         "machine": machine(),
         "invocations": list((previous or {}).get("invocations", [])),
+        "protocol": manifest_section(paper, settings),
     }
 
 
@@ -111,7 +115,7 @@ def _open_store(paths: RunPaths, *, resume: bool, err: Any) -> ResultStore:
 
 async def _run_pending(prep: PreparedRun, pending: list[Any], backend: Backend, *, model_name: str,
                        own_backend: bool, store: ResultStore, scheduling: str, stats: ProgressStats,
-                       meter: ThroughputMeter, err: Any) -> None:
+                       meter: ThroughputMeter, err: Any, paper: Any = None) -> None:
     from wtb_local.evaluator.episode import session_episodes, session_result
 
     settings = prep.settings
@@ -123,7 +127,8 @@ async def _run_pending(prep: PreparedRun, pending: list[Any], backend: Backend, 
     try:
         with make_progress(settings.progress, stats, err) as progress:
             runner = SessionRunner(driver, store, model_name=model_name, progress=progress,
-                                   episodes_for=session_episodes, session_row=session_result,
+                                   episodes_for=paper.episodes_for if paper else session_episodes,
+                                   session_row=session_result,
                                    label_counts=_label_counts)
             await runner.run(pending, scheduling)
     finally:
@@ -137,12 +142,23 @@ async def run_job_async(settings: RunSettings, *, backend: Backend | None = None
     (tests and benchmarks share one engine across runs); a given backend is neither started nor closed."""
     err = stderr or sys.stderr
     started_at, started = _now(), time.monotonic()
+    if settings.paper_family and settings.protocol != "paper":
+        raise RunError("--paper-family applies to --protocol paper only")
     prep = prepare_run(settings, renderer, err)
+    paper = None
+    if prep.settings.protocol == "paper":
+        from wtb_local.protocols.setup import apply_paper
+
+        paper = apply_paper(prep)  # family prompts, parse rule, generation settings (before the hash)
     settings = prep.settings
     paths = run_paths(settings)
     config = hashed_config(settings)
     resume = check_resume(settings, paths, config)
-    manifest = _new_manifest(prep, paths, config, read_manifest(paths.run_dir) if resume else None)
+    # Only an engine this run starts gets a context window from it (a given backend has its own).
+    context_length = engine_context_length(prep) if backend is None else None
+    manifest = _new_manifest(prep, paths, config, read_manifest(paths.run_dir) if resume else None,
+                             paper)
+    manifest["context_length"] = context_length
     store = _open_store(paths, resume=resume, err=err)
     finished = store.finished()
     pending = [s for s in prep.selected if s.id not in finished]
@@ -164,7 +180,8 @@ async def run_job_async(settings: RunSettings, *, backend: Backend | None = None
     try:
         if pending:
             await _run_pending(prep, pending, backend, model_name=paths.model_name, own_backend=own_backend,
-                               store=store, scheduling=scheduling, stats=stats, meter=meter, err=err)
+                               store=store, scheduling=scheduling, stats=stats, meter=meter, err=err,
+                               paper=paper)
     except Exception as exc:  # a broken backend stops the run; finished sessions stay
         cause = _first_cause(exc)
         failure = f"{type(cause).__name__}: {' '.join(str(cause).split())}"
@@ -184,7 +201,8 @@ async def run_job_async(settings: RunSettings, *, backend: Backend | None = None
                         status="failed" if failure else "interrupted")
         write_manifest(paths.run_dir, manifest)
 
-    score_rows, metric = score_run(result_rows, prep.sessions, paths.model_name, paths)
+    score_rows, metric = score_run(result_rows, prep.sessions, paths.model_name, paths,
+                                   checker="lenient" if paper else "strict")
     complete = {s.id for s in prep.selected} <= {r["id"] for r in result_rows}
     manifest["status"] = "complete" if complete else "incomplete"
     manifest["summary"] = {"sessions_scored": len(score_rows), "task_accuracy": metric["total_info"]["task"],
@@ -204,11 +222,17 @@ def _first_cause(exc: BaseException) -> BaseException:
 
 
 def score_run(result_rows: list[dict[str, Any]], sessions: list[Any], model_name: str,
-              paths: RunPaths) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Score every session in the result file and write the score and metric files."""
+              paths: RunPaths, checker: str = "strict") -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Score every session in the result file and write the score and metric files (`lenient`: the
+    paper harness's checker, wtb_local.protocols)."""
     from wtb_local.scoring import score_results, write_score_files
 
-    score_rows, metric = score_results(result_rows, sessions, model_name, source=str(paths.result_file))
+    if checker == "lenient":
+        from wtb_local.protocols.setup import score_lenient
+
+        score_rows, metric = score_lenient(result_rows, sessions, model_name)
+    else:
+        score_rows, metric = score_results(result_rows, sessions, model_name, source=str(paths.result_file))
     write_score_files(paths.run_dir, model_name, score_rows, metric)
     return score_rows, metric
 

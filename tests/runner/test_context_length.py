@@ -1,0 +1,110 @@
+"""The context window a vLLM run asks for without --max-model-len (runner/context_length.py): computed from
+the chosen sessions' gold-path prompts, rounded, capped, recorded, and passed to the engine's config. The
+real engine receiving it is checked in test_tiny_vllm.py (test_main_job_on_the_cli)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.runner.conftest import RESULT_NAME, read_jsonl
+
+SAMPLE_WORST = ("computed: the longest gold-path prompt need, wild_tool_bench_4 task 3: 3891 prompt tokens + "
+                "2 step(s) x 512 new tokens = 4915, rounded up to a multiple of 1024")
+
+
+@pytest.fixture(scope="module")
+def renderer(qwen_tiny_dir: Path) -> Any:
+    from wtb_local.rendering.renderer import PromptRenderer
+
+    return PromptRenderer.from_pretrained(str(qwen_tiny_dir))
+
+
+def test_round_up_to_whole_blocks() -> None:
+    from wtb_local.runner.context_length import round_up
+
+    assert [round_up(n) for n in (0, 1, 1024, 1025, 4915, 131072)] == [1024, 1024, 1024, 2048, 5120, 131072]
+
+
+def test_sample_needs_exact(renderer: Any) -> None:
+    from wtb_local.dataset import load_dataset
+    from wtb_local.runner.context_length import ContextLength, choose_context_length
+
+    sessions = load_dataset("sample")
+    assert choose_context_length(renderer, sessions, 512, None) == ContextLength(5120, SAMPLE_WORST)
+    assert choose_context_length(renderer, sessions, 512, 8192) == ContextLength(5120, SAMPLE_WORST)
+    # The model's maximum wins over the estimate; the manifest says so.
+    assert choose_context_length(renderer, sessions, 512, 4096) == ContextLength(
+        4096, SAMPLE_WORST + ", capped at the model's maximum 4096")
+    # A smaller budget can make another task the largest need.
+    small = choose_context_length(renderer, sessions[:2], 8, None)
+    assert small == ContextLength(4096, "computed: the longest gold-path prompt need, wild_tool_bench_0 task 3: "
+                                        "3623 prompt tokens + 1 step(s) x 8 new tokens = 3631, rounded up to a "
+                                        "multiple of 1024")
+    assert choose_context_length(renderer, [], 512, None) is None
+
+
+def test_the_walked_prompt_is_the_one_a_run_sends(renderer: Any, qwen_tiny_dir: Path, tmp_path: Path) -> None:
+    """The gold-path walk ends on the conversation a run sends at the task's last step: the oracle run's
+    recorded last request of wild_tool_bench_4 task 3 renders to the 3891 tokens counted above."""
+    from wtb_local.runner import RunSettings, run_job
+
+    run_job(RunSettings(backend="oracle", model=str(qwen_tiny_dir), model_name="oracle", dataset="sample",
+                        sessions=["4"], out=str(tmp_path), progress="none"))
+    row = read_jsonl(tmp_path / "result" / "oracle" / RESULT_NAME)[0]
+    log = row["result"][3]["inference_log"]
+    last = log[max((k for k in log if k.startswith("step_")), key=lambda k: int(k[5:]))]["inference_input"]
+    assert len(renderer.render(last["messages"], last["tools"]).token_ids) == 3891
+
+
+def test_model_context_limit(qwen_tiny_dir: Path, tmp_path: Path) -> None:
+    from wtb_local.runner.context_length import model_context_limit
+
+    assert model_context_limit(str(qwen_tiny_dir), None, False) == 8192
+    assert model_context_limit(str(tmp_path / "missing"), None, False) is None
+
+
+def _prepared(qwen_tiny_dir: Path, tmp_path: Path, **fields: Any) -> Any:
+    from wtb_local.runner import RunSettings
+    from wtb_local.runner.components import prepare_run
+
+    return prepare_run(RunSettings(model=str(qwen_tiny_dir), dataset="sample", out=str(tmp_path),
+                                   progress="none", **fields))
+
+
+def test_the_engine_config_gets_the_computed_window(qwen_tiny_dir: Path, tmp_path: Path) -> None:
+    from wtb_local.runner.components import build_backend
+    from wtb_local.runner.config import hashed_config
+    from wtb_local.runner.context_length import engine_context_length
+
+    prep = _prepared(qwen_tiny_dir, tmp_path, backend="vllm", limit=2)
+    before = hashed_config(prep.settings)
+    record = engine_context_length(prep)
+    assert record == {"max_model_len": 5120, "how": (
+        "computed: the longest gold-path prompt need, wild_tool_bench_0 task 3: 3623 prompt tokens + 1 step(s) "
+        "x 512 new tokens = 4135, rounded up to a multiple of 1024")}
+    backend = build_backend(prep.settings, parser=prep.parser, renderer=prep.renderer)
+    assert backend.config.max_model_len == 5120  # built, not started: no engine here
+    # Not part of the run configuration: a requeued run with another selection still resumes.
+    assert hashed_config(prep.settings) == before and before["max_model_len"] is None
+
+    given = _prepared(qwen_tiny_dir, tmp_path, backend="vllm", limit=2, max_model_len=3000)
+    assert engine_context_length(given) == {"max_model_len": 3000, "how": "--max-model-len"}
+    assert build_backend(given.settings, parser=given.parser, renderer=given.renderer).config.max_model_len == 3000
+
+    other = _prepared(qwen_tiny_dir, tmp_path, backend="transformers", limit=2)
+    assert engine_context_length(other) is None
+
+
+def test_manifest_records_the_window_of_an_engine_the_run_starts(qwen_tiny_dir: Path, tmp_path: Path) -> None:
+    """The oracle starts no engine: the manifest says so with null (the vllm record is checked on the
+    real engine in test_tiny_vllm.py)."""
+    from wtb_local.runner import RunSettings, run_job
+
+    run_job(RunSettings(backend="oracle", model=str(qwen_tiny_dir), model_name="oracle", dataset="sample",
+                        limit=1, out=str(tmp_path), progress="none"))
+    manifest = json.loads((tmp_path / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["context_length"] is None and manifest["settings"]["default_max_model_len"] is None

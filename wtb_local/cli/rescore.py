@@ -1,0 +1,77 @@
+"""`rescore RUN_DIR --checker lenient|strict`: re-judge a finished run's arguments with the other argument
+checker, without regenerating. The conversation and action verdicts stay as recorded; only argument
+verdicts (and what depends on them: labels, AP/OP) change. Writes
+`RUN_DIR/score-<checker>/score/<model>/Wild-Tool-Bench_{score.jsonl,metric.json}` with a manifest saying
+which checker scored them, and records it in the run manifest's `protocol.rescored`, so `report RUN_DIR`
+shows the run under both checkers.
+
+Imports only the scorers (no torch, vllm or transformers).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command(name="rescore")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+@click.option("--checker", type=click.Choice(("lenient", "strict")), required=True, envvar="WTB_CHECKER",
+              help="lenient: the paper harness's checker (mean argument score >= 0.7, optional arguments free); "
+                   "strict: the released evaluator's.")
+@click.option("--dataset", default=None, envvar="WTB_DATASET",
+              help="Dataset of the run (default: the path its manifest records; its sha256 must match).")
+def rescore(run_dir: str, checker: str, dataset: str | None) -> None:
+    """Re-score RUN_DIR's result file with another argument checker (no generation)."""
+    from wtb_local.dataset import DatasetError, dataset_sha256, read_dataset, resolve_dataset
+    from wtb_local.protocols.setup import score_lenient
+    from wtb_local.reports import print_tables
+    from wtb_local.reports.protocols import protocol_label, run_protocol
+    from wtb_local.reports.table import metric_row
+    from wtb_local.runner.manifest import ManifestError, read_manifest, write_manifest
+    from wtb_local.scoring import ScoringError, read_result_rows, score_results, write_score_files
+
+    try:
+        manifest = read_manifest(run_dir)
+    except ManifestError as exc:
+        raise click.ClickException(str(exc)) from None
+    if manifest is None:
+        raise click.ClickException(f"{run_dir}: no manifest.json; rescore reads a run directory written by `run`")
+    config = manifest.get("config") or {}
+    model_name = str(config.get("model_name") or (manifest.get("model") or {}).get("name") or "")
+    result_file = Path(str((manifest.get("files") or {}).get("result", "")))
+    if not result_file.is_absolute() and not result_file.exists():
+        result_file = Path(run_dir) / "result" / model_name.replace("/", "_") / "Wild-Tool-Bench_result.jsonl"
+    try:
+        source = dataset or (manifest.get("dataset") or {}).get("path") or "release"
+        dataset_path = resolve_dataset(source)
+        sessions, _warnings = read_dataset(dataset_path)
+        recorded = config.get("dataset_sha256")
+        if isinstance(recorded, str) and recorded != dataset_sha256(dataset_path):
+            raise click.ClickException(f"{run_dir}: the run used dataset sha256 {recorded[:12]}..., --dataset "
+                                       f"{source} differs; pass the dataset the run used")
+        rows = read_result_rows(result_file)
+        if checker == "lenient":
+            score_rows, metric = score_lenient(rows, sessions, model_name)
+        else:
+            score_rows, metric = score_results(rows, sessions, model_name, source=str(result_file))
+        out = Path(run_dir) / f"score-{checker}"
+        score_path, metric_path = write_score_files(out, model_name, score_rows, metric)
+    except (DatasetError, ScoringError) as exc:
+        raise click.ClickException(str(exc)) from None
+    except OSError as exc:
+        raise click.ClickException(f"{exc.filename or run_dir}: {exc.strerror or exc}") from None
+
+    protocol, own = run_protocol(run_dir)
+    # The re-scoring's own manifest: the run's, saying which checker scored these files (report reads it).
+    derived = {**manifest, "status": "rescored",
+               "protocol": {"name": protocol, "checker": checker, "rescore_of": str(Path(run_dir).resolve())}}
+    write_manifest(out, derived)
+    section = manifest.setdefault("protocol", {"name": protocol, "checker": own})
+    section.setdefault("rescored", {})[checker] = {
+        "metric": str(metric_path), "task_accuracy": metric["total_info"]["task"]["accuracy"]}
+    write_manifest(run_dir, manifest)
+    click.echo(f"score:  {score_path}")
+    click.echo(f"metric: {metric_path}")
+    print_tables([metric_row(metric, protocol_label(model_name, protocol, checker))])
