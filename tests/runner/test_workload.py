@@ -105,8 +105,12 @@ def test_one_at_a_time_keeps_one_request_in_flight() -> None:
 
 
 def test_exact_length_server_requests_ignore_eos() -> None:
+    from wtb_local.backends.sampling_defaults import ResolvedSampling
+
     client = ExactLengthOpenAI(OpenAIConfig(base_url="http://127.0.0.1:9/v1", model="m"))
-    body = client._body(_request(0, "x").model_copy(update={"prompt": "hi"}), 12)
+    sampling = ResolvedSampling(do_sample=False, temperature=0.0, top_p=1.0, top_k=0, min_p=0.0,
+                                repetition_penalty=1.0, max_new_tokens=12)
+    body = client._body(_request(0, "x").model_copy(update={"prompt": "hi"}), sampling)
     assert (body["ignore_eos"], body["max_tokens"], body["prompt"]) == (True, 12, "hi")
 
 

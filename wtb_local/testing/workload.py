@@ -124,8 +124,8 @@ class ExactLengthVLLM(VLLMBackend):
 class ExactLengthOpenAI(OpenAIBackend):
     """A vLLM server, generating exactly max_tokens (`ignore_eos`, a vLLM extension): for benchmarks."""
 
-    def _body(self, request: GenerationRequest, max_tokens: int) -> dict[str, Any]:
-        return {**super()._body(request, max_tokens), "ignore_eos": True}
+    def _body(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return {**super()._body(*args, **kwargs), "ignore_eos": True}
 
 
 def replicated_dataset(source: Path, copies: int, out: Path) -> Path:
