@@ -23,22 +23,32 @@ SERVED = {
     "openai/gpt-oss-120b": "gpt_oss",
     "ibm-granite/granite-3.3-8b-instruct": "granite3_3",
     "MadeAgents/Hammer2.1-0.5b": "hammer2_1",
+    "Team-ACE/ToolACE-2-8B": "pythonic_llama3",
+    "watt-ai/watt-tool-8B": "pythonic_llama3",
+    "watt-ai/watt-tool-70B": "pythonic_llama3",
+    "meta-llama/Llama-4-Scout-17B-16E-Instruct": "llama4_pythonic",
+    "meta-llama/Llama-4-Maverick-17B-128E-Instruct": "llama4_pythonic",
+    "google/gemma-3-27b-it": "gemma3_pythonic",
+    "google/gemma-3-4b-it": "gemma3_pythonic",
+    "microsoft/Phi-4-mini-instruct": "phi4_mini",
+    "deepseek-ai/DeepSeek-V3-0324": "deepseek_v3",
+    "deepseek-ai/DeepSeek-V3": "deepseek_v3",
     "MadeAgents/Hammer2.1-7b": "hammer2_1",
     "deepseek-ai/DeepSeek-R1-Distill-Llama-70B": "deepseek_r1_distill",
     "deepseek-ai/DeepSeek-V3.1": "deepseek_v31",
     "deepseek-ai/DeepSeek-V3.1-Terminus": "deepseek_v31",
 }
-NOT_SERVED = ["Qwen/Qwen3-8B", "meta-llama/Llama-4-Scout-17B-16E-Instruct",
-              "Salesforce/Llama-xLAM-2-8b-fc-r", "NousResearch/Hermes-2-Pro-Llama-3-8B", "Team-ACE/ToolACE-2-8B",
-              "ibm-granite/granite-4.0-h-small", "deepseek-ai/DeepSeek-V3-0324", "deepseek-ai/DeepSeek-R1-0528",
-              "moonshotai/Kimi-K2-Instruct", "watt-ai/watt-tool-8B"]
+NOT_SERVED = ["Qwen/Qwen3-8B", "Salesforce/Llama-xLAM-2-8b-fc-r", "NousResearch/Hermes-2-Pro-Llama-3-8B",
+              "ibm-granite/granite-4.0-h-small", "deepseek-ai/DeepSeek-V3.2", "deepseek-ai/DeepSeek-R1-0528",
+              "moonshotai/Kimi-K2-Instruct", "google/gemma-2-9b-it", "microsoft/Phi-4"]
 
 
 def test_overrides_are_found_in_the_shipped_folder() -> None:
     assert chat_templates_dir().resolve() == OVERRIDES_DIR.resolve()
     names = [o.name for o in list_overrides()]
-    assert names == sorted(names) == ["deepseek_r1_distill", "deepseek_v31", "gpt_oss", "granite3_3",
-                                      "hammer2_1", "llama3_json"]
+    assert names == sorted(names) == ["deepseek_r1_distill", "deepseek_v3", "deepseek_v31", "gemma3_pythonic", "gpt_oss",
+                                      "granite3_3", "hammer2_1", "llama3_json", "llama4_pythonic", "phi4_mini",
+                                      "pythonic_llama3"]
     assert all(o.patterns for o in list_overrides())
 
 
@@ -75,3 +85,12 @@ def test_models_line_is_required_and_checked() -> None:
         read_model_patterns("{{ x }}", origin="bad.jinja")
     with pytest.raises(TemplateError, match="bad regex"):
         read_model_patterns("{# models: ( #}", origin="bad.jinja")
+
+
+def test_hermes3_template_is_the_lfs_blob() -> None:
+    # llama.cpp's Hermes-3 file is known only by its Git LFS pointer: the fixture must be that blob
+    import hashlib
+
+    text = real_templates()["NousResearch/Hermes-3-Llama-3.1-8B::tool_use"]["chat_template"].encode("utf-8")
+    assert (len(text), hashlib.sha256(text).hexdigest()) == (
+        5004, "7ce09d55d3690e06c70b5c07228cc7e8c99c43a23cdc027762be4011efcdea6c")

@@ -4,6 +4,7 @@ the gold reply is written as the family's raw text and goes through the normal p
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
@@ -71,6 +72,10 @@ def test_oracle_scores_100_percent_for_every_parser(
     _assert_perfect(files["metric"])
     manifest = (tmp_path / "manifest.json").read_text()
     assert f'"parser": "{parser}"' in manifest
+    # no tokenizer on disk: this is the parser-format path, every reply written by `format` (the path
+    # through the family's own template is tests/runner/test_oracle_templates.py, with zero of these)
+    backend = json.loads(manifest)["backend"]
+    assert (backend["writer"], backend["template_cuts"], backend["format_fallbacks"]) == ("parser format", 0, 74)
     # the raw completion text is kept on every step
     steps = [
         step
@@ -116,6 +121,7 @@ def test_oracle_through_other_real_templates(model_id: str, tmp_path: Path) -> N
     outcome = asyncio.run(run_job_async(settings))
     _assert_perfect(outcome.metric)
     assert outcome.manifest["backend"]["template_cuts"] > 0
+    assert outcome.manifest["backend"]["format_fallbacks"] == 0
 
 
 def test_run_prints_our_row_and_the_papers_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

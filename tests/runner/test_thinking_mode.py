@@ -62,6 +62,11 @@ DEFAULT_MODE = {
     "ibm-granite/granite-3.0-8b-instruct::vllm": False,
     "NousResearch/Hermes-2-Pro-Llama-3-8B::vllm": False,
     "MadeAgents/Hammer2.1-7b": False,
+    "NousResearch/Hermes-3-Llama-3.1-8B::tool_use": False,
+    "Qwen/QwQ-32B": True,  # pre-fills <think>
+    "google/gemma-3-27b-it": False,
+    "meta-llama/Llama-4-Scout-17B-16E-Instruct": False,
+    "microsoft/Phi-4-mini-instruct": False,
 }
 # Templates with a switch that --thinking/--no-thinking flips (gpt-oss reasons at any effort).
 SWITCHED = {

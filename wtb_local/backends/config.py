@@ -17,6 +17,9 @@ class VLLMConfig(BaseModel):
     dtype: str = "auto"
     tensor_parallel_size: int = Field(1, ge=1)
     pipeline_parallel_size: int = Field(1, ge=1)
+    # None: not passed (vLLM releases before data parallelism reject the name); N: N engine replicas in one
+    # process group, requests balanced by vLLM itself.
+    data_parallel_size: int | None = Field(None, ge=1)
     max_model_len: int | None = Field(None, ge=1)
     # None: vLLM's 0.9 on a GPU; 0.2 on vLLM's CPU build, where it is the share of host RAM reserved.
     gpu_memory_utilization: float | None = Field(None, gt=0.0, le=1.0)

@@ -46,7 +46,15 @@ class VLLMBackend(Backend):
         from vllm import AsyncEngineArgs
         from vllm.v1.engine.async_llm import AsyncLLM
 
-        args = AsyncEngineArgs(**_platform_engine_args(self.config), disable_log_stats=True)
+        engine_args = _platform_engine_args(self.config)
+        missing = unsupported_engine_args(engine_args, AsyncEngineArgs)
+        if missing:
+            import vllm
+
+            flags = ", ".join("--" + name.replace("_", "-") for name in missing)
+            raise ValueError(f"{flags}: not supported by the installed vLLM {getattr(vllm, '__version__', '?')}; "
+                             "upgrade vLLM or leave it unset")
+        args = AsyncEngineArgs(**engine_args, disable_log_stats=True)
         self._engine = AsyncLLM.from_engine_args(args, usage_context=batch_usage_context())
         model_config = self._engine.model_config
         self._max_model_len = int(model_config.max_model_len)
@@ -187,6 +195,14 @@ def scheduler_settings(engine: Any) -> dict[str, Any]:
     return {"max_num_seqs": scheduler.max_num_seqs, "max_num_batched_tokens": scheduler.max_num_batched_tokens,
             "enable_chunked_prefill": scheduler.enable_chunked_prefill,
             "enable_prefix_caching": cache.enable_prefix_caching, "block_size": cache.block_size}
+
+
+def unsupported_engine_args(args: dict[str, Any], engine_args_class: Any) -> list[str]:
+    """Names in `args` that this vLLM's engine arguments (a dataclass) do not have, sorted."""
+    import dataclasses
+
+    known = {field.name for field in dataclasses.fields(engine_args_class)}
+    return sorted(name for name in args if name not in known)
 
 
 def _platform_engine_args(config: VLLMConfig) -> dict[str, Any]:

@@ -20,6 +20,7 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
     "data": ("wtb_local.cli.data", "data", "Fetch, verify and describe the dataset."),
     "render": ("wtb_local.cli.render", "render", "Print the exact prompt a model is sent for one step."),
     "parsers": ("wtb_local.cli.parsers", "parsers", "List tool-call parsers; parse raw completions."),
+    "merge": ("wtb_local.cli.merge", "merge", "Merge the shards of a sharded run (run --shard) and score it."),
     "rescore": ("wtb_local.cli.rescore", "rescore", "Re-score a finished run with the other argument checker (lenient|strict)."),
     "report": ("wtb_local.cli.report", "report", "Print the Table 6 row(s) of scored runs next to the paper."),
 }

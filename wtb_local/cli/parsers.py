@@ -107,3 +107,36 @@ def result_row(parser_name: str, result: ParseResult) -> dict[str, Any]:
 
 def _error_row(parser: ToolParser, message: str) -> dict[str, Any]:
     return result_row(parser.name, ParseResult(errors=[message]))
+
+
+@parsers.command("compare")
+@click.argument("run_dir", type=click.Path(exists=True))
+@click.option("--parsers", "names", required=True, envvar="WTB_PARSERS", metavar="A,B,...",
+              help="Parsers to compare, comma-separated; the first is the baseline the others are compared with.")
+@click.option("--dataset", envvar="WTB_DATASET",
+              help="Dataset the run used (default: the file its manifest names; the hash is checked).")
+@click.option("--format", "output_format", type=click.Choice(("markdown", "json")), default="markdown",
+              show_default=True, envvar="WTB_FORMAT", help="Output format.")
+@click.option("--keep", type=click.Path(file_okay=False), envvar="WTB_KEEP",
+              help="Keep each parser's replayed run under KEEP/<parser> (default: a removed temporary folder).")
+def compare(run_dir: str, names: str, dataset: str | None, output_format: str, keep: str | None) -> None:
+    """Compare parsers on RUN_DIR's recorded raw completions: calls extracted, parse failures,
+    disagreements (with examples) and the task verdicts each parser leads to (replayed)."""
+    from wtb_local.runner.errors import RunError
+    from wtb_local.runner.parser_compare import compare_parsers, to_markdown
+
+    wanted = [name.strip() for name in names.split(",") if name.strip()]
+    try:
+        report = compare_parsers(run_dir, wanted, dataset=dataset, keep=keep)
+    except (RunError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+    if output_format == "json":
+        click.echo(json.dumps(report, indent=2, ensure_ascii=False))
+    else:
+        click.echo(to_markdown(report), nl=False)
+
+
+for _command in (compare,):
+    for _param in _command.params:
+        if isinstance(_param, click.Option):
+            _param.show_envvar = True

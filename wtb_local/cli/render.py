@@ -29,12 +29,14 @@ import click
               help="Set the family's thinking switch (default: the template's own default).")
 @click.option("--template-kwarg", "template_kwarg", multiple=True, envvar="WTB_TEMPLATE_KWARG",
               help="KEY=VALUE passed to the chat template (VALUE parsed as JSON when it parses). Repeatable.")
+@click.option("--parser", envvar="WTB_PARSER", metavar="NAME",
+              help="Tool-call parser the template probe reads past calls back with (default: auto-selected).")
 @click.option("--revision", envvar="WTB_REVISION", help="Model revision (branch, tag or commit).")
 @click.option("--trust-remote-code", is_flag=True, default=False, envvar="WTB_TRUST_REMOTE_CODE")
 @click.option("--protocol", type=click.Choice(("release", "paper")), default="release", show_default=True,
               envvar="WTB_PROTOCOL", help="paper: the paper harness's conversation and the family's prompt builder.")
 def render(model: str, session_id: str | None, task: int, step: int, dataset: str, chat_template: str | None,
-           thinking: bool | None, template_kwarg: tuple[str, ...], revision: str | None,
+           thinking: bool | None, template_kwarg: tuple[str, ...], parser: str | None, revision: str | None,
            trust_remote_code: bool, protocol: str) -> None:
     """Print the prompt MODEL is given for one step (stdout) and the template choice (stderr)."""
     from wtb_local.dataset import load_dataset
@@ -50,7 +52,7 @@ def render(model: str, session_id: str | None, task: int, step: int, dataset: st
     try:
         renderer = PromptRenderer.from_pretrained(model, revision=revision, trust_remote_code=trust_remote_code,
                                                   chat_template=chat_template, template_kwargs=kwargs,
-                                                  thinking=thinking)
+                                                  thinking=thinking, parser=parser)
         if protocol == "paper":
             from wtb_local.protocols.families import family_for
             from wtb_local.protocols.setup import PaperRenderer

@@ -31,6 +31,17 @@ def _sessions(_ctx: click.Context, _param: click.Parameter, value: str | None) -
     return ids
 
 
+def _shard(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    if value is None or value.strip() == "auto":
+        return value and "auto"
+    from wtb_local.runner.shards import ShardError, parse_shard
+
+    try:
+        return parse_shard(value).spec
+    except ShardError as exc:
+        raise click.BadParameter(str(exc).removeprefix("--shard: ")) from None
+
+
 def _protocol(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
     return None if value in (None, "release") else value  # release: left out of the run hash (old runs resume)
 
@@ -71,6 +82,10 @@ def _protocol(_ctx: click.Context, _param: click.Parameter, value: str | None) -
               help="Run only the first N sessions.")
 @click.option("--sessions", callback=_sessions, envvar="WTB_SESSIONS",
               help="Run only these sessions: ids or numbers, comma-separated.")
+@click.option("--shard", envvar="WTB_SHARD", callback=_shard,
+              help="Run one shard of the sessions: I/N (0-based), or auto = this Slurm array task "
+                   "(SLURM_ARRAY_TASK_ID of SLURM_ARRAY_TASK_COUNT); into <out>/shards/I-of-N/, joined by "
+                   "`merge`.")
 @click.option("--resume/--no-resume", default=True, show_default=True, envvar="WTB_RESUME",
               help="Skip sessions already finished in the run directory (same configuration only); "
                    "--no-resume starts afresh, replacing its results.")
@@ -98,6 +113,9 @@ def _protocol(_ctx: click.Context, _param: click.Parameter, value: str | None) -
               envvar="WTB_TENSOR_PARALLEL_SIZE", help="vLLM: GPUs the model is split over (tensor parallel).")
 @click.option("--pipeline-parallel-size", type=click.IntRange(min=1), default=1, show_default=True,
               envvar="WTB_PIPELINE_PARALLEL_SIZE", help="vLLM: pipeline-parallel stages.")
+@click.option("--data-parallel-size", type=click.IntRange(min=1), envvar="WTB_DATA_PARALLEL_SIZE",
+              help="vLLM: engine replicas on this node, each on tensor x pipeline GPUs, requests balanced by "
+                   "vLLM (needs a vLLM with data parallelism; default: not passed, one replica).")
 @click.option("--gpu-memory-utilization", type=click.FloatRange(min=0.0, max=1.0, min_open=True),
               envvar="WTB_GPU_MEMORY_UTILIZATION",
               help="vLLM: share of GPU memory to use [default: 0.9; 0.2 of host RAM on vLLM's CPU build].")

@@ -17,7 +17,14 @@ from pydantic import BaseModel
 from wtb_local.end_of_turn import END_OF_TURN, strip_end_of_turn
 from wtb_local.rendering.adapt import adapt_messages
 from wtb_local.rendering.kwargs import thinking_kwargs
-from wtb_local.rendering.probe import PROBE_TOOLS, RENDER_ERRORS, TemplateChoice, choose_template
+from wtb_local.rendering.probe import (
+    PROBE_TOOLS,
+    RENDER_ERRORS,
+    TemplateChoice,
+    choose_template,
+    completion_after,
+    cut_completion,
+)
 from wtb_local.rendering.segment_tokens import SegmentEncoder
 from wtb_local.rendering.templates import TemplateError, resolve_template
 
@@ -31,9 +38,11 @@ class PromptRenderer:
     """Probe the template once, then render every step of a run the same way."""
 
     def __init__(self, tokenizer: Any, *, model_id: str = "", chat_template: str | None = None,
-                 template_kwargs: dict[str, Any] | None = None, thinking: bool | None = None) -> None:
+                 template_kwargs: dict[str, Any] | None = None, thinking: bool | None = None,
+                 parser: str | None = None) -> None:
         """`chat_template`: an override name or a file path (None: the tokenizer's own). `thinking`
-        becomes the family's switch (kwargs.py); explicit `template_kwargs` win over it."""
+        becomes the family's switch (kwargs.py); explicit `template_kwargs` win over it. `parser`: the
+        run's `--parser` (None: the one selected for the model), which the probe reads past calls with."""
         self.tokenizer = tokenizer
         self.model_id = model_id or str(getattr(tokenizer, "name_or_path", "") or "")
         if chat_template is not None:
@@ -44,13 +53,14 @@ class PromptRenderer:
                                 **(template_kwargs or {})}
         self.template: str
         self.choice: TemplateChoice
-        self.template, self.choice = choose_template(self._render_with, text, source, self.model_id)
+        self.template, self.choice = choose_template(self._render_with, text, source, self.model_id,
+                                                     parser=parser)
 
     @classmethod
     def from_pretrained(cls, model_id_or_path: str, *, revision: str | None = None,
                         trust_remote_code: bool = False, chat_template: str | None = None,
                         template_kwargs: dict[str, Any] | None = None,
-                        thinking: bool | None = None) -> PromptRenderer:
+                        thinking: bool | None = None, parser: str | None = None) -> PromptRenderer:
         """Load the tokenizer with transformers (imported here: the CLI must start fast).
 
         transformers itself honours HF_HOME and HF_HUB_OFFLINE; local directories never touch the hub.
@@ -64,7 +74,7 @@ class PromptRenderer:
             kwargs["local_files_only"] = True
         tokenizer = AutoTokenizer.from_pretrained(model_id_or_path, **kwargs)
         return cls(tokenizer, model_id=model_id_or_path, chat_template=chat_template,
-                   template_kwargs=template_kwargs, thinking=thinking)
+                   template_kwargs=template_kwargs, thinking=thinking, parser=parser)
 
     # --- rendering -------------------------------------------------------------------------------------
 
@@ -91,36 +101,27 @@ class PromptRenderer:
                        reply: dict[str, Any]) -> str | None:
         """The raw completion a model would have written for `reply` ({content, tool_calls}).
 
-        The conversation is rendered without and with the assistant turn; the difference after the
-        generation prompt is the completion, minus the end-of-turn token(s). Some templates place text
-        by the position of the last message (Mistral attaches the system prompt to the last user turn),
-        so when the longer rendering does not extend the prompt, the completion is taken after the last
-        occurrence of the prompt's final message text + generation prompt. None when neither works (the
-        generation prompt pre-fills text the history form lacks, e.g. `<think>`, or whitespace differs):
-        callers fall back to the parser's format.
+        The assistant turn is cut out of the template's rendering of the conversation with it, exactly as
+        the probe cuts past calls (`probe.cut_completion`), minus the end-of-turn token(s); after a
+        generation prompt that pre-fills a reasoning opening (`<think>\n`) the completion first closes it
+        (`</think>` + blank line). None when there is no clean cut: callers fall back to the parser's
+        format (and count it).
         """
         assistant = {"role": "assistant", "content": reply.get("content") or ""}
         if reply.get("tool_calls"):
             assistant["tool_calls"] = reply["tool_calls"]
+        adapted = adapt_messages([*messages, assistant], self.choice.adaptation)
+        # split_parallel turns one reply into several messages: the reply is everything after the history
+        start = len(adapt_messages(messages, self.choice.adaptation))
+        if len(adapted) != start + 1:
+            return None
         try:
-            prompt = self.render_text(messages, tools)
-            full = self.render_text([*messages, assistant], tools, add_generation_prompt=False)
+            cut = cut_completion(self._render_with, self.template, adapted, start, tools or [])
         except RENDER_ERRORS:  # a template that cannot render the reply yields no clean cut
             return None
-        if full.startswith(prompt):
-            return self._strip_end(full[len(prompt):])
-        return self._anchored_cut(messages, prompt, full)
+        return None if cut is None else completion_after(cut[1], self._strip_end(cut[0]))
 
     # --- internals ---------------------------------------------------------------------------------------
-
-    def _anchored_cut(self, messages: list[dict[str, Any]], prompt: str, full: str) -> str | None:
-        last = messages[-1].get("content") if messages else None
-        if not isinstance(last, str) or not last or last not in prompt:
-            return None
-        anchor = last + prompt[prompt.rindex(last) + len(last):]
-        if full.count(anchor) != 1:  # ambiguous or absent: no clean cut
-            return None
-        return self._strip_end(full[full.index(anchor) + len(anchor):])
 
     def _own_template(self) -> str:
         try:
@@ -134,10 +135,11 @@ class PromptRenderer:
         return text
 
     def _render_with(self, template: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
-                     *, add_generation_prompt: bool = True) -> str:
+                     *, add_generation_prompt: bool = True, **context: Any) -> str:
+        # `context`: extra template variables for this rendering only (the probe's frozen clock)
         return self.tokenizer.apply_chat_template(
             messages, tools=tools or None, chat_template=template,
-            add_generation_prompt=add_generation_prompt, tokenize=False, **self.template_kwargs)
+            add_generation_prompt=add_generation_prompt, tokenize=False, **{**self.template_kwargs, **context})
 
     def _end_markers(self) -> list[str]:
         markers = set(END_OF_TURN)

@@ -97,8 +97,13 @@ def find_runs(path: str | Path) -> list[_Found]:
     for attribute, name in (("score", SCORE_FILE_NAME), ("metric", METRIC_FILE_NAME), ("result", RESULT_FILE_NAME)):
         for file in sorted(path.rglob(name)):
             root = _run_root(file)
+            if _is_shard(root, path):  # a sharded run's parts: its merged files stand for them
+                continue
             entry = found.setdefault((root, file.parent.name), _Found(file.parent.name, root))
             setattr(entry, attribute, file)
+    if not found and any(_is_shard(folder, path) for folder in path.glob("**/shards/*")):
+        raise ReportError(f"{path}: a sharded run that is not merged yet; run "
+                          f"`python -m wtb_local merge {path}` first")
     if not found:
         metrics = sorted(path.rglob("*metric*.json"))
         if not metrics:
@@ -108,6 +113,13 @@ def find_runs(path: str | Path) -> list[_Found]:
     for run in runs:  # several run directories under one path: each its own manifest
         run.manifest = _read_manifest(run.source)
     return runs
+
+
+def _is_shard(folder: Path, searched: Path) -> bool:
+    """`<run dir>/shards/<I>-of-<N>` below the searched path (a shard named directly is reported)."""
+    from wtb_local.runner.shards import SHARDS_DIR, parse_shard_dir
+
+    return folder != searched and folder.parent.name == SHARDS_DIR and parse_shard_dir(folder.name) is not None
 
 
 def _run_root(file: Path) -> Path:

@@ -64,7 +64,8 @@ def load_renderer(settings: RunSettings, *, local_only: bool = False) -> Any:
         try:
             return PromptRenderer.from_pretrained(
                 settings.model, revision=settings.revision, trust_remote_code=settings.trust_remote_code,
-                chat_template=settings.chat_template, template_kwargs=settings.template_kwargs)
+                chat_template=settings.chat_template, template_kwargs=settings.template_kwargs,
+                parser=settings.parser)
         except TemplateError:
             raise
         except Exception as exc:  # noqa: BLE001 - hub, file and tokenizer errors all mean "no tokenizer"
@@ -77,7 +78,7 @@ def load_renderer(settings: RunSettings, *, local_only: bool = False) -> Any:
                                               trust_remote_code=settings.trust_remote_code,
                                               local_files_only=True)
     return PromptRenderer(tokenizer, model_id=settings.model, chat_template=settings.chat_template,
-                          template_kwargs=settings.template_kwargs)
+                          template_kwargs=settings.template_kwargs, parser=settings.parser)
 
 
 def _tokenizer_on_disk(settings: RunSettings) -> bool:
@@ -164,6 +165,7 @@ def build_backend(settings: RunSettings, *, parser: Any, renderer: Any) -> Backe
             tensor_parallel_size=settings.tensor_parallel_size,
             pipeline_parallel_size=settings.pipeline_parallel_size,
             max_model_len=settings.max_model_len or settings.default_max_model_len,
+            data_parallel_size=settings.data_parallel_size,
             gpu_memory_utilization=settings.gpu_memory_utilization, quantization=settings.quantization,
             trust_remote_code=settings.trust_remote_code, max_num_seqs=settings.max_num_seqs,
             max_num_batched_tokens=settings.max_num_batched_tokens,
@@ -205,9 +207,21 @@ def resolve_settings(settings: RunSettings) -> RunSettings:
     settings.server_prompt = (settings.server_prompt or "token-ids") if settings.backend == "openai" else None
     if not settings.model_name:
         settings.model_name = settings.model or settings.backend
+    _resolve_shard(settings)
     if settings.backend == "replay":
         _resolve_replay(settings)
     return settings
+
+
+def _resolve_shard(settings: RunSettings) -> None:
+    """`--shard auto` becomes this Slurm array task's `I/N`, so the shard's folder is known."""
+    from wtb_local.runner.shards import ShardError, resolve_shard
+
+    try:
+        shard = resolve_shard(settings.shard)
+    except ShardError as exc:
+        raise RunError(str(exc)) from None
+    settings.shard = shard.spec if shard else None
 
 
 def _resolve_replay(settings: RunSettings) -> None:
@@ -255,6 +269,7 @@ class PreparedRun:
     parser: Any
     renderer_note: str | None
     thinking: Any = None  # thinking.ThinkingMode: the effective mode, decided by the prompt
+    shard: dict[str, Any] | None = None  # --shard: this shard's sessions and the selection they come from
 
 
 def prepare_run(settings: RunSettings, renderer: Any = None, stderr: Any = None) -> PreparedRun:
@@ -273,6 +288,11 @@ def prepare_run(settings: RunSettings, renderer: Any = None, stderr: Any = None)
     selected = select_sessions(sessions, settings.sessions, settings.limit)
     if settings.backend == "replay" and settings.sessions is None and settings.limit is None:
         selected = _recorded_only(settings, selected, stderr)
+    shard_record = None
+    if settings.shard:
+        from wtb_local.runner.shards import parse_shard, shard_sessions
+
+        selected, shard_record = shard_sessions(selected, parse_shard(settings.shard))
 
     # A text backend needs the renderer; the oracle uses the template when a tokenizer is on disk.
     note = None
@@ -295,7 +315,8 @@ def prepare_run(settings: RunSettings, renderer: Any = None, stderr: Any = None)
         from wtb_local.runner.thinking import default_max_new_tokens
 
         settings.sampling.max_new_tokens = default_max_new_tokens(thinking.effective)
-    return PreparedRun(settings, dataset_path, sessions, selected, renderer, parser, note, thinking)
+    return PreparedRun(settings, dataset_path, sessions, selected, renderer, parser, note, thinking,
+                       shard=shard_record)
 
 
 def _thinking_mode(settings: RunSettings, renderer: Any) -> Any:

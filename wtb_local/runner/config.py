@@ -65,6 +65,7 @@ class RunSettings(BaseModel):
     out: str | None = None
     limit: int | None = None
     sessions: list[str] | None = None
+    shard: str | None = None  # "I/N" once resolved (`auto` reads the Slurm array task); not hashed
     resume: bool = True
     overwrite: bool = False
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
@@ -77,6 +78,7 @@ class RunSettings(BaseModel):
     max_model_len: int | None = None
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
+    data_parallel_size: int | None = None  # vLLM's own data parallelism (engine replicas) on one node
     gpu_memory_utilization: float | None = None
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None

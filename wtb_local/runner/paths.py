@@ -35,4 +35,8 @@ class RunPaths:
 def run_paths(settings: RunSettings) -> RunPaths:
     name = settings.model_name or settings.model or settings.backend
     run_dir = Path(settings.out) if settings.out else Path("runs") / model_dir_name(name)
+    if settings.shard:  # one shard of a sharded run: its own run directory, joined later by `merge`
+        from wtb_local.runner.shards import SHARDS_DIR, parse_shard
+
+        run_dir = run_dir / SHARDS_DIR / parse_shard(settings.shard).dir_name
     return RunPaths(run_dir, name)

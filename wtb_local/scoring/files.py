@@ -87,7 +87,12 @@ def read_metric(path: str | Path) -> dict[str, Any]:
     """A metric.json file, or the metric file of a run/score directory (searched recursively)."""
     path = Path(path)
     if path.is_dir():
-        found = sorted(path.rglob(METRIC_FILE_NAME)) or sorted(path.rglob("*metric*.json"))
+        # A run directory's own metric first: a sharded run also holds one per shard under shards/.
+        found = sorted(path.glob(f"score/*/{METRIC_FILE_NAME}"))
+        if not found and (path / "shards").is_dir():
+            raise ScoringError(f"{path}: a sharded run that is not merged yet; run "
+                               f"`python -m wtb_local merge {path}` first")
+        found = found or sorted(path.rglob(METRIC_FILE_NAME)) or sorted(path.rglob("*metric*.json"))
         if not found:
             raise ScoringError(f"{path}: no {METRIC_FILE_NAME} found in this directory")
         path = found[0]

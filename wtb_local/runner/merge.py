@@ -1,0 +1,194 @@
+"""Joining a sharded run: `<run dir>/shards/<I>-of-<N>/` → the run directory's own result, score, metric
+and manifest files, exactly as a one-process run writes them.
+
+Refused, in one line that lists every offender: a shard folder missing or unfinished, shards of different
+counts, shards whose manifests disagree on what decides the results (the hashed run configuration: model
+and resolved revision, tokenizer, chat template, parser, sampling, dataset hash, ...; the parser options,
+template kwargs, protocol, and the session selection being split), a session present in two shards, a
+selected session present in none.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from wtb_local.runner.config import config_diff
+from wtb_local.runner.errors import RunError
+from wtb_local.runner.manifest import ManifestError, read_manifest, write_manifest
+from wtb_local.runner.paths import RunPaths
+from wtb_local.runner.shards import SHARDS_DIR, Shard, parse_shard_dir
+
+# Manifest entries, besides `config`, that every shard must share.
+_AGREED = ("parser_options", "template_kwargs", "protocol")
+_LISTED = 8  # offenders named in an error line before "... and K more"
+
+
+@dataclass
+class MergeOutcome:
+    paths: RunPaths
+    manifest: dict[str, Any]
+    metric: dict[str, Any]
+    result_rows: list[dict[str, Any]]
+    shards: list[str]
+
+
+def _listing(items: list[str]) -> str:
+    shown = ", ".join(items[:_LISTED])
+    return shown + (f" and {len(items) - _LISTED} more" if len(items) > _LISTED else "")
+
+
+def find_shards(run_dir: Path) -> list[tuple[Shard, Path]]:
+    """The shard folders of a run directory, by index."""
+    folder = run_dir / SHARDS_DIR
+    if not folder.is_dir():
+        raise RunError(f"{run_dir}: not a sharded run (no {SHARDS_DIR}/ folder; run with --shard I/N first)")
+    found = []
+    for child in sorted(folder.iterdir()):
+        shard = parse_shard_dir(child.name)
+        if child.is_dir() and shard is not None:
+            found.append((shard, child))
+    if not found:
+        raise RunError(f"{folder}: no shard folders (<I>-of-<N>)")
+    return sorted(found, key=lambda item: (item[0].count, item[0].index))
+
+
+def _agreed_view(manifest: dict[str, Any]) -> dict[str, Any]:
+    view = {"config": manifest.get("config"), "selection_sha256": (manifest.get("shard") or {}).get(
+        "selection_sha256")}
+    view.update({key: manifest.get(key) for key in _AGREED if key in manifest})
+    return view
+
+
+def _check_shards(run_dir: Path) -> list[tuple[str, Path, dict[str, Any]]]:
+    shards = find_shards(run_dir)
+    counts = sorted({shard.count for shard, _ in shards})
+    if len(counts) > 1:
+        raise RunError(f"{run_dir / SHARDS_DIR}: shards of different counts ({_listing([p.name for _, p in shards])});"
+                       " remove the folders of the run you abandoned")
+    count = counts[0]
+    present = {shard.index for shard, _ in shards}
+    problems = [f"{i}-of-{count}: missing" for i in range(count) if i not in present]
+    loaded = []
+    for shard, path in shards:
+        try:
+            manifest = read_manifest(path)
+        except ManifestError as exc:
+            problems.append(f"{shard.dir_name}: {exc}")
+            continue
+        if manifest is None:
+            problems.append(f"{shard.dir_name}: no manifest.json (never started)")
+            continue
+        status = manifest.get("status")
+        if status != "complete":
+            problems.append(f"{shard.dir_name}: status {status} (rerun or requeue that shard: it resumes)")
+        recorded = manifest.get("shard") or {}
+        if (recorded.get("index"), recorded.get("count")) != (shard.index, shard.count):
+            problems.append(f"{shard.dir_name}: its manifest records shard "
+                            f"{recorded.get('index')}/{recorded.get('count')}")
+        loaded.append((shard.dir_name, path, manifest))
+    if problems:
+        raise RunError(f"{run_dir}: cannot merge: {_listing(problems)}")
+    first_name, _, first = loaded[0]
+    conflicts = []
+    for name, _, manifest in loaded[1:]:
+        for line in config_diff(_agreed_view(first), _agreed_view(manifest)):
+            conflicts.append(f"{name} vs {first_name}: {line}")
+    if conflicts:
+        raise RunError(f"{run_dir}: shards disagree, cannot merge: {_listing(conflicts)}")
+    return loaded
+
+
+def _merged_rows(run_dir: Path, loaded: list[tuple[str, Path, dict[str, Any]]],
+                 model_name: str) -> list[dict[str, Any]]:
+    from wtb_local.runner.store import session_index
+    from wtb_local.scoring import ScoringError, read_result_rows
+
+    owner: dict[str, str] = {}
+    rows: list[dict[str, Any]] = []
+    duplicated = []
+    for name, path, _ in loaded:
+        result_file = RunPaths(path, model_name).result_file
+        try:
+            shard_rows = read_result_rows(result_file)
+        except ScoringError as exc:
+            raise RunError(str(exc)) from None
+        for row in shard_rows:
+            session_id = row.get("id")
+            if session_id in owner:
+                duplicated.append(f"{session_id} ({owner[session_id]}, {name})")
+                continue
+            owner[str(session_id)] = name
+            rows.append(row)
+    selection = [sid for _, _, manifest in loaded for sid in manifest["shard"].get("sessions", [])]
+    missing = sorted(set(selection) - set(owner), key=session_index)
+    problems = ([f"session(s) in two shards: {_listing(duplicated)}"] if duplicated else []) + (
+        [f"session(s) in no shard: {_listing(missing)}"] if missing else [])
+    size = loaded[0][2]["shard"].get("selection_size")
+    if not problems and size is not None and len(owner) != size:
+        problems.append(f"{len(owner)} sessions in the shards, {size} selected")
+    if problems:
+        raise RunError(f"{run_dir}: cannot merge: {'; '.join(problems)}")
+    return sorted(rows, key=lambda row: session_index(row["id"]))
+
+
+def _dataset_sessions(manifest: dict[str, Any], dataset: str | None) -> tuple[list[Any], str]:
+    from wtb_local.dataset import DatasetError, dataset_sha256, read_dataset, resolve_dataset
+
+    recorded = manifest["config"].get("dataset_sha256")
+    source = dataset or (manifest.get("dataset") or {}).get("path")
+    if not source:
+        raise RunError("the shards' manifests name no dataset file; pass --dataset PATH")
+    try:
+        path = resolve_dataset(source)
+        sessions, _warnings = read_dataset(path)
+        digest = dataset_sha256(path)
+    except DatasetError as exc:
+        raise RunError(f"{exc} (pass --dataset with the file the shards ran on)") from None
+    if recorded and digest != recorded:
+        raise RunError(f"{path}: sha256 {digest[:12]}... is not the dataset the shards ran on "
+                       f"({recorded[:12]}...); pass --dataset with that file")
+    return sessions, str(path)
+
+
+def merge_run(run_dir: str | Path, *, dataset: str | None = None) -> MergeOutcome:
+    """Check the shards, then write the merged result, score, metric and manifest into `run_dir`."""
+    from wtb_local.runner.job import score_run
+    from wtb_local.runner.length_cuts import length_cuts
+    from wtb_local.scoring import write_result_rows
+
+    run_dir = Path(run_dir)
+    loaded = _check_shards(run_dir)
+    first = loaded[0][2]
+    model_name = first["config"].get("model_name") or (first.get("model") or {}).get("name")
+    if not isinstance(model_name, str) or not model_name:
+        raise RunError(f"{loaded[0][1] / 'manifest.json'}: field config.model_name: missing")
+    paths = RunPaths(run_dir, model_name)
+    rows = _merged_rows(run_dir, loaded, model_name)
+    sessions, dataset_path = _dataset_sessions(first, dataset)
+    write_result_rows(paths.result_file, rows)
+    # The paper protocol is judged with the lenient checker, as its run does (runner/job.py).
+    checker = "lenient" if first["config"].get("protocol") == "paper" else "strict"
+    score_rows, metric = score_run(rows, sessions, model_name, paths, checker=checker)
+
+    manifest = {key: value for key, value in first.items() if key not in ("shard", "invocations", "summary")}
+    # Every shard's invocations, tagged: their wall times add up to the run's device time.
+    manifest["invocations"] = [{**invocation, "shard": name} for name, _, manifest_ in loaded
+                               for invocation in manifest_.get("invocations", [])]
+    manifest.update(
+        status="complete",
+        merged=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        files={"result": str(paths.result_file), "score_dir": str(paths.score_dir)},
+        shards={"count": len(loaded), "selection_sha256": first["shard"]["selection_sha256"],
+                "parts": [{"dir": str(path), "sessions": manifest_["shard"]["sessions"],
+                           "work": manifest_["shard"].get("work")}
+                          for _, path, manifest_ in loaded]},
+        summary={"sessions_scored": len(score_rows), "task_accuracy": metric["total_info"]["task"],
+                 "session_accuracy": metric["total_info"]["session"], "length_cuts": length_cuts(rows)},
+    )
+    manifest["dataset"] = {**(first.get("dataset") or {}), "path": dataset_path,
+                           "sessions_selected": first["shard"].get("selection_size")}
+    write_manifest(run_dir, manifest)
+    return MergeOutcome(paths, manifest, metric, rows, [name for name, _, _ in loaded])

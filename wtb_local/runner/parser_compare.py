@@ -1,0 +1,204 @@
+"""Comparing tool-call parsers on one run's recorded raw completions (`parsers compare RUN_DIR`).
+
+Two views, each parser against the first one named (the baseline):
+- the recorded completions: every step the run recorded a raw completion for is parsed by each parser
+  (with the tools that step offered and its finish reason): calls extracted, parse failures (errors and no
+  call), partial parses (errors but calls kept), and disagreements with the baseline (another list of
+  calls, names and arguments compared as parsed JSON, or a failure where the baseline parsed);
+- the task verdicts: the run is replayed through the replay backend with each parser, then judged. A parser
+  that accepts a different reply leads the conversation to steps the run never recorded: such a task is
+  "not comparable" (no completion exists to judge), not a failure, and is left out of the accuracy.
+
+The recorded parser options (e.g. `thinking`: the prompt pre-filled the reasoning tag) apply to every
+parser, since they describe the prompt, not the parser.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from wtb_local.runner.errors import RunError
+
+UNRECORDED = "no recorded completion for "
+_EXAMPLES = 3
+_RAW_SHOWN = 240
+
+
+def _normalized_calls(result: Any) -> list[tuple[str, str]]:
+    calls = []
+    for call in result.tool_calls:
+        try:
+            arguments: Any = json.loads(call.arguments)
+        except ValueError:
+            arguments = call.arguments
+        calls.append((call.name, json.dumps(arguments, sort_keys=True, ensure_ascii=False)))
+    return calls
+
+
+def _parsed_view(result: Any) -> dict[str, Any]:
+    return {"calls": [{"name": name, "arguments": json.loads(args)}
+                      for name, args in _normalized_calls(result)],
+            "errors": list(result.errors)}
+
+
+def _recorded_steps(result_file: Path) -> list[tuple[str, dict[str, Any]]]:
+    """(request id, inference_output + the tools offered) of every step with a raw completion, in order."""
+    from wtb_local.scoring import read_result_rows
+
+    steps = []
+    for row in read_result_rows(result_file):
+        for position, task in enumerate(row.get("result") or []):
+            log = task.get("inference_log") or {}
+            task_idx = log.get("task_idx", position)
+            for key in sorted((k for k in log if k.startswith("step_") and k[5:].isdigit()),
+                              key=lambda k: int(k[5:])):
+                entry = log[key]
+                output = entry.get("inference_output") or {}
+                if not isinstance(output.get("raw"), str) or output.get("finish_reason") == "error":
+                    continue
+                tools = (entry.get("inference_input") or {}).get("tools")
+                steps.append((f"{row['id']}/{task_idx}/{key[5:]}",
+                              {"raw": output["raw"], "finish_reason": output.get("finish_reason"),
+                               "tools": tools if isinstance(tools, list) else None}))
+    return steps
+
+
+def compare_completions(steps: list[tuple[str, dict[str, Any]]], parsers: list[Any]) -> dict[str, Any]:
+    from wtb_local.parsers import parse_completion
+
+    baseline = parsers[0].name
+    stats = {p.name: {"steps": 0, "calls": 0, "steps_with_calls": 0, "parse_failures": 0, "partial_parses": 0,
+                      "disagreements": 0, "examples": []} for p in parsers}
+    for request, step in steps:
+        parsed = {p.name: parse_completion(p, step["raw"], tools=step["tools"], finish_reason=step["finish_reason"])
+                  for p in parsers}
+        reference = parsed[baseline]
+        for name, result in parsed.items():
+            entry = stats[name]
+            entry["steps"] += 1
+            entry["calls"] += len(result.tool_calls)
+            entry["steps_with_calls"] += bool(result.tool_calls)
+            entry["parse_failures"] += bool(result.errors) and not result.tool_calls
+            entry["partial_parses"] += bool(result.errors) and bool(result.tool_calls)
+            failed = bool(result.errors) and not result.tool_calls
+            reference_failed = bool(reference.errors) and not reference.tool_calls
+            if name != baseline and (_normalized_calls(result) != _normalized_calls(reference)
+                                     or failed != reference_failed):
+                entry["disagreements"] += 1
+                if len(entry["examples"]) < _EXAMPLES:
+                    entry["examples"].append({"request": request, "raw": step["raw"][:_RAW_SHOWN],
+                                              baseline: _parsed_view(reference), name: _parsed_view(result)})
+    return stats
+
+
+def _task_verdicts(score_rows: list[dict[str, Any]], result_rows: list[dict[str, Any]]) -> dict[str, str]:
+    """`session/task` -> correct | error | not comparable."""
+    unrecorded = set()
+    for row in result_rows:
+        for position, task in enumerate(row.get("result") or []):
+            log = task.get("inference_log") or {}
+            for key, entry in log.items():
+                output = entry.get("inference_output") if key.startswith("step_") and isinstance(entry, dict) else None
+                if isinstance(output, dict) and str(output.get("error_reason") or "").startswith(UNRECORDED):
+                    unrecorded.add(f"{row['id']}/{log.get('task_idx', position)}")
+    verdicts = {}
+    for row in score_rows:
+        for position, task in enumerate(row.get("results") or []):
+            key = f"{row['id']}/{(task.get('inference_log') or {}).get('task_idx', position)}"
+            verdicts[key] = "not comparable" if key in unrecorded else str(task.get("label"))
+    return verdicts
+
+
+def _replay(result_file: Path, manifest: dict[str, Any], parser: str, options: dict[str, Any],
+            dataset: str, out: Path) -> dict[str, str]:
+    from wtb_local.runner.config import RunSettings
+    from wtb_local.runner.job import run_job_async
+
+    config = manifest.get("config") or {}
+    settings = RunSettings(backend="replay", replay=str(result_file), model=config.get("model"),
+                           model_name=config.get("model_name") or result_file.parent.name, parser=parser,
+                           parser_options=dict(options), dataset=dataset, out=str(out), progress="none")
+    outcome = asyncio.run(run_job_async(settings, stderr=io.StringIO()))
+    return _task_verdicts(outcome.score_rows, outcome.result_rows)
+
+
+def compare_parsers(run_dir: str | Path, parser_names: list[str], *, dataset: str | None = None,
+                    keep: str | Path | None = None) -> dict[str, Any]:
+    """The comparison as a JSON-ready dict. `keep`: write each parser's replayed run under keep/<parser>."""
+    from wtb_local.backends.replay import ReplayError, find_result_file, recorded_parser
+    from wtb_local.parsers import get_parser
+    from wtb_local.runner.manifest import read_manifest
+
+    if not parser_names:
+        raise RunError("--parsers: name at least one parser (see `parsers list`)")
+    try:
+        result_file = find_result_file(run_dir)
+    except ReplayError as exc:
+        raise RunError(str(exc)) from None
+    manifest = read_manifest(result_file.parents[2]) or {}
+    recorded, options = recorded_parser(result_file)
+    try:
+        parsers = [get_parser(name, **options) for name in parser_names]
+    except ValueError as exc:
+        raise RunError(f"--parsers: {exc}") from None
+    dataset = dataset or (manifest.get("dataset") or {}).get("path")
+    if not dataset:
+        raise RunError(f"{run_dir}: its manifest names no dataset file; pass --dataset PATH")
+    steps = _recorded_steps(result_file)
+    if not steps:
+        raise RunError(f"{result_file}: no step records a raw completion to compare parsers on")
+    completions = compare_completions(steps, parsers)
+
+    verdicts: dict[str, dict[str, str]] = {}
+    with tempfile.TemporaryDirectory(prefix="wtb-compare-") as scratch:
+        root = Path(keep) if keep else Path(scratch)
+        for name in parser_names:
+            verdicts[name] = _replay(result_file, manifest, name, options, dataset, root / name)
+    baseline = parser_names[0]
+    tasks = {}
+    for name in parser_names:
+        mine, base = verdicts[name], verdicts[baseline]
+        comparable = [k for k, v in mine.items() if v != "not comparable"]
+        correct = sum(1 for k in comparable if mine[k] == "correct")
+        differing = sorted(k for k in comparable if base.get(k) not in (None, "not comparable") and base[k] != mine[k])
+        tasks[name] = {"tasks": len(mine), "correct": correct, "errors": len(comparable) - correct,
+                       "not_comparable": len(mine) - len(comparable),
+                       "accuracy": round(100 * correct / len(comparable), 2) if comparable else None,
+                       "verdicts_differing": len(differing), "differing_examples": differing[:_EXAMPLES]}
+    return {"run": str(run_dir), "result_file": str(result_file), "recorded_parser": recorded,
+            "parser_options": options, "baseline": baseline, "recorded_steps": len(steps),
+            "completions": completions, "tasks": tasks}
+
+
+def to_markdown(report: dict[str, Any]) -> str:
+    base = report["baseline"]
+    lines = [f"# Parser comparison: {report['run']}", "",
+             (f"Recorded parser: {report['recorded_parser'] or 'unknown'}; {report['recorded_steps']} recorded "
+             f"completions; baseline: {base}."), "", "## Recorded completions", "",
+             f"| parser | calls | steps with calls | parse failures | partial parses | disagreements with {base} |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for name, entry in report["completions"].items():
+        lines.append(f"| {name} | {entry['calls']} | {entry['steps_with_calls']} | {entry['parse_failures']} | "
+                     f"{entry['partial_parses']} | {entry['disagreements']} |")
+    lines += ["", "## Task verdicts (replayed)", "",
+              (f"| parser | tasks | correct | errors | not comparable | accuracy % (comparable) | "
+              f"verdicts differing from {base} |"), "|---|---:|---:|---:|---:|---:|---:|"]
+    for name, entry in report["tasks"].items():
+        accuracy = "n/a" if entry["accuracy"] is None else f"{entry['accuracy']:.2f}"
+        lines.append(f"| {name} | {entry['tasks']} | {entry['correct']} | {entry['errors']} | "
+                     f"{entry['not_comparable']} | {accuracy} | {entry['verdicts_differing']} |")
+    examples = [(name, entry["examples"]) for name, entry in report["completions"].items() if entry["examples"]]
+    if examples:
+        lines += ["", "## Disagreements (examples)"]
+        for name, items in examples:
+            lines += ["", f"### {name} vs {base}", ""]
+            for item in items:
+                lines.append(f"- `{item['request']}` raw {json.dumps(item['raw'], ensure_ascii=False)}: "
+                             f"{base} {json.dumps(item[base], ensure_ascii=False)}; "
+                             f"{name} {json.dumps(item[name], ensure_ascii=False)}")
+    return "\n".join(lines) + "\n"
