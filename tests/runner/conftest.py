@@ -15,8 +15,9 @@ TEMPLATES = FIXTURES / "runner" / "chat_templates.json"
 RESULT_NAME = "Wild-Tool-Bench_result.jsonl"
 SCORE_NAME = "Wild-Tool-Bench_score.jsonl"
 METRIC_NAME = "Wild-Tool-Bench_metric.json"
-# Keys whose values are wall-clock measurements: they differ between otherwise identical runs.
-TIMING_KEYS = frozenset({"latency"})
+# Keys whose values are wall-clock measurements or depend on request timing (what the prefix cache held
+# when a request arrived): they differ between otherwise identical runs.
+TIMING_KEYS = frozenset({"latency", "runner_ms", "cached_tokens"})
 
 
 def invoke(args: list[str], env: dict[str, str] | None = None) -> Result:

@@ -20,6 +20,7 @@ from wtb_local.runner.progress import PlainProgress, Progress, ProgressStats, Ri
 from wtb_local.runner.steps import reply_from_parse
 from wtb_local.runner.store import ResultStore
 from wtb_local.schema import Completion, GenerationRequest, ParsedCall, ParseResult
+from tests.runner.conftest import without_timing
 
 
 def _oracle_settings(out: Path, **extra: Any) -> RunSettings:
@@ -54,6 +55,7 @@ def test_config_hash_covers_results_not_operations(tmp_path: Path) -> None:
             "limit": 3,
             "gpu_memory_utilization": 0.5,
             "max_num_seqs": 8,
+            "max_num_batched_tokens": 4096,
             "progress": "plain",
             "api_key": "secret",
         }
@@ -157,14 +159,8 @@ def test_continuous_scheduling_never_waits_for_unrelated_episodes(tmp_path: Path
 def test_waves_give_the_same_results_as_continuous(tmp_path: Path) -> None:
     waves = asyncio.run(run_job_async(_oracle_settings(tmp_path / "w", scheduling="waves")))
     cont = asyncio.run(run_job_async(_oracle_settings(tmp_path / "c", scheduling="continuous")))
-    assert _strip_latency(waves.score_rows) == _strip_latency(cont.score_rows)
+    assert without_timing(waves.score_rows) == without_timing(cont.score_rows)
     assert waves.manifest["scheduling"] == "waves"
-
-
-def _strip_latency(rows: list[dict]) -> list[dict]:
-    return [
-        {**r, "results": [{k: v for k, v in t.items() if k != "latency"} for t in r["results"]]} for r in rows
-    ]
 
 
 # --- errors are data ------------------------------------------------------------------------------
@@ -331,6 +327,7 @@ def test_engine_flags_reach_the_engine_configs() -> None:
         revision="abc",
         trust_remote_code=True,
         max_num_seqs=64,
+        max_num_batched_tokens=16384,
         enforce_eager=True,
         base_url="http://127.0.0.1:1/v1",
         api_key="k",
@@ -347,9 +344,10 @@ def test_engine_flags_reach_the_engine_configs() -> None:
         vllm.revision,
         vllm.trust_remote_code,
         vllm.max_num_seqs,
+        vllm.max_num_batched_tokens,
         vllm.enforce_eager,
         vllm.seed,
-    ) == (2, 2, 4096, 0.5, "bfloat16", "fp8", "abc", True, 64, True, 0)
+    ) == (2, 2, 4096, 0.5, "bfloat16", "fp8", "abc", True, 64, 16384, True, 0)
     hf = build_backend(
         settings.model_copy(update={"backend": "transformers"}), parser=None, renderer=None
     ).config

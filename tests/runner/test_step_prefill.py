@@ -56,6 +56,11 @@ class _Fixed(Backend):
 
 
 class _Episode:
+    session_id, task_idx, step = "s", 0, 0
+
+    def annotate(self, step: int, fields: dict[str, Any]) -> None:
+        pass
+
     def accept(self, reply: dict[str, Any], error_reason: str | None = None,
                extra: dict[str, Any] | None = None, **_counts: Any) -> None:
         self.reply, self.error, self.extra = reply, error_reason, extra

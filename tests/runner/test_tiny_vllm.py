@@ -76,12 +76,35 @@ def test_every_task_gets_a_verdict_and_files_are_complete(vllm_runs: dict[str, A
     manifest = vllm_runs["outcomes"]["a"].manifest
     assert manifest["status"] == "complete" and manifest["scheduling"] == "continuous"
     assert manifest["backend"]["backend"] == "vllm"
+    # vLLM's offline batch defaults for this device (the CPU build: 256 sequences), not the 128 an engine
+    # built from engine args would get; chunked prefill off, so a batch holds a whole context window
+    assert manifest["backend"]["scheduler"] == {
+        "max_num_seqs": 256, "max_num_batched_tokens": 8192, "enable_chunked_prefill": False,
+        "enable_prefix_caching": True, "block_size": manifest["backend"]["scheduler"]["block_size"]}
 
 
 def test_rerun_with_the_same_seed_is_identical(vllm_runs: dict[str, Any]) -> None:
     a = run_files(vllm_runs["root"] / "a", "tiny")
     b = run_files(vllm_runs["root"] / "b", "tiny")
     assert without_timing(a) == without_timing(b)
+
+
+def test_prefix_cache_hits_are_recorded_per_step_and_summed(vllm_runs: dict[str, Any]) -> None:
+    """vLLM reports the prompt tokens it served from its prefix cache; a task's later steps extend the
+    prompt of its earlier ones (byte-stable prompts), so most of their prompt is a hit."""
+    rows = run_files(vllm_runs["root"] / "a", "tiny")["result"]
+    tasks = [task for row in rows for task in row["result"]]
+    steps = [(t["inference_log"][f"step_{k}"]["inference_output"], n)
+             for t in tasks for k, n in enumerate(t["input_token_count"])]
+    assert all(isinstance(out["cached_tokens"], int) and 0 <= out["cached_tokens"] < n for out, n in steps)
+    later = [(out["cached_tokens"], n) for t in tasks for k, n in enumerate(t["input_token_count"]) if k > 0
+             for out in [t["inference_log"][f"step_{k}"]["inference_output"]]]
+    assert later and sum(c for c, _ in later) > 0.5 * sum(n for _, n in later)
+    block = vllm_runs["outcomes"]["a"].manifest["summary"]["throughput"]
+    cached, prompt = sum(out["cached_tokens"] for out, _ in steps), sum(n for _, n in steps)
+    assert (block["steps"], block["cached_prompt_tokens"], block["prompt_tokens"]) == (len(steps), cached, prompt)
+    assert block["prefix_cache_hit_rate"] == round(cached / prompt, 4)
+    assert 0 < block["engine_busy_s"] <= block["wall_s"] and block["runner_ms_per_step"] > 0
 
 
 def test_main_job_on_the_cli(qwen_tiny_dir: Path, tmp_path: Path) -> None:
@@ -95,6 +118,8 @@ def test_main_job_on_the_cli(qwen_tiny_dir: Path, tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Table 6" in proc.stdout
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("throughput: "))
+    assert "% of prompt tokens" in line and " ms/step" in line
     files = run_files(out, "tiny")
     assert len(files["result"]) == 2 and files["metric"]["total_info"]["task"]["total_count"] == 8
     manifest = json.loads((out / "manifest.json").read_text())

@@ -35,6 +35,8 @@ class VLLMConfig(BaseModel):
     # offset") when a request with its own seed is prefilled in chunks.
     enable_chunked_prefill: bool | None = None
     max_num_batched_tokens: int | None = Field(None, ge=1)
+    # "dummy": random weights of the model's shape, nothing read from disk (benchmarks without a download)
+    load_format: str | None = None
 
     def engine_args(self) -> dict[str, Any]:
         """Keyword arguments for vLLM's `AsyncEngineArgs`; unset optional fields keep vLLM's defaults."""

@@ -204,7 +204,16 @@ def _completion(request: GenerationRequest, reply: dict[str, Any], started: floa
         completion_tokens=int(usage.get("completion_tokens") or 0),
         finish_reason=finish,
         latency_s=time.perf_counter() - started,
+        cached_tokens=_cached_tokens(usage),
     )
+
+
+def _cached_tokens(usage: dict[str, Any]) -> int | None:
+    """usage.prompt_tokens_details.cached_tokens: sent by OpenAI's API and by `vllm serve
+    --enable-prompt-tokens-details`; None when the server does not report it."""
+    details = usage.get("prompt_tokens_details")
+    value = details.get("cached_tokens") if isinstance(details, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _error_detail(raw: bytes) -> str:

@@ -55,7 +55,7 @@ class VLLMBackend(Backend):
             raise ValueError(f"{flags}: not supported by the installed vLLM {getattr(vllm, '__version__', '?')}; "
                              "upgrade vLLM or leave it unset")
         args = AsyncEngineArgs(**engine_args, disable_log_stats=True)
-        self._engine = AsyncLLM.from_engine_args(args)
+        self._engine = AsyncLLM.from_engine_args(args, usage_context=batch_usage_context())
         model_config = self._engine.model_config
         self._max_model_len = int(model_config.max_model_len)
         tokenizer = self._engine.get_tokenizer()
@@ -139,6 +139,7 @@ class VLLMBackend(Backend):
             completion_tokens=self._generated(out, finish),
             finish_reason=finish,
             latency_s=time.perf_counter() - started,
+            cached_tokens=_cached_tokens(final),
         )
 
     def _generated(self, out: Any, finish: str) -> int:
@@ -164,9 +165,36 @@ class VLLMBackend(Backend):
             info["vllm_version"] = f"unavailable: {exc}"
         if self._max_model_len:  # set at start, kept after close (the manifest is written after it)
             info["max_model_len"] = self._max_model_len
+            info["scheduler"] = scheduler_settings(self._engine)
             info["generation_defaults"] = dict(sorted(self._defaults.items()))
         return info
 
+
+
+def batch_usage_context() -> Any:
+    """The usage context whose batch defaults the engine takes when `max_num_seqs` and
+    `max_num_batched_tokens` are unset: vLLM's offline (`LLM` class) one.
+
+    An AsyncLLM built from engine args defaults to ENGINE_CONTEXT, which has no batch defaults of its own
+    and falls back to 128 sequences and 2,048 batched tokens on every device, so at most 128 of the
+    release's 1,024 episodes would be in the batch. The offline defaults are vLLM's tuned ones for a
+    workload of many queued independent requests, which this is: 1,024 sequences and 16,384 tokens on
+    H100/H200/B200-class GPUs, 256 and 8,192 on smaller ones, 256 on the CPU build."""
+    from vllm.usage.usage_lib import UsageContext
+
+    return UsageContext.LLM_CLASS
+
+
+def scheduler_settings(engine: Any) -> dict[str, Any]:
+    """The batch limits the engine really runs with (recorded in the manifest)."""
+    try:
+        scheduler = engine.vllm_config.scheduler_config
+        cache = engine.vllm_config.cache_config
+    except AttributeError:
+        return {}
+    return {"max_num_seqs": scheduler.max_num_seqs, "max_num_batched_tokens": scheduler.max_num_batched_tokens,
+            "enable_chunked_prefill": scheduler.enable_chunked_prefill,
+            "enable_prefix_caching": cache.enable_prefix_caching, "block_size": cache.block_size}
 
 
 def unsupported_engine_args(args: dict[str, Any], engine_args_class: Any) -> list[str]:
@@ -201,3 +229,9 @@ def _context_window(config: VLLMConfig) -> int:
                                     trust_remote_code=config.trust_remote_code)
     hf = getattr(hf, "text_config", None) or hf
     return int(getattr(hf, "max_position_embeddings", 0) or 8192)
+
+
+def _cached_tokens(output: Any) -> int | None:
+    """Prompt tokens served from the prefix cache (RequestOutput.num_cached_tokens, vLLM >= 0.8.5)."""
+    value = getattr(output, "num_cached_tokens", None)
+    return int(value) if value is not None else None

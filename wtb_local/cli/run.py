@@ -121,6 +121,8 @@ def _protocol(_ctx: click.Context, _param: click.Parameter, value: str | None) -
               help="vLLM: share of GPU memory to use [default: 0.9; 0.2 of host RAM on vLLM's CPU build].")
 @click.option("--max-num-seqs", type=click.IntRange(min=1), envvar="WTB_MAX_NUM_SEQS",
               help="vLLM: sequences per batch; openai: concurrent requests.")
+@click.option("--max-num-batched-tokens", type=click.IntRange(min=1), envvar="WTB_MAX_NUM_BATCHED_TOKENS",
+              help="vLLM: tokens per engine step (default: vLLM's offline default for the device).")
 @click.option("--enforce-eager", is_flag=True, default=False, envvar="WTB_ENFORCE_EAGER",
               help="vLLM: no CUDA graphs (less memory, slower decoding).")
 @click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True,
@@ -177,6 +179,11 @@ def run(**options: Any) -> None:
     click.echo(f"result:   {paths.result_file}")
     click.echo(f"score:    {paths.score_dir}")
     click.echo(f"manifest: {paths.run_dir / 'manifest.json'}")
+    throughput = (outcome.manifest.get("summary") or {}).get("throughput")
+    if throughput and throughput.get("steps"):
+        from wtb_local.runner.throughput import summary_line
+
+        click.echo(summary_line(throughput))
     if outcome.manifest.get("status") != "complete":
         click.echo(f"warning: run status {outcome.manifest.get('status')}", err=True)
     examples: dict[str, str] = {}

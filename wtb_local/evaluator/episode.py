@@ -110,6 +110,13 @@ class Episode:
         for key, value in (extra or {}).items():
             output.setdefault(key, value)  # reference keys win; extras follow them
 
+    def annotate(self, step: int, fields: Mapping[str, Any]) -> None:
+        """Add facts measured after judging (the runner's own time for the step) to an accepted step's
+        output; like `extra`, they follow the reference keys and never replace one."""
+        output = self._log[f"step_{step}"]["inference_output"]
+        for key, value in fields.items():
+            output.setdefault(key, value)
+
     def _judge_text(self, record: dict[str, Any], content: Any) -> None:
         if content is None or content == "":
             self._fail(record, ERROR_EMPTY, None)

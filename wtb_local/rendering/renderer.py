@@ -25,6 +25,7 @@ from wtb_local.rendering.probe import (
     completion_after,
     cut_completion,
 )
+from wtb_local.rendering.segment_tokens import SegmentEncoder
 from wtb_local.rendering.templates import TemplateError, resolve_template
 
 
@@ -79,7 +80,14 @@ class PromptRenderer:
 
     def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> RenderedPrompt:
         text = self.render_text(messages, tools)
-        return RenderedPrompt(text=text, token_ids=self.encode(text))
+        return RenderedPrompt(text=text, token_ids=self.segments.encode(text))
+
+    @property
+    def segments(self) -> SegmentEncoder:
+        """The prompt tokeniser of `render`: the same ids as `encode`, pieces between special tokens cached."""
+        if getattr(self, "_segments", None) is None:
+            self._segments = SegmentEncoder(self.tokenizer)
+        return self._segments
 
     def render_text(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, *,
                     add_generation_prompt: bool = True) -> str:

@@ -184,6 +184,7 @@ def build_backend(settings: RunSettings, *, parser: Any, renderer: Any) -> Backe
             data_parallel_size=settings.data_parallel_size,
             gpu_memory_utilization=settings.gpu_memory_utilization, quantization=settings.quantization,
             trust_remote_code=settings.trust_remote_code, max_num_seqs=settings.max_num_seqs,
+            max_num_batched_tokens=settings.max_num_batched_tokens,
             enforce_eager=settings.enforce_eager, seed=settings.seed))
     if name == "transformers":
         from wtb_local.backends.config import TransformersConfig

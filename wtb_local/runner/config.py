@@ -81,6 +81,7 @@ class RunSettings(BaseModel):
     data_parallel_size: int | None = None  # vLLM's own data parallelism (engine replicas) on one node
     gpu_memory_utilization: float | None = None
     max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
     enforce_eager: bool = False
     batch_size: int = 16
     scheduling: str = "auto"  # auto | continuous | waves

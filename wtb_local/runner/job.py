@@ -32,6 +32,7 @@ from wtb_local.runner.stopping import RunInterrupted, StopSignal
 from wtb_local.runner.stopping import current as current_stop
 from wtb_local.runner.stopping import installed as stop_signals_installed
 from wtb_local.runner.store import ResultStore
+from wtb_local.runner.throughput import ThroughputMeter
 
 
 @dataclass
@@ -116,13 +117,15 @@ def _open_store(paths: RunPaths, *, resume: bool, err: Any) -> ResultStore:
 
 async def _run_pending(prep: PreparedRun, pending: list[Any], backend: Backend, *, model_name: str,
                        own_backend: bool, store: ResultStore, scheduling: str, stats: ProgressStats,
-                       err: Any, stop: StopSignal, paper: Any = None) -> None:
+                       meter: ThroughputMeter, err: Any, stop: StopSignal, paper: Any = None) -> None:
     from wtb_local.evaluator.episode import session_episodes, session_result
 
     settings = prep.settings
-    driver = StepDriver(backend, sampling=settings.sampling, parser=prep.parser, renderer=prep.renderer)
+    driver = StepDriver(backend, sampling=settings.sampling, parser=prep.parser, renderer=prep.renderer,
+                        meter=meter)
     if own_backend:
         await backend.start()
+    meter.started = meter.now()  # rates count from the first request, not from engine start
     try:
         with make_progress(settings.progress, stats, err) as progress:
             runner = SessionRunner(driver, store, model_name=model_name, progress=progress,
@@ -181,12 +184,14 @@ async def run_job_async(settings: RunSettings, *, backend: Backend | None = None
     invocation: dict[str, Any] = {"started": started_at, "sessions_run": len(pending),
                                   "scheduling": scheduling}
     failure: str | None = None
+    meter = ThroughputMeter()
     stop = current_stop() or StopSignal()  # run_job installs the handlers; a direct caller has none
     try:
         if pending:
             with stop.armed():
                 await _run_pending(prep, pending, backend, model_name=paths.model_name, own_backend=own_backend,
-                                   store=store, scheduling=scheduling, stats=stats, err=err, stop=stop,
+                                   store=store, scheduling=scheduling, stats=stats, meter=meter, err=err,
+                                   stop=stop,
                                    paper=paper)
     except (asyncio.CancelledError, Exception) as exc:
         if stop.requested:  # SIGINT/SIGTERM: episodes stopped or were cancelled; finished sessions stay
@@ -208,6 +213,7 @@ async def run_job_async(settings: RunSettings, *, backend: Backend | None = None
                           prompt_tokens=stats.prompt_tokens, generated_tokens=stats.generated_tokens)
         if failure:
             invocation["failure"] = failure
+        invocation["throughput"] = meter.summary(stats.tasks_this_run)
         manifest["invocations"].append(invocation)
         manifest.update(backend=backend.describe(), scheduling=scheduling,
                         status="failed" if failure else "interrupted")
@@ -219,6 +225,7 @@ async def run_job_async(settings: RunSettings, *, backend: Backend | None = None
     manifest["status"] = "complete" if complete else "incomplete"
     manifest["summary"] = {"sessions_scored": len(score_rows), "task_accuracy": metric["total_info"]["task"],
                            "session_accuracy": metric["total_info"]["session"],
+                           "throughput": invocation["throughput"],
                            "length_cuts": length_cuts(result_rows)}
     write_manifest(paths.run_dir, manifest)
     return RunOutcome(paths, settings, metric, score_rows, result_rows, manifest, skipped,

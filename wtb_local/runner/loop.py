@@ -115,7 +115,9 @@ class SessionRunner:
             self._finish(state)
 
     def _finish(self, state: _SessionState) -> None:
+        started = self.driver.meter.now()
         row = self.session_row(state.session, state.episodes, self.model_name)
         self.store.append(row)
         correct, scored = self.label_counts(row, state.session) if self.label_counts else (0, 0)
+        self.driver.meter.session_written(self.driver.meter.now() - started)
         self.progress.session_done(correct, scored)

@@ -14,6 +14,7 @@ from typing import Any
 from wtb_local.backends.base import Backend
 from wtb_local.parsers.prefill import STEP_FIELD, decides_per_step, prompt_prefills, step_parser
 from wtb_local.runner.seeds import request_id, request_seed
+from wtb_local.runner.throughput import ThroughputMeter
 from wtb_local.schema import Completion, GenerationRequest, ParseResult, SamplingConfig
 
 
@@ -30,8 +31,11 @@ class StepDriver:
     """Drives one step of an `Episode` through a backend, a renderer and a parser."""
 
     def __init__(self, backend: Backend, *, sampling: SamplingConfig, parser: Any = None,
-                 renderer: Any = None, id_style: str = "openai") -> None:
+                 renderer: Any = None, id_style: str = "openai",
+                 meter: ThroughputMeter | None = None) -> None:
         self.backend = backend
+        self.meter = meter if meter is not None else ThroughputMeter()
+        self._render_s: dict[str, float] = {}  # request id -> time spent rendering it, until accepted
         self.sampling = sampling
         self.parser = parser
         self.renderer = renderer
@@ -43,8 +47,16 @@ class StepDriver:
 
     def build_request(self, episode: Any) -> tuple[GenerationRequest | None, str | None]:
         """The request for the episode's current step, or (None, reason) when it cannot be built."""
+        started = self.meter.now()
         messages, tools = episode.request()
         rid = request_id(episode.session_id, episode.task_idx, episode.step)
+        try:
+            return self._build(episode, rid, messages, tools)
+        finally:
+            self._render_s[rid] = self.meter.now() - started
+
+    def _build(self, episode: Any, rid: str, messages: list[dict[str, Any]],
+               tools: list[dict[str, Any]]) -> tuple[GenerationRequest | None, str | None]:
         request = GenerationRequest(
             request_id=rid, session_id=episode.session_id, task_idx=episode.task_idx, step=episode.step,
             messages=messages, tools=tools, sampling=self.sampling,
@@ -67,11 +79,31 @@ class StepDriver:
         """One completion. A backend answers a request it cannot serve with an error Completion; an
         exception means the backend itself is gone (e.g. a dead engine) and stops the run: recording
         every later step as an error would store unfinished sessions as finished."""
-        return await self.backend.generate(request)
+        self.meter.request_sent()
+        try:
+            return await self.backend.generate(request)
+        finally:
+            self.meter.request_done()
 
     def accept(self, episode: Any, request: GenerationRequest | None, completion: Completion | None,
                build_error: str | None = None) -> StepOutcome:
-        """Record the step on the episode; returns token counts for progress."""
+        """Record the step on the episode; returns token counts for progress. The runner's own time for
+        the step (render + parse + judge) and the prompt tokens the engine served from its prefix cache
+        are recorded on the step (`runner_ms`, `cached_tokens`) and in the throughput meter."""
+        started = self.meter.now()
+        step = episode.step
+        rid = request_id(episode.session_id, episode.task_idx, step)
+        outcome = self._accept(episode, request, completion, build_error)
+        parse_judge_s = self.meter.now() - started
+        render_s = self._render_s.pop(rid, 0.0)
+        cached = completion.cached_tokens if completion is not None else None
+        self.meter.step(render_s=render_s, parse_judge_s=parse_judge_s, prompt_tokens=outcome.prompt_tokens,
+                        generated_tokens=outcome.completion_tokens, cached_tokens=cached)
+        episode.annotate(step, {"runner_ms": round(1000 * (render_s + parse_judge_s), 3)})
+        return outcome
+
+    def _accept(self, episode: Any, request: GenerationRequest | None, completion: Completion | None,
+                build_error: str | None) -> StepOutcome:
         if completion is None:
             episode.accept({"content": "", "tool_calls": None}, error_reason=build_error or "no completion")
             return StepOutcome(error=build_error)
@@ -97,6 +129,8 @@ class StepDriver:
         extra: dict[str, Any] = {"raw": completion.text, "finish_reason": completion.finish_reason}
         if prefilled is not None and decides_per_step(self.parser):  # a replay parses this step the same way
             extra[STEP_FIELD] = prefilled
+        if completion.cached_tokens is not None:
+            extra["cached_tokens"] = completion.cached_tokens
         if result.errors:
             extra["parse_errors"] = list(result.errors)
         episode.accept(reply, error_reason=error_reason, extra=extra, **counts)

@@ -1,0 +1,74 @@
+"""Piecewise (cached) prompt tokenisation gives exactly the whole-prompt ids, or turns itself off."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.rendering.conftest import make_tokenizer, real_templates
+from wtb_local.rendering.renderer import PromptRenderer
+from wtb_local.rendering.segment_tokens import VERIFY_FIRST, SegmentEncoder
+
+
+def _gold_prompts(renderer: PromptRenderer, sessions: int) -> list[str]:
+    """Every step's prompt of the sample's first sessions, steered along the gold path."""
+    from wtb_local.dataset.loader import load_dataset
+    from wtb_local.evaluator.episode import session_episodes
+
+    texts = []
+    for session in load_dataset("sample")[:sessions]:
+        for episode in session_episodes(session):
+            while not episode.done:
+                messages, tools = episode.request()
+                texts.append(renderer.render_text(messages, tools))
+                episode.accept(episode.gold_reply())
+    return texts
+
+
+@pytest.mark.parametrize("model_id", ["Qwen/Qwen2.5-7B-Instruct", "meta-llama/Llama-3.1-8B-Instruct"])
+def test_piecewise_ids_equal_whole_prompt_ids(model_id: str) -> None:
+    template = real_templates()[model_id]["chat_template"]
+    renderer = PromptRenderer(make_tokenizer(template, name=model_id), model_id=model_id)
+    texts = _gold_prompts(renderer, 8)
+    assert len(texts) > VERIFY_FIRST  # past the verified start: the cache alone answers
+    whole = [renderer.encode(t) for t in texts]
+    assert [renderer.segments.encode(t) for t in texts] == whole
+    assert renderer.segments.enabled and renderer.segments.note == ""
+    # a second pass is served from the cache and still exact
+    assert [renderer.segments.encode(t) for t in texts] == whole
+
+
+def test_render_uses_the_piecewise_encoder() -> None:
+    template = real_templates()["Qwen/Qwen2.5-7B-Instruct"]["chat_template"]
+    renderer = PromptRenderer(make_tokenizer(template), model_id="Qwen/Qwen2.5-7B-Instruct")
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "the weather"}]
+    rendered = renderer.render(messages, [])
+    assert rendered.token_ids == renderer.encode(rendered.text)
+    assert renderer.segments.prompts == 1
+
+
+def _metaspace_first_tokenizer():
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    backend = Tokenizer(models.BPE(unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="first")
+    backend.decoder = decoders.Metaspace(replacement="\u2581", prepend_scheme="first")
+    trainer = trainers.BpeTrainer(vocab_size=200, special_tokens=["<unk>", "<|sep|>"], show_progress=False)
+    backend.train_from_iterator(["the weather in the city", "call the tool now"] * 4, trainer=trainer)
+    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>",
+                                   additional_special_tokens=["<|sep|>"])
+
+
+def test_a_tokenizer_that_is_not_piecewise_runs_uncached_with_exact_ids() -> None:
+    # SentencePiece-style "prefix space on the first piece only": the piece after <|sep|> tokenised alone
+    # would gain a prefix space, so the first verified prompt turns the cache off.
+    tokenizer = _metaspace_first_tokenizer()
+    encoder = SegmentEncoder(tokenizer)
+    text = "the city<|sep|>the tool"
+    whole = list(tokenizer(text, add_special_tokens=False)["input_ids"])
+    assert encoder.encode(text) == whole
+    assert not encoder.enabled
+    assert encoder.note == ("piecewise tokenisation differed from whole-prompt tokenisation at prompt 1: "
+                            "cache off, prompts tokenised whole")
+    assert encoder.encode("the weather<|sep|>call") == list(
+        tokenizer("the weather<|sep|>call", add_special_tokens=False)["input_ids"])

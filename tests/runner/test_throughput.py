@@ -1,0 +1,138 @@
+"""The throughput block of every run: engine-busy time, the runner's own time per step, prefix-cache hits
+(per step in the result file, summed in the manifest and printed in the run summary)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from wtb_local.backends.oracle import OracleBackend
+from wtb_local.runner import RunSettings, run_job_async
+from wtb_local.runner.throughput import ThroughputMeter, summary_line
+from wtb_local.schema import Completion, GenerationRequest
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_meter_counts_busy_time_as_the_union_of_requests_in_flight() -> None:
+    clock = FakeClock()
+    meter = ThroughputMeter(clock)
+    meter.request_sent()  # t=100: busy from here
+    clock.t = 101.0
+    meter.request_sent()
+    clock.t = 102.0
+    meter.request_done()
+    clock.t = 103.0
+    meter.request_done()  # idle at 103: 3 s busy
+    clock.t = 105.0
+    meter.request_sent()
+    clock.t = 106.0
+    meter.request_done()  # 1 s more
+    meter.step(render_s=0.001, parse_judge_s=0.002, prompt_tokens=100, generated_tokens=10, cached_tokens=80)
+    meter.step(render_s=0.003, parse_judge_s=0.002, prompt_tokens=300, generated_tokens=30, cached_tokens=None)
+    meter.step(render_s=0.001, parse_judge_s=0.001, prompt_tokens=100, generated_tokens=20, cached_tokens=20)
+    meter.session_written(0.006)
+    clock.t = 110.0
+    summary = meter.summary(tasks=2)
+    assert summary == {
+        "wall_s": 10.0, "tasks": 2, "steps": 3, "tasks_per_s": 0.2, "generated_tokens_per_s": 6.0,
+        "prompt_tokens_per_s": 50.0, "engine_busy_s": 4.0, "engine_busy_share": 0.4,
+        "prompt_tokens": 500, "generated_tokens": 60, "cached_prompt_tokens": 100,
+        # hits over the prompts whose hits were reported: 100 of 200 tokens
+        "prefix_cache_hit_rate": 0.5,
+        "runner_ms_per_step": 5.3333, "runner_ms_per_step_max": 5.0,
+        "runner_ms_breakdown": {"render": 1.6667, "parse_judge": 1.6667, "write": 2.0},
+    }
+    assert summary_line(summary) == (
+        "throughput: 0.20 tasks/s, 6.0 generated tok/s, 50.0 prompt tok/s, prefix cache 50.0% of prompt "
+        "tokens, engine busy 40% of 10.0 s, runner 5.333 ms/step"
+    )
+
+
+def test_meter_without_cache_reports_says_so() -> None:
+    clock = FakeClock()
+    meter = ThroughputMeter(clock)
+    meter.step(render_s=0.0, parse_judge_s=0.001, prompt_tokens=10, generated_tokens=1, cached_tokens=None)
+    meter.request_sent()  # still in flight when the summary is taken: counted up to now
+    clock.t = 102.0
+    summary = meter.summary(tasks=0)
+    assert (summary["prefix_cache_hit_rate"], summary["cached_prompt_tokens"]) == (None, None)
+    assert summary["engine_busy_s"] == 2.0
+    assert "prefix cache not reported" in summary_line(summary)
+
+
+class CachingOracle(OracleBackend):
+    """The oracle, reporting a prefix-cache hit for every whole 16-token block but the last of a prompt
+    (what a paged cache that held the whole history would serve). It asks for rendered prompts, so prompt
+    token counts and render times are real."""
+
+    needs_prompt = True
+
+    async def generate(self, request: GenerationRequest) -> Completion:
+        completion = await super().generate(request)
+        cached = 16 * ((completion.prompt_tokens - 1) // 16) if completion.prompt_tokens else 0
+        return completion.model_copy(update={"cached_tokens": cached, "completion_tokens": 5})
+
+
+def _steps(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [step["inference_output"] for row in rows for task in row["result"]
+            for key, step in task["inference_log"].items() if key.startswith("step_")]
+
+
+def test_run_records_cache_hits_per_step_and_sums_them_in_the_manifest(tmp_path: Path,
+                                                                       qwen_tiny_dir: Path) -> None:
+    from wtb_local.runner.components import load_renderer
+
+    # the tiny model's tokenizer renders real token ids, so prompt token counts are real
+    settings = RunSettings(backend="oracle", model=str(qwen_tiny_dir), parser="hermes",
+                           dataset="sample", out=str(tmp_path), progress="none", limit=3)
+    renderer = load_renderer(settings)
+    backend = CachingOracle(parser="hermes", renderer=renderer)
+    outcome = asyncio.run(run_job_async(settings, backend=backend, renderer=renderer))
+    steps = _steps(outcome.result_rows)
+    prompt_tokens = [n for row in outcome.result_rows for task in row["result"]
+                     for n in task["input_token_count"]]
+    assert len(steps) == len(prompt_tokens) > 12
+    assert [s["cached_tokens"] for s in steps] == [16 * ((n - 1) // 16) for n in prompt_tokens]
+    assert all(isinstance(s["runner_ms"], float) and s["runner_ms"] > 0 for s in steps)
+
+    block = outcome.manifest["summary"]["throughput"]
+    assert block == outcome.manifest["invocations"][-1]["throughput"]
+    cached = sum(s["cached_tokens"] for s in steps)
+    assert (block["steps"], block["tasks"]) == (len(steps), 12)
+    assert (block["prompt_tokens"], block["cached_prompt_tokens"]) == (sum(prompt_tokens), cached)
+    assert block["generated_tokens"] == 5 * len(steps)
+    assert block["prefix_cache_hit_rate"] == round(cached / sum(prompt_tokens), 4)
+    assert 0 < block["engine_busy_s"] <= block["wall_s"]
+    parts = block["runner_ms_breakdown"]
+    assert abs(block["runner_ms_per_step"] - (parts["render"] + parts["parse_judge"] + parts["write"])) < 1e-3
+    assert abs(parts["render"] + parts["parse_judge"] - sum(s["runner_ms"] for s in steps) / len(steps)) < 1e-2
+    on_disk = json.loads((tmp_path / "manifest.json").read_text(encoding="utf-8"))
+    assert on_disk["summary"]["throughput"] == block
+
+
+def test_cli_prints_the_throughput_line(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    proc = subprocess.run(
+        [sys.executable, "-m", "wtb_local", "--model", "Qwen/Qwen2.5-7B-Instruct", "--backend", "oracle",
+         "--dataset", "sample", "--limit", "2", "--out", str(out), "--progress", "none"],
+        env=dict(os.environ), capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    block = manifest["summary"]["throughput"]
+    assert (block["tasks"], block["prefix_cache_hit_rate"]) == (8, None)  # the oracle has no cache
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("throughput: "))
+    assert line == summary_line(block)
+    assert "prefix cache not reported" in line and f"runner {block['runner_ms_per_step']:.3f} ms/step" in line
