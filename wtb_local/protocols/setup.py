@@ -55,10 +55,12 @@ class PaperRenderer:
                                   f"paper protocol: the model's own template ({rule.name} prompt builder)")
 
     def render_text(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
+        from wtb_local.rendering.clock import conversation_date, render_chat
+
         shaped, family_tools, kwargs = build_prompt(self.rule.name, messages, tools or [])
-        return self.tokenizer.apply_chat_template(shaped, tools=family_tools or None, chat_template=self.template,
-                                                  add_generation_prompt=True, tokenize=False,
-                                                  **{**self.template_kwargs, **kwargs})
+        # the clock reads the evaluator's conversation date: the family's builder may move that message
+        return render_chat(self.tokenizer, self.template, shaped, family_tools, add_generation_prompt=True,
+                           when=conversation_date(messages), **{**self.template_kwargs, **kwargs})
 
     def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> RenderedText:
         text = self.render_text(messages, tools)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import re
-from datetime import datetime
 from typing import Any, Protocol
 
 import jinja2
@@ -31,19 +30,11 @@ RENDER_ERRORS: tuple[type[Exception], ...] = (jinja2.TemplateError, TypeError, V
 
 
 class RenderFn(Protocol):
-    """(template text, messages, tools) -> rendered text, with or without the generation prompt."""
+    """(template text, messages, tools) -> rendered text, with or without the generation prompt; the
+    template's clock frozen at the conversation's date (clock.render_chat), so renderings compare."""
 
     def __call__(self, template: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
                  add_generation_prompt: bool = True, **context: Any) -> str: ...
-
-
-def _frozen_strftime(fmt: str) -> str:
-    return datetime(2024, 6, 12, 10, 23, 45).strftime(fmt)  # the probe conversation's own date
-
-
-# Cuts compare several renderings of one conversation: a template that prints the current time
-# (transformers' strftime_now) must print the same time in all of them. Only the cut text is used.
-_FROZEN_CLOCK: dict[str, Any] = {"strftime_now": _frozen_strftime}
 
 
 class TemplateChoice(BaseModel):
@@ -165,8 +156,8 @@ def cut_completion(render: RenderFn, template: str, messages: list[dict[str, Any
     last generation prompt header. (4) No generation prompt and text placed by position (Mistral puts the
     system prompt and tools in the last user turn): the turn starts after the previous message's text and
     what follows it in the prompt, when that occurs exactly once. (5) No generation prompt, but the last
-    turn ends with a pre-fill while it is last: the turn starts where the two renderings part. All
-    renderings see one frozen clock (`strftime_now`).
+    turn ends with a pre-fill while it is last: the turn starts where the two renderings part. The
+    renderings compared share one clock, the conversation's date (`render` freezes it: clock.py).
     """
     before, upto = messages[:index], messages[:index + 1]
     return _cut(render, template, before, upto, tools)
@@ -174,11 +165,11 @@ def cut_completion(render: RenderFn, template: str, messages: list[dict[str, Any
 
 def _cut(render: RenderFn, template: str, before: list[dict[str, Any]], upto: list[dict[str, Any]],
          tools: list[dict[str, Any]]) -> tuple[str, str] | None:
-    prompt = render(template, before, tools, add_generation_prompt=True, **_FROZEN_CLOCK)
-    full = render(template, upto, tools, add_generation_prompt=False, **_FROZEN_CLOCK)
+    prompt = render(template, before, tools, add_generation_prompt=True)
+    full = render(template, upto, tools, add_generation_prompt=False)
     if full.startswith(prompt):
         return _strip_end(full[len(prompt):]), ""
-    base = render(template, before, tools, add_generation_prompt=False, **_FROZEN_CLOCK)
+    base = render(template, before, tools, add_generation_prompt=False)
     if prompt.startswith(base) and len(prompt) > len(base):
         header = prompt[len(base):]
         if full.startswith(base):

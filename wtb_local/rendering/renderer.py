@@ -1,7 +1,7 @@
 """Render the evaluator's conversation into the exact prompt a model sees, with its own chat template.
 
 Rendering goes through transformers' `apply_chat_template` (the same Jinja sandbox the model's authors
-target); the template is probed first (probe.py) and history is reshaped by the adaptation the probe
+target) with the conversation's own date as the template's clock (clock.py); the template is probed first (probe.py) and history is reshaped by the adaptation the probe
 chose. Token ids come from tokenising the rendered text WITHOUT adding special tokens again: templates
 already write BOS, a second one would change the model's input.
 """
@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from wtb_local.end_of_turn import END_OF_TURN, strip_end_of_turn
 from wtb_local.rendering.adapt import adapt_messages
+from wtb_local.rendering.clock import render_chat
 from wtb_local.rendering.kwargs import thinking_kwargs
 from wtb_local.rendering.probe import (
     PROBE_TOOLS,
@@ -136,10 +137,9 @@ class PromptRenderer:
 
     def _render_with(self, template: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
                      *, add_generation_prompt: bool = True, **context: Any) -> str:
-        # `context`: extra template variables for this rendering only (the probe's frozen clock)
-        return self.tokenizer.apply_chat_template(
-            messages, tools=tools or None, chat_template=template,
-            add_generation_prompt=add_generation_prompt, tokenize=False, **{**self.template_kwargs, **context})
+        # `context`: extra template variables for this rendering only; the clock is the conversation's
+        return render_chat(self.tokenizer, template, messages, tools, add_generation_prompt=add_generation_prompt,
+                           **{**self.template_kwargs, **context})
 
     def _end_markers(self) -> list[str]:
         markers = set(END_OF_TURN)

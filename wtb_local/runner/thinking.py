@@ -110,9 +110,10 @@ def _by_switch(renderer: Any, model_id: str) -> ThinkingMode | None:
         return None
     kwargs = dict(getattr(renderer, "template_kwargs", None) or {})
 
+    from wtb_local.rendering.clock import render_chat
+
     def render(extra: dict[str, Any]) -> str:
-        return tokenizer.apply_chat_template(_PROBE, tools=_TOOLS, chat_template=template,
-                                             add_generation_prompt=True, tokenize=False, **{**kwargs, **extra})
+        return render_chat(tokenizer, template, _PROBE, _TOOLS, add_generation_prompt=True, **{**kwargs, **extra})
 
     try:
         prompt = render({})
