@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from wtb_local.resources import sample_dataset_path
 from wtb_local.runner.naming import default_model_name
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,7 +56,7 @@ def test_score_takes_a_run_directory_and_writes_into_its_score_folder(tmp_path: 
 def test_score_refuses_another_dataset_and_warns_without_a_manifest(tmp_path: Path) -> None:
     run = _oracle_run(tmp_path)
     other = tmp_path / "other.jsonl"
-    other.write_text((ROOT / "data" / "sample.jsonl").read_text(encoding="utf-8") + "\n")  # other bytes
+    other.write_text(sample_dataset_path().read_text(encoding="utf-8") + "\n")  # other bytes
     refused = _wtb(["score", str(run), "--dataset", str(other)], tmp_path)
     assert refused.returncode == 1 and refused.stderr.strip().splitlines()[-1].startswith(
         f"Error: {run / 'result' / 'Qwen_Qwen3-8B' / RESULT}: its run's manifest records dataset sha256 ")

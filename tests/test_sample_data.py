@@ -14,6 +14,8 @@ import pytest
 
 from wtb_local.dataset import read_dataset
 from wtb_local.dataset.dag import ancestors, levels
+from wtb_local.evaluator.checker import check_arguments
+from wtb_local.evaluator.tools import convert_tools
 from wtb_local.resources import data_dir, sample_dataset_path
 from wtb_local.schema import ASK_ACTION, PREPARE_ACTION, PSEUDO_ACTIONS, Node, Session, TaskType, TurnSubtype
 
@@ -153,16 +155,14 @@ def test_tools_are_copied_from_the_release_pool(sessions: list[Session]) -> None
 
 def test_gold_arguments_pass_the_checker(sessions: list[Session]) -> None:
     """The oracle's own calls must score correct (schema check and match against themselves)."""
-    checker = pytest.importorskip("wtb_local.evaluator.checker")
-    tools_module = pytest.importorskip("wtb_local.evaluator.tools")
     for s in sessions:
-        tools = tools_module.convert_tools(s.english_tools)
+        tools = convert_tools(s.english_tools)
         for nodes in s.english_answer_list:
             for node in nodes:
                 if node.action.name in PSEUDO_ACTIONS:
                     continue
                 text = json.dumps(node.action.arguments, ensure_ascii=False)
-                assert checker.check_arguments(tools, node.action.name, text, text) == "correct", (s.id, node)
+                assert check_arguments(tools, node.action.name, text, text) == "correct", (s.id, node)
 
 
 def test_readme_describes_every_session(sessions: list[Session]) -> None:

@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from wtb_local.cli import cli, main
+from wtb_local.resources import sample_dataset_path
 
 FIXTURES = Path(__file__).parent / "fixtures"
 VECTORS = FIXTURES / "vectors" / "sessions"
@@ -198,7 +199,7 @@ def test_render_of_an_unavailable_release_is_a_one_line_error(tmp_path: Path) ->
 
 
 def test_verify_of_a_file_other_than_the_release_points_at_schema_only() -> None:
-    sample = Path(__file__).resolve().parents[1] / "data" / "sample.jsonl"
+    sample = sample_dataset_path()
     done = _cli(["data", "verify", str(sample)])
     _one_line_error(done, "not the pinned release file", "--schema-only")
     assert _cli(["data", "verify", str(sample), "--schema-only"]).exit_code == 0
@@ -225,7 +226,7 @@ def test_line_separator_in_a_completion_keeps_the_result_file_readable(tmp_path:
 
     from wtb_local.dataset import read_dataset
 
-    sample = Path(__file__).resolve().parents[1] / "data" / "sample.jsonl"
+    sample = sample_dataset_path()
     first = json.loads(sample.read_text(encoding="utf-8").split("\n")[0])
     first["english_tasks"][0] += "\u2028"
     dataset = tmp_path / "dataset.jsonl"

@@ -1,14 +1,21 @@
-"""Where the project's shipped folders live.
+"""Where the project's shipped files are, from a checkout, an installed wheel or a zip import.
 
-`data/` (the embedded sample dataset) and `chat_templates/` sit at the repository root next to the
-`wtb_local/` package; the project is installed editable, so they are found relative to this file.
+`chat_templates/` (the template overrides) and `data/` (the embedded sample) live at the repository root,
+their documented place; the build ships them inside the package as `wtb_local/chat_templates/` and
+`wtb_local/data/` (setup.py). A checkout reads its own root folders (an edit there takes effect at once);
+anything else reads the package's copies through `importlib.resources`, which also serves a zip or a
+wheel on `sys.path`. Every read of these files goes through this module (docs/install.md §2).
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
+import tempfile
+from functools import cache
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 from pathlib import Path
-
-_ROOT = Path(__file__).resolve().parent.parent
 
 SAMPLE_FILE_NAME = "sample.jsonl"
 # The one default dataset of `run`, `score` and `data stats` (here, not in wtb_local.dataset, so that the
@@ -16,22 +23,66 @@ SAMPLE_FILE_NAME = "sample.jsonl"
 # that differed per command would score a run against another file than the one it ran on.
 DEFAULT_DATASET = "release"
 
+_PACKAGE = "wtb_local"
+_SHIPPED = ("chat_templates", "data")
+_PROJECT_NAME = 'name = "wtb-local"'
 
-def project_root() -> Path:
-    """The repository root (the folder holding `wtb_local/`, `data/` and `chat_templates/`)."""
-    return _ROOT
+
+@cache
+def checkout_root() -> Path | None:
+    """The repository root when wtb_local runs from a checkout of this project (its pyproject.toml and
+    shipped folders next to the package), else None (an installed wheel, a zip)."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        pyproject = (root / "pyproject.toml").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    if _PROJECT_NAME not in pyproject or not all((root / folder).is_dir() for folder in _SHIPPED):
+        return None
+    return root
 
 
-def data_dir() -> Path:
+def package_file(*parts: str) -> Traversable:
+    """A file shipped inside the package (`package_file("reports", "browser.css")`)."""
+    found = files(_PACKAGE)
+    for part in parts:
+        found = found / part
+    return found
+
+
+def _shipped(folder: str) -> Traversable:
+    root = checkout_root()
+    return root / folder if root is not None else package_file(folder)
+
+
+def data_dir() -> Traversable:
     """The shipped `data/` folder (the sample dataset and its README)."""
-    return _ROOT / "data"
+    return _shipped("data")
 
 
-def chat_templates_dir() -> Path:
+def chat_templates_dir() -> Traversable:
     """The shipped `chat_templates/` folder (`NAME.jinja` files)."""
-    return _ROOT / "chat_templates"
+    return _shipped("chat_templates")
 
 
 def sample_dataset_path() -> Path:
-    """The embedded sample dataset, `data/sample.jsonl`."""
-    return data_dir() / SAMPLE_FILE_NAME
+    """The embedded sample dataset, `data/sample.jsonl`, as a file on disk (runs record and hash its
+    path). Imported from a zip, the bytes are copied once into the cache, named by their sha256."""
+    sample = data_dir() / SAMPLE_FILE_NAME
+    if isinstance(sample, Path):
+        return sample
+    return _on_disk(sample.read_bytes(), SAMPLE_FILE_NAME)
+
+
+def _on_disk(content: bytes, name: str) -> Path:
+    from wtb_local.dataset.fetch import cache_dir
+
+    folder = cache_dir() / "shipped" / hashlib.sha256(content).hexdigest()[:16]
+    path = folder / name
+    if path.is_file() and path.read_bytes() == content:
+        return path
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=folder, prefix=f".{name}.", delete=False) as handle:
+        handle.write(content)
+    os.replace(handle.name, path)  # atomic: a concurrent reader sees the whole file or none
+    return path

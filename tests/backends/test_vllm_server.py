@@ -80,9 +80,10 @@ def _serve(backend: Any, requests: list[Any]) -> list[Any]:
 
 @pytest.fixture(scope="module")
 def llama_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from wtb_local.resources import chat_templates_dir
     from wtb_local.testing import build_tiny_model
 
-    template = (ROOT / "chat_templates" / "llama3_json.jinja").read_text(encoding="utf-8")
+    template = (chat_templates_dir() / "llama3_json.jinja").read_text(encoding="utf-8")
     return build_tiny_model(tmp_path_factory.mktemp("llama-bos") / "model", template, arch="llama",
                             bos_token=BOS, add_bos_token=True, eos_token=["<|eot_id|>", "<|eom_id|>"],
                             pad_token="<|finetune_right_pad_id|>", max_position_embeddings=MAX_MODEL_LEN)

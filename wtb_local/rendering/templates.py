@@ -1,6 +1,7 @@
 """Find a chat template: the tokenizer's own, a shipped override by name, or a file path.
 
-Override files live in `chat_templates/NAME.jinja` at the repository root. Each starts with a Jinja
+Override files live in `chat_templates/NAME.jinja` at the repository root (read through
+wtb_local.resources, also from a wheel). Each starts with a Jinja
 comment whose `models:` line lists the model-id regexes (matched with `re.search` on the lowercased id,
 `::variant` suffix stripped) that the override serves; the probe uses it as the fallback for them.
 """
@@ -8,9 +9,9 @@ comment whose `models:` line lists the model-id regexes (matched with `re.search
 from __future__ import annotations
 
 import hashlib
-import importlib
 import re
 from dataclasses import dataclass
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
 from wtb_local.model_ids import normalize_model_id
@@ -26,7 +27,7 @@ class TemplateError(ValueError):
 @dataclass(frozen=True)
 class OverrideTemplate:
     name: str
-    path: Path
+    path: Traversable  # a Path, or a file inside a zip
     patterns: tuple[str, ...]
 
     def serves(self, model_id: str) -> bool:
@@ -37,13 +38,11 @@ class OverrideTemplate:
         return self.path.read_text(encoding="utf-8")
 
 
-def chat_templates_dir() -> Path:
-    """The shipped override folder (wtb_local.resources when present, else the repository root's)."""
-    try:
-        resources = importlib.import_module("wtb_local.resources")
-        return Path(resources.chat_templates_dir())
-    except (ImportError, AttributeError):
-        return Path(__file__).resolve().parents[2] / "chat_templates"
+def chat_templates_dir() -> Traversable:
+    """The shipped override folder."""
+    from wtb_local.resources import chat_templates_dir as shipped
+
+    return shipped()
 
 
 def template_sha256(text: str) -> str:
@@ -65,17 +64,19 @@ def read_model_patterns(text: str, *, origin: str = "<template>") -> tuple[str, 
     return patterns
 
 
-def list_overrides(directory: Path | None = None) -> list[OverrideTemplate]:
+def list_overrides(directory: Traversable | None = None) -> list[OverrideTemplate]:
     """Every override file with the model-id patterns it serves, sorted by name."""
     folder = directory or chat_templates_dir()
     overrides = []
-    for path in sorted(folder.glob("*.jinja")):
+    for path in sorted((p for p in folder.iterdir() if p.name.endswith(".jinja") and p.is_file()),
+                       key=lambda p: p.name):
         text = path.read_text(encoding="utf-8")
-        overrides.append(OverrideTemplate(path.stem, path, read_model_patterns(text, origin=str(path))))
+        name = path.name[: -len(".jinja")]
+        overrides.append(OverrideTemplate(name, path, read_model_patterns(text, origin=str(path))))
     return overrides
 
 
-def override_for(model_id: str, directory: Path | None = None) -> OverrideTemplate | None:
+def override_for(model_id: str, directory: Traversable | None = None) -> OverrideTemplate | None:
     """The first override (by name) whose patterns match the model id."""
     for override in list_overrides(directory):
         if override.serves(model_id):
@@ -83,7 +84,7 @@ def override_for(model_id: str, directory: Path | None = None) -> OverrideTempla
     return None
 
 
-def resolve_template(spec: str, directory: Path | None = None) -> tuple[str, str]:
+def resolve_template(spec: str, directory: Traversable | None = None) -> tuple[str, str]:
     """`--chat-template` value -> (source label, template text).
 
     A value naming a shipped override (`llama3_json`) wins over a relative file of the same name; anything

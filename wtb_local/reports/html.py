@@ -17,8 +17,7 @@ from typing import Any
 
 from wtb_local.reports.runs import Run
 from wtb_local.reports.sections import Section, format_value
-
-_HERE = Path(__file__).resolve().parent
+from wtb_local.resources import package_file
 
 
 def _json_block(element_id: str, value: Any) -> str:
@@ -124,8 +123,8 @@ def report_html(sections: Sequence[Section], runs: Sequence[Run], plots: Sequenc
         f'<figure><img alt="{html.escape(p.stem)}" src="data:image/png;base64,'
         f'{base64.b64encode(p.read_bytes()).decode("ascii")}"><figcaption>{html.escape(p.stem)}</figcaption>'
         "</figure>" for p in plots)
-    css = (_HERE / "browser.css").read_text(encoding="utf-8")
-    script = (_HERE / "browser.js").read_text(encoding="utf-8")
+    css = package_file("reports", "browser.css").read_text(encoding="utf-8")
+    script = package_file("reports", "browser.js").read_text(encoding="utf-8")
     note_items = "".join(f"<li>{html.escape(n)}</li>" for n in notes)
     browser = "" if not detailed else f"""
 <section id="browser"><h2>Trajectory browser</h2>

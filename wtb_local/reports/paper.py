@@ -10,9 +10,9 @@ from __future__ import annotations
 import csv
 import re
 from functools import cache
-from pathlib import Path
 
-_HERE = Path(__file__).resolve().parent
+from wtb_local.resources import package_file
+
 TABLE6_COLUMNS = (
     "single",
     "multi",
@@ -65,7 +65,7 @@ def paper_rows(table: int) -> dict[str, dict[str, str]]:
     """Paper name -> {column: printed value} for Table 6, 7 or 8 (plus `group`)."""
     if table not in (6, 7, 8):
         raise ValueError(f"the paper's tables shipped here are 6, 7 and 8, not {table}")
-    path = _HERE / f"paper_table{table}.csv"
+    path = package_file("reports", f"paper_table{table}.csv")
     with path.open(encoding="utf-8", newline="") as handle:
         return {
             row["model"]: {k: v for k, v in row.items() if k != "model"} for row in csv.DictReader(handle)

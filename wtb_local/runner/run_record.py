@@ -63,13 +63,13 @@ def sampling_used(settings: RunSettings) -> dict[str, Any]:
 
 def checkout() -> dict[str, Any]:
     """The version, and the git commit when wtb_local runs from a checkout (dirty: uncommitted changes)."""
-    from wtb_local.resources import project_root
+    from wtb_local.resources import checkout_root
     from wtb_local.runner.environment import package_versions
 
     record: dict[str, Any] = {"version": package_versions().get("wtb-local"), "git_commit": None}
-    root = project_root()
+    root = checkout_root()
     git = shutil.which("git")
-    if git is None or not (root / ".git").exists():
+    if git is None or root is None or not (root / ".git").exists():
         return record
     try:
         head = subprocess.run([git, "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
