@@ -8,6 +8,7 @@ the main job and means `python -m wtb_local run --model M ...`.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import sys
 
