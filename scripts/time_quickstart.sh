@@ -4,9 +4,13 @@
 # checkout and a fresh venv, the index URL replaced by an address that refuses connections; `python -m
 # pytest` (the whole suite) is not timed. Baseline, same run: the former one-line install
 # `pip install -e ".[dev]" --extra-index-url <index>` in another fresh venv, against the same address.
-# Usage: scripts/time_quickstart.sh [UNREACHABLE_URL]   (default http://127.0.0.1:9/: loopback, refused)
+# First, the CPU torch line alone where that index is the only source (this machine's pip configuration
+# and find-links switched off), with the Quickstart's `--retries 0 --timeout 5` and with pip's defaults.
+# Usage: scripts/time_quickstart.sh [--torch-line-only] [UNREACHABLE_URL]  (default http://127.0.0.1:9/)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+ONLY_TORCH=0
+[[ "${1:-}" == "--torch-line-only" ]] && { ONLY_TORCH=1; shift; }
 UNREACHABLE="${1:-http://127.0.0.1:9/}"
 CPU_INDEX="https://download.pytorch.org/whl/cpu"
 WORK="$(mktemp -d)"
@@ -35,6 +39,19 @@ EOF
 
 now() { date +%s.%N; }
 elapsed() { python3 -c "print(f'{$2 - $1:.1f}')"; }
+
+for flags in "--retries 0 --timeout 5" ""; do
+  start=$(now)
+  set +e
+  env -u PIP_FIND_LINKS -u PIP_DEFAULT_TIMEOUT -u PIP_RETRIES -u PIP_TIMEOUT PIP_CONFIG_FILE=/dev/null \
+    python3 -m pip download --no-deps $flags --index-url "$UNREACHABLE" "torch>=2.4,<2.14" -d "$WORK/dl" \
+    >"$WORK/torch.log" 2>&1
+  code=$?
+  set -e
+  echo "torch line alone, index $UNREACHABLE only, flags [${flags:-pip defaults}]: $(elapsed "$start" "$(now)") s," \
+       "exit $code, $(grep -c Retrying "$WORK/torch.log" || true) retries"
+done
+[[ $ONLY_TORCH == 1 ]] && exit 0
 
 copy_checkout "$WORK/quick"
 cd "$WORK/quick"
