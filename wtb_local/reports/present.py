@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -109,6 +108,7 @@ def inferred_note(facts: RunFacts) -> str | None:
 def sessions_note(facts: RunFacts, metric: dict[str, Any]) -> str | None:
     """A run over other sessions than the release's 256 is not comparable with the paper's row."""
     sessions = _dict(_dict(metric.get("total_info")).get("session")).get("total_count", 0)
+    sessions = int(sessions) if isinstance(sessions, float) and sessions.is_integer() else sessions  # a mean
     if sessions == RELEASE_SESSIONS:
         return None
     where = f" (dataset: {facts.dataset})" if facts.dataset else ""
@@ -119,9 +119,12 @@ def sessions_note(facts: RunFacts, metric: dict[str, Any]) -> str | None:
             f"over all {RELEASE_SESSIONS}.")
 
 
-def run_notes(facts: RunFacts, metric: dict[str, Any], *, paper_shown: bool) -> list[str]:
-    """What a reader must know about one run before comparing it (each printed after `note: `)."""
-    notes = [f"this run: --protocol {facts.protocol}; {PAPER_PROTOCOL_NOTE}."] if paper_shown else []
+def run_notes(facts: RunFacts, metric: dict[str, Any], *, paper_shown: bool,
+              protocol_note: bool = True) -> list[str]:
+    """What a reader must know about one run before comparing it (each printed after `note: `); the
+    protocol line is left to `report`'s legend there (`protocol_note=False`)."""
+    notes = [f"this run: --protocol {facts.protocol}; {PAPER_PROTOCOL_NOTE}."] if paper_shown and protocol_note \
+        else []
     inferred = inferred_note(facts)
     if inferred:
         notes.append(inferred)
