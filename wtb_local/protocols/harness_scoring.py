@@ -179,13 +179,13 @@ def score_task(task: dict[str, Any], nodes: Sequence[dict[str, Any]], tools: Seq
 
 def score_rows_lenient(result_rows: Sequence[dict[str, Any]], sessions: Sequence[Session]) -> list[dict[str, Any]]:
     """Score rows `{"id", "results": [task entries]}` sorted by session number."""
-    from wtb_local.evaluator.tools import convert_tools
+    from wtb_local.protocols.history import paper_tools
 
     by_index = {session.index: session for session in sessions}
     rows = []
     for row in sorted(result_rows, key=lambda r: session_index(r["id"])):
         session = by_index[session_index(row["id"])]
-        tools = convert_tools(session.english_tools)
+        tools = paper_tools(session)  # the harness checks against the dataset's own schemas (§3.1)
         answers = [[node.model_dump(mode="json") for node in nodes] for nodes in session.english_answer_list]
         tasks = row.get("result") if isinstance(row.get("result"), list) else []
         results = [score_task(task, answers[i], tools) if isinstance(task, dict) else
