@@ -33,9 +33,9 @@ def _rows(stdout: str) -> dict[str, list[str]]:
     start = lines.index("Table 6 (accuracy, %)") + 2
     rows = {}
     for line in lines[start:]:
-        if not line.strip() or line.startswith("Table 7"):
-            break
         cells = line.split()
+        if len(cells) < 11 or not all(c == "-" or c.lstrip("+-").replace(".", "", 1).isdigit() for c in cells[-10:]):
+            break
         rows[" ".join(cells[:-10])] = cells[-10:]
     return rows
 
@@ -144,7 +144,7 @@ def test_the_gap_line_sees_every_run_of_the_report(tmp_path: Path) -> None:
         return 100 * metric["total_info"]["task"]["accuracy"]
 
     s, le, p = accuracy(release / "score"), accuracy(release / "score-lenient" / "score"), accuracy(paper / "score")
-    assert len({round(s, 2), round(le, 2), round(p, 2)}) == 3
+    assert round(le, 2) != round(s, 2)  # the scripted replies include arguments the two checkers judge differently
     report = _wtb("report", str(release), str(paper), "--table", "6")
     assert [line for line in report.stdout.splitlines() if line.startswith("gap to the paper")] == [
         f"gap to the paper (Qwen_Qwen2.5-7B-Instruct, --protocol release and paper, task accuracy): "
