@@ -51,8 +51,8 @@ def test_a_paper_run_has_one_label_and_paper_row_in_every_command(tmp_path: Path
     label = "Qwen_Qwen3-8B [paper-lenient]"  # the run's own scoring: the lenient checker
     assert list(_rows(ran.stdout)) == [label, "paper: Qwen3-8B"]
     assert _notes(ran.stdout)[1:] == [
-        "note: the paper-protocol rule `qwen3` is inferred, not documented by the paper's harness (inferred: §2.1 "
-        "says Qwen3 would go through the Qwen path (listed, not wired); thinking text stays in the content)",
+        ("note: the paper-protocol rule `qwen3` is inferred, not documented by the paper's harness (inferred: §2.1 "
+        "says Qwen3 would go through the Qwen path (listed, not wired); thinking text stays in the content)"),
         "note: 2 of the release's 256 sessions were scored (dataset: sample); the paper's row is over all 256."]
 
     # `score` re-scores the run with the checker it records: same files, same label, same notes
@@ -147,7 +147,7 @@ def test_the_gap_line_sees_every_run_of_the_report(tmp_path: Path) -> None:
     assert round(le, 2) != round(s, 2)  # the scripted replies include arguments the two checkers judge differently
     report = _wtb("report", str(release), str(paper), "--table", "6")
     assert [line for line in report.stdout.splitlines() if line.startswith("gap to the paper")] == [
-        f"gap to the paper (Qwen_Qwen2.5-7B-Instruct, --protocol release and paper, task accuracy): "
+        (f"gap to the paper (Qwen_Qwen2.5-7B-Instruct, --protocol release and paper, task accuracy): "
         f"release-strict {s:.2f}, release-lenient {le:.2f} (checker: {le - s:+.2f}); paper-lenient {p:.2f} "
         f"(protocol: {p - le:+.2f}); paper 45.02 (the rest: {45.02 - p:+.2f}, prompts/generation/sampling/parse "
-        "rules)"]
+        "rules)")]
