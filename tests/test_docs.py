@@ -206,3 +206,26 @@ def test_the_manual_speaks_of_the_project_only(page: Path) -> None:
     said = re.findall(r"this session\b(?!'s)|\bhelper [a-h]\b|\bthe lead\b|\bengineers?\b|\blent\b"
                       r"|measured here|\bran here\b|\bhere:? \(?\d", text)
     assert said == []
+
+
+def test_every_test_and_script_the_manual_names_exists() -> None:
+    """A claim's backing is real: every `tests/...py` (and `::test_name`), bare `test_name`, `scripts/...py`
+    and `wtb_local/...py` named on a page exists."""
+    defined = {m.group(1) for path in (ROOT / "tests").rglob("*.py")
+               for m in re.finditer(r"^\s*(?:async )?def (test_\w+)", path.read_text(encoding="utf-8"), re.MULTILINE)}
+    missing: list[str] = []
+    for page in _manual_pages():
+        text = page.read_text(encoding="utf-8")
+        for m in re.finditer(r"((?:tests|scripts|wtb_local|slurm|chat_templates)/[\w/.-]+?\.(?:py|sh|sbatch|jinja|csv))"
+                             r"(?:::(test_\w+))?", text):
+            path, name = ROOT / m.group(1), m.group(2)
+            if "{" in m.group(1) or "*" in m.group(1):
+                continue
+            if not path.exists():
+                missing.append(f"{page.name}: {m.group(1)}")
+            elif name and not re.search(rf"def {name}\b", path.read_text(encoding="utf-8")):
+                missing.append(f"{page.name}: {m.group(0)}")
+        for name in re.findall(r"(?<![\w/:])(test_\w+)(?![\w.])", text):
+            if name not in defined:
+                missing.append(f"{page.name}: {name}")
+    assert missing == []
