@@ -1,0 +1,137 @@
+"""Offline memory estimate of a roster entry (docs/roster.md §3): weights (parameters x bytes per
+parameter) plus the KV cache, against the GPU memory vLLM may use (`gpu_memory_utilization` of every
+GPU of the resource class). Shapes come from the model's `config.json` when it is in the local Hugging
+Face cache (HF_HOME; nothing is downloaded), else from the roster entry. Activations and CUDA graphs are
+not modelled: vLLM measures them at start-up and gives the KV cache what is left."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+GIB = 1024 ** 3
+KV_BYTES = 2  # vLLM's default KV cache dtype follows the activations (bf16), also for FP8 weights
+
+
+def cached_file(model: str, filename: str) -> Path | None:
+    """A file of a hub model from the local cache, or of a local model directory; never downloads."""
+    folder = Path(model).expanduser()
+    if folder.is_dir():
+        path = folder / filename
+        return path if path.is_file() else None
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        found = try_to_load_from_cache(model, filename)
+    except Exception:  # noqa: BLE001 - an id the hub library rejects is simply not cached
+        return None
+    return Path(found) if isinstance(found, str) else None
+
+
+def cached_config(model: str) -> dict[str, Any] | None:
+    path = cached_file(model, "config.json")
+    if path is None:
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _text(config: dict[str, Any]) -> dict[str, Any]:
+    inner = config.get("text_config")
+    return inner if isinstance(inner, dict) else config
+
+
+def shape_from_config(config: dict[str, Any]) -> dict[str, int]:
+    """The roster's `config` keys read from a Hugging Face config.json."""
+    c = _text(config)
+    heads = c.get("num_attention_heads")
+    shape = {"layers": c.get("num_hidden_layers"), "attention_heads": heads,
+             "kv_heads": c.get("num_key_value_heads") or heads,
+             "head_dim": c.get("head_dim") or (c["hidden_size"] // heads if heads and c.get("hidden_size") else None),
+             "kv_lora_rank": c.get("kv_lora_rank"), "qk_rope_head_dim": c.get("qk_rope_head_dim"),
+             "max_position_embeddings": c.get("max_position_embeddings")}
+    return {k: int(v) for k, v in shape.items() if isinstance(v, int) and not isinstance(v, bool) and v > 0}
+
+
+def params_from_config(config: dict[str, Any]) -> float | None:
+    """Parameter count (billions) of a decoder-only transformer from its config: embeddings, attention
+    (grouped-query or DeepSeek's multi-head latent attention), dense and mixture-of-experts MLPs; norms
+    and biases (well under 0.1%) are left out. None when the config lacks the sizes."""
+    c = _text(config)
+    try:
+        h, layers, vocab = int(c["hidden_size"]), int(c["num_hidden_layers"]), int(c["vocab_size"])
+        heads = int(c["num_attention_heads"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    kv = int(c.get("num_key_value_heads") or heads)
+    head_dim = int(c.get("head_dim") or h // heads)
+    if c.get("kv_lora_rank"):  # multi-head latent attention
+        nope, rope = int(c.get("qk_nope_head_dim") or 0), int(c.get("qk_rope_head_dim") or 0)
+        v_dim, kv_rank, q_rank = int(c.get("v_head_dim") or nope), int(c["kv_lora_rank"]), c.get("q_lora_rank")
+        q = h * int(q_rank) + int(q_rank) * heads * (nope + rope) if q_rank else h * heads * (nope + rope)
+        attention = q + h * (kv_rank + rope) + kv_rank * heads * (nope + v_dim) + heads * v_dim * h
+    else:
+        attention = 2 * h * heads * head_dim + 2 * h * kv * head_dim
+    dense = 3 * h * int(c.get("intermediate_size") or 0)
+    experts = int(c.get("n_routed_experts") or c.get("num_experts") or 0)
+    if experts:
+        moe_inter = int(c.get("moe_intermediate_size") or c.get("intermediate_size") or 0)
+        shared = int(c.get("n_shared_experts") or 0) * 3 * h * moe_inter
+        shared += 3 * h * int(c.get("shared_expert_intermediate_size") or 0)
+        sparse = experts * 3 * h * moe_inter + shared + h * experts  # experts, shared experts, router
+        first_dense = int(c.get("first_k_dense_replace") or 0)
+        mlp = first_dense * dense + (layers - first_dense) * sparse
+    else:
+        mlp = layers * dense
+    embeddings = vocab * h * (1 if c.get("tie_word_embeddings") else 2)
+    return (embeddings + layers * attention + mlp) / 1e9
+
+
+def checkpoint_weight_dtype(config: dict[str, Any] | None) -> str | None:
+    """`fp8` for checkpoints stored in FP8 (DeepSeek-V3, Kimi-K2), from the config's quantization_config."""
+    quant = (config or {}).get("quantization_config")
+    if isinstance(quant, dict):
+        method = str(quant.get("quant_method") or "").lower()
+        if method == "fp8" or "float8" in json.dumps(quant).lower() or "fp8" in json.dumps(quant).lower():
+            return "fp8"
+    return None
+
+
+def kv_bytes_per_token(shape: dict[str, int], tensor_parallel: int) -> int | None:
+    """KV cache bytes one token takes over all GPUs. Latent attention keeps one latent vector per layer,
+    replicated on every tensor-parallel rank; grouped-query attention keeps K and V per KV head, and a
+    head is replicated when there are more ranks than KV heads."""
+    layers = shape.get("layers")
+    if not layers:
+        return None
+    if shape.get("kv_lora_rank"):
+        return layers * (shape["kv_lora_rank"] + shape.get("qk_rope_head_dim", 0)) * KV_BYTES * tensor_parallel
+    if not shape.get("kv_heads") or not shape.get("head_dim"):
+        return None
+    heads = max(shape["kv_heads"], tensor_parallel)
+    return layers * 2 * heads * shape["head_dim"] * KV_BYTES
+
+
+@dataclass(frozen=True)
+class Estimate:
+    weights_gib: float
+    kv_one_gib: float | None  # one sequence of the full context
+    kv_batch_gib: float | None  # the planned batch
+    usable_gib: float
+
+    def line(self) -> str:
+        kv = f"{self.kv_batch_gib:.1f}" if self.kv_batch_gib is not None else "?"
+        return f"{self.weights_gib:.1f} + {kv} / {self.usable_gib:.1f}"
+
+
+def estimate(params_b: float, weight_bytes: float, kv_per_token: int | None, context: int | None,
+             batch_tokens: int, usable_gib: float) -> Estimate:
+    weights = params_b * 1e9 * weight_bytes / GIB
+    one = kv_per_token * context / GIB if kv_per_token and context else None
+    batch = kv_per_token * batch_tokens / GIB if kv_per_token else None
+    return Estimate(weights, one, batch, usable_gib)
