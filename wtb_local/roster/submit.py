@@ -98,8 +98,11 @@ class Job:
         return ["sbatch", "--parsable", *self.options, *extra, str(self.script)]
 
     def line(self, dependency: str | None = None) -> str:
+        """The shell line; `dependency` is written unquoted (`${JOB_GPU1}:...` must expand)."""
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(self.env.items()))
-        return f"{env} {shlex.join(self.command(dependency))}"
+        *head, script = self.command()
+        extra = f" --dependency=afterany:{dependency}" if dependency else ""
+        return f"{env} {shlex.join(head)}{extra} {shlex.quote(script)}"
 
 
 def roster_jobs(roster: Roster, runs_dir: str | Path, sbatch_options: list[str], *,
