@@ -149,6 +149,8 @@ def submit_jobs(jobs: list[Job], *, dry_run: bool = False) -> list[str]:
     one line per job."""
     lines, ids = [], []
     *work, report = jobs
+    if not dry_run:
+        Path("logs").mkdir(exist_ok=True)  # Slurm opens the templates' --output=logs/... before they start
     for job in work:
         if dry_run:
             ids.append(f"${{{_var(job.key)}}}")
