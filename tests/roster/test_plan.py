@@ -63,10 +63,10 @@ max_model_len = 32768
     (HEADER + ENTRY.replace('model = "Qwen/Qwen2.5-7B-Instruct"\n', ""),
      "{path}: entry 'Qwen2.5-7B-Instruct': field 'model': missing"),
     (HEADER + ENTRY.replace("params_b", "param_b"),
-     "{path}: entry 'Qwen2.5-7B-Instruct': unknown field 'param_b' (known: batch_sequence_tokens, "
+     ("{path}: entry 'Qwen2.5-7B-Instruct': unknown field 'param_b' (known: batch_sequence_tokens, "
      "batch_sequences, chat_template, checkpoint_dtype, config, dtype, gpu_memory_utilization, max_model_len, "
      "model, paper_family, params_b, parser, pipeline_parallel_size, protocol, quantization, resources, row, "
-     "tensor_parallel_size, thinking, why)"),
+     "tensor_parallel_size, thinking, why)")),
     (HEADER + ENTRY.replace('resources = "one"', 'resources = "two"'),
      "{path}: entry 'Qwen2.5-7B-Instruct': field 'resources': unknown class 'two' (known: one)"),
     (HEADER + ENTRY.replace("params_b = 7.62", 'params_b = "7.62"'),
@@ -102,15 +102,15 @@ def test_invalid_toml_names_the_file_and_line(tmp_path: Path) -> None:
     ("tensor_parallel_size = 2",
      "    error: tensor x pipeline parallel = 2 x 1 = 2 GPUs, but resources one give 1"),
     ("max_model_len = 65536", "    error: max_model_len 65536 exceeds the model's maximum 32768"),
-    ("params_b = 76.2", "    error: does not fit: 141.9 GiB weights (bfloat16) + 1.8 GiB KV for one 32768-token "
-                        "sequence > 71.6 GiB usable on 1 x H100 80GB"),
-    ('thinking = true\nparams_b = 7.62', "    error: --thinking: the chat template of Qwen/Qwen2.5-7B-Instruct has no "
-                                       "thinking switch (use --template-kwarg KEY=VALUE if it reads another variable)"),
-    ('chat_template = "nope"\nparams_b = 7.62', "    error: --chat-template 'nope': neither a shipped override (known: "
+    ("params_b = 76.2", ("    error: does not fit: 141.9 GiB weights (bfloat16) + 1.8 GiB KV for one 32768-token "
+                        "sequence > 71.6 GiB usable on 1 x H100 80GB")),
+    ('thinking = true\nparams_b = 7.62', ("    error: --thinking: the chat template of Qwen/Qwen2.5-7B-Instruct has no "
+                                       "thinking switch (use --template-kwarg KEY=VALUE if it reads another variable)")),
+    ('chat_template = "nope"\nparams_b = 7.62', ("    error: --chat-template 'nope': neither a shipped override (known: "
      "deepseek_r1_distill, deepseek_v3, deepseek_v31, gemma3_pythonic, gpt_oss, granite3_3, hammer2_1, llama3_json, "
-     "llama4_pythonic, phi4_mini, pythonic_llama3) nor a file"),
-    ("batch_sequences = 512\nparams_b = 7.62", "    warning: KV cache for the planned batch (512 x 4096 tokens, 112.0 "
-     "GiB) exceeds the 57.4 GiB left after the weights: vLLM batches fewer sequences"),
+     "llama4_pythonic, phi4_mini, pythonic_llama3) nor a file")),
+    ("batch_sequences = 512\nparams_b = 7.62", ("    warning: KV cache for the planned batch (512 x 4096 tokens, 112.0 "
+     "GiB) exceeds the 57.4 GiB left after the weights: vLLM batches fewer sequences")),
 ])
 def test_an_entry_that_cannot_run_as_written_is_an_error(tmp_path: Path, change: str, problem: str) -> None:
     key = change.split("\n")[-1].split(" =")[0]

@@ -21,8 +21,8 @@ GPU1 = ("Qwen2.5-0.5B-Instruct Qwen2.5-1.5B-Instruct Qwen2.5-3B-Instruct Qwen2.5
 def _expected(runs: Path) -> list[str]:
     roster, slurm = PAPER_ROSTER, ROOT / "slurm"
     arrays = [("GPU1", "gpu1", GPU1, 26, 1),
-              ("GPU2", "gpu2", "Qwen2.5-32B-Instruct Qwen3-32B Qwen3-32B-Thinking Qwen3-30B-A3B "
-               "Qwen3-30B-A3B-Thinking xLAM-2-32B", 5, 2),
+              ("GPU2", "gpu2", ("Qwen2.5-32B-Instruct Qwen3-32B Qwen3-32B-Thinking Qwen3-30B-A3B "
+               "Qwen3-30B-A3B-Thinking xLAM-2-32B"), 5, 2),
               ("GPU4", "gpu4", "Qwen2.5-72B-Instruct Llama-3.3-70B-Instruct xLAM-2-70B", 2, 4),
               ("GPU8", "gpu8", "GLM-4.5", 0, 8)]
     lines = [f"JOB_{var}=$(WTB_ROSTER={roster} WTB_ROSTER_ROWS={rows if ' ' not in rows else repr(rows)} "

@@ -126,8 +126,8 @@ def build_report(roster: Roster, runs_dir: Path) -> RosterReport:
     matched = [row for row in wanted if row in results and results[row].run is not None]
     within = sum(1 for line in summary if line["within 2"] == "yes")
     compared = sum(1 for line in summary if line["within 2"] in ("yes", "no"))
-    head = [f"roster {roster.path}: {len(matched)} of the paper's {len(wanted)} open-weight rows matched to a run; "
-            f"{within} of {compared} within ±{TOLERANCE:.0f} task-accuracy points of the paper"]
+    head = [(f"roster {roster.path}: {len(matched)} of the paper's {len(wanted)} open-weight rows matched to a run; "
+            f"{within} of {compared} within ±{TOLERANCE:.0f} task-accuracy points of the paper")]
     missing = [row for row in wanted if row not in matched]
     if missing:
         head.append(f"open-weight rows without a run: {', '.join(missing)}")
