@@ -4,6 +4,9 @@ taking over from the roster's parameter count and shape."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -147,3 +150,16 @@ def test_a_cached_config_json_overrides_the_roster(tmp_path: Path) -> None:
     short = wtb("plan", str(roster), hf_home=hf)
     assert short.returncode == 1
     assert "    error: max_model_len 32768 exceeds the model's maximum 4096" in short.stdout.splitlines()
+
+
+def test_plan_imports_no_engine(tmp_path: Path) -> None:
+    """`plan` and `--submit --dry-run` decide everything without torch, vllm or transformers."""
+    code = ("import sys\nfrom wtb_local.cli import cli\n"
+            f"cli.main(args=['plan', {str(PAPER_ROSTER)!r}, '--submit', '--dry-run'], standalone_mode=False)\n"
+            "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'vllm', 'transformers'))\n"
+            "print('HEAVY', heavy)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120,
+                          env={**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1",
+                               "PYTHONPATH": str(ROOT)}, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "HEAVY []"
