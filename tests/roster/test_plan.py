@@ -4,6 +4,7 @@ taking over from the roster's parameter count and shape."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -163,3 +164,20 @@ def test_plan_imports_no_engine(tmp_path: Path) -> None:
                                "PYTHONPATH": str(ROOT)}, check=False)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[-1] == "HEAVY []"
+
+
+def test_a_cached_template_decides_the_parser_as_at_run_time(tmp_path: Path) -> None:
+    """A release-protocol entry whose cached tokenizer template prompts for pythonic calls gets the pythonic
+    parser (select_parser reads the template's markers first), where its model id alone says llama3_json."""
+    hf = tmp_path / "hf"
+    config = cache_config(hf, "meta-llama/Llama-3.2-3B-Instruct", {"model_type": "llama"})
+    template = (ROOT / "chat_templates" / "pythonic_llama3.jinja").read_text()
+    (config.parent / "tokenizer_config.json").write_text(json.dumps({"chat_template": template}))
+    roster = tmp_path / "roster.toml"
+    roster.write_text(HEADER + ENTRY.replace("Qwen/Qwen2.5-7B-Instruct", "meta-llama/Llama-3.2-3B-Instruct")
+                      .replace("Qwen2.5-7B-Instruct", "Llama-3.3-3B-Instruct") + 'protocol = "release"\n')
+    proc = wtb("plan", str(roster), hf_home=hf)
+    line = proc.stdout.splitlines()[1]
+    assert "  pythonic  " in line and "shipped (cached tokenizer) (fallback: override:llama3_json)" in line, line
+    bare = wtb("plan", str(roster), hf_home=tmp_path / "empty")
+    assert "  llama3_json  " in bare.stdout.splitlines()[1]

@@ -69,11 +69,14 @@ def _template(plan: EntryPlan, entry: Entry) -> str | None:
             return None
         plan.template = source
         return text
+    from wtb_local.rendering.kwargs import local_template
+
     fallback = override_for(entry.model)
     tail = f" (fallback: override:{fallback.name})" if fallback and entry.protocol == "release" else ""
     cached = cached_file(entry.model, "tokenizer_config.json")
     plan.template = ("shipped (cached tokenizer)" if cached else "needs the tokenizer") + tail
-    return None
+    # the cached template decides the parser and the thinking switch, as it will at run time
+    return local_template(str(cached.parent)) if cached else None
 
 
 def _parser(plan: EntryPlan, entry: Entry, template: str | None, config: dict[str, Any] | None) -> None:
