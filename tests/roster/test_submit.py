@@ -87,3 +87,53 @@ def test_test_overrides_force_gpus_and_one_node(tmp_path: Path) -> None:
     assert len(jobs) == 6 and not any("--gpus" in line for line in jobs)
     assert ("WTB_ROSTER_ROWS='Kimi-K2 DeepSeek-V3 DeepSeek-V3.1 DeepSeek-R1'" in jobs[4]
             and "--array=0-3 --nodes=1" in jobs[4] and jobs[4].endswith("wtb_roster.sbatch)"))
+
+
+def _fake(tmp_path: Path, name: str, body: str) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    path = bin_dir / name
+    path.write_text(f'#!/usr/bin/env bash\nprintf "%s\\n" "$*" >> {tmp_path / (name + ".calls")}\n{body}\n')
+    path.chmod(0o755)
+
+
+def _template(tmp_path: Path, script: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    full = {**os.environ, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", "SLURM_SUBMIT_DIR": str(work), **env}
+    return subprocess.run(["bash", str(ROOT / "slurm" / script)], env=full, capture_output=True, text=True,
+                          check=False, timeout=60)
+
+
+def _calls(tmp_path: Path, name: str) -> list[str]:
+    path = tmp_path / f"{name}.calls"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def test_roster_array_task_runs_its_row_and_requeues_itself_when_stopped(tmp_path: Path) -> None:
+    _fake(tmp_path, "srun", 'exit "${FAKE_STATUS:-0}"')
+    _fake(tmp_path, "scontrol", "")
+    env = {"WTB_ROSTER": "/r/paper.toml", "WTB_ROSTER_ROWS": "Qwen3-8B Qwen3-8B-Thinking Watt-8B",
+           "WTB_RUNS_DIR": "/data/runs", "SLURM_JOB_ID": "9", "SLURM_ARRAY_JOB_ID": "7", "SLURM_ARRAY_TASK_ID": "1"}
+    done = _template(tmp_path, "wtb_roster.sbatch", env)
+    assert done.returncode == 0, done.stderr
+    assert _calls(tmp_path, "srun") == [
+        "python -m wtb_local roster-run /r/paper.toml Qwen3-8B-Thinking --runs-dir /data/runs"]
+    stopped = _template(tmp_path, "wtb_roster.sbatch", {**env, "FAKE_STATUS": "130"})
+    assert stopped.returncode == 130 and "requeueing job 7_1 to resume" in stopped.stderr
+    assert _calls(tmp_path, "scontrol") == ["requeue 7_1"]  # the task, not the whole array
+    capped = _template(tmp_path, "wtb_roster.sbatch", {**env, "FAKE_STATUS": "130", "SLURM_RESTART_COUNT": "5"})
+    assert capped.returncode == 130 and len(_calls(tmp_path, "scontrol")) == 1
+    failed = _template(tmp_path, "wtb_roster.sbatch", {**env, "FAKE_STATUS": "1"})
+    assert failed.returncode == 1 and len(_calls(tmp_path, "scontrol")) == 1
+    past = _template(tmp_path, "wtb_roster.sbatch", {**env, "SLURM_ARRAY_TASK_ID": "3"})
+    assert past.returncode == 1 and past.stderr == "no roster row at array index 3 (3 rows)\n"
+    unset = _template(tmp_path, "wtb_roster.sbatch", {k: v for k, v in env.items() if k != "WTB_ROSTER_ROWS"})
+    assert unset.returncode == 1 and "set WTB_ROSTER_ROWS to the rows of this array" in unset.stderr
+
+
+def test_roster_report_job_runs_roster_report(tmp_path: Path) -> None:
+    _fake(tmp_path, "python", "")
+    proc = _template(tmp_path, "wtb_roster_report.sbatch", {"WTB_ROSTER": "/r/paper.toml", "WTB_RUNS_DIR": "/data/runs"})
+    assert proc.returncode == 0, proc.stderr
+    assert _calls(tmp_path, "python") == ["-m wtb_local roster-report /r/paper.toml --runs-dir /data/runs"]

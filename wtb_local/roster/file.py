@@ -63,10 +63,6 @@ class Entry:
     batch_sequence_tokens: int = 4096
     why: str | None = None  # why this model id, where the paper's name is ambiguous
 
-    @property
-    def weight_bytes(self) -> float:
-        return WEIGHT_BYTES[self.quantization or (self.checkpoint_dtype if self.dtype == "auto" else self.dtype)]
-
 
 @dataclass(frozen=True)
 class Roster:
