@@ -181,3 +181,42 @@ def test_a_cached_template_decides_the_parser_as_at_run_time(tmp_path: Path) -> 
     assert "  pythonic  " in line and "shipped (cached tokenizer) (fallback: override:llama3_json)" in line, line
     bare = wtb("plan", str(roster), hf_home=tmp_path / "empty")
     assert "  llama3_json  " in bare.stdout.splitlines()[1]
+
+
+DEEPSEEK_V3 = {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3", "hidden_size": 7168,
+               "num_hidden_layers": 61, "vocab_size": 129280, "num_attention_heads": 128, "num_key_value_heads": 128,
+               "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+               "v_head_dim": 128, "intermediate_size": 18432, "moe_intermediate_size": 2048, "n_routed_experts": 256,
+               "n_shared_experts": 1, "first_k_dense_replace": 3, "max_position_embeddings": 163840,
+               "torch_dtype": "bfloat16", "quantization_config": {"quant_method": "fp8", "fmt": "e4m3"}}
+QWEN3_30B_A3B = {"hidden_size": 2048, "num_hidden_layers": 48, "num_attention_heads": 32, "num_key_value_heads": 4,
+                 "head_dim": 128, "vocab_size": 151936, "intermediate_size": 6144, "moe_intermediate_size": 768,
+                 "num_experts": 128, "tie_word_embeddings": False}
+
+
+def test_parameter_counts_of_latent_attention_and_experts() -> None:
+    from wtb_local.doctor import estimate_parameters
+
+    # published totals: DeepSeek-V3 671B (without its multi-token-prediction layer), Qwen3-30B-A3B 30,532,122,624
+    assert estimate_parameters(DEEPSEEK_V3) == 671_026_279_424
+    assert abs(estimate_parameters(QWEN3_30B_A3B) - 30_532_122_624) / 30_532_122_624 < 1e-5
+
+
+def test_a_cached_fp8_config_sets_parameters_bytes_and_latent_kv(tmp_path: Path) -> None:
+    hf = tmp_path / "hf"
+    cache_config(hf, "deepseek-ai/DeepSeek-V3", DEEPSEEK_V3)
+    roster = tmp_path / "roster.toml"
+    roster.write_text(HEADER.replace("gpus_per_node = 1", "gpus_per_node = 8\nnodes = 2") + '''[[entry]]
+row = "DeepSeek-V3"
+model = "deepseek-ai/DeepSeek-V3"
+resources = "one"
+tensor_parallel_size = 8
+pipeline_parallel_size = 2
+params_b = 1.0
+max_model_len = 32768
+''')
+    proc = wtb("plan", str(roster), hf_home=hf)
+    line = proc.stdout.splitlines()[1]
+    # 671.03B x 1 byte (FP8 from quantization_config, not the 2 bytes of torch_dtype); KV: 61 layers x
+    # (512 + 64) x 2 bytes, on each of the 8 tensor-parallel ranks, x 64 x 4096 tokens = 137.2 GiB
+    assert "671.03B (config.json)" in line and "624.9 + 137.2 / 1146.2" in line and line.endswith(" ok"), line

@@ -8,30 +8,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 GIB = 1024 ** 3
 KV_BYTES = 2  # vLLM's default KV cache dtype follows the activations (bf16), also for FP8 weights
 
 
-def cached_file(model: str, filename: str) -> Path | None:
-    """A file of a hub model from the local cache, or of a local model directory; never downloads."""
-    folder = Path(model).expanduser()
-    if folder.is_dir():
-        path = folder / filename
-        return path if path.is_file() else None
-    try:
-        from huggingface_hub import try_to_load_from_cache
-
-        found = try_to_load_from_cache(model, filename)
-    except Exception:  # noqa: BLE001 - an id the hub library rejects is simply not cached
-        return None
-    return Path(found) if isinstance(found, str) else None
-
-
 def cached_config(model: str) -> dict[str, Any] | None:
-    path = cached_file(model, "config.json")
+    """The model's config.json from a local directory or the local hub cache (doctor.model_file)."""
+    from wtb_local.doctor import model_file
+
+    path = model_file(model, "config.json")
     if path is None:
         return None
     try:
@@ -56,50 +43,6 @@ def shape_from_config(config: dict[str, Any]) -> dict[str, int]:
              "kv_lora_rank": c.get("kv_lora_rank"), "qk_rope_head_dim": c.get("qk_rope_head_dim"),
              "max_position_embeddings": c.get("max_position_embeddings")}
     return {k: int(v) for k, v in shape.items() if isinstance(v, int) and not isinstance(v, bool) and v > 0}
-
-
-def params_from_config(config: dict[str, Any]) -> float | None:
-    """Parameter count (billions) of a decoder-only transformer from its config: embeddings, attention
-    (grouped-query or DeepSeek's multi-head latent attention), dense and mixture-of-experts MLPs; norms
-    and biases (well under 0.1%) are left out. None when the config lacks the sizes."""
-    c = _text(config)
-    try:
-        h, layers, vocab = int(c["hidden_size"]), int(c["num_hidden_layers"]), int(c["vocab_size"])
-        heads = int(c["num_attention_heads"])
-    except (KeyError, TypeError, ValueError):
-        return None
-    kv = int(c.get("num_key_value_heads") or heads)
-    head_dim = int(c.get("head_dim") or h // heads)
-    if c.get("kv_lora_rank"):  # multi-head latent attention
-        nope, rope = int(c.get("qk_nope_head_dim") or 0), int(c.get("qk_rope_head_dim") or 0)
-        v_dim, kv_rank, q_rank = int(c.get("v_head_dim") or nope), int(c["kv_lora_rank"]), c.get("q_lora_rank")
-        q = h * int(q_rank) + int(q_rank) * heads * (nope + rope) if q_rank else h * heads * (nope + rope)
-        attention = q + h * (kv_rank + rope) + kv_rank * heads * (nope + v_dim) + heads * v_dim * h
-    else:
-        attention = 2 * h * heads * head_dim + 2 * h * kv * head_dim
-    dense = 3 * h * int(c.get("intermediate_size") or 0)
-    experts = int(c.get("n_routed_experts") or c.get("num_experts") or 0)
-    if experts:
-        moe_inter = int(c.get("moe_intermediate_size") or c.get("intermediate_size") or 0)
-        shared = int(c.get("n_shared_experts") or 0) * 3 * h * moe_inter
-        shared += 3 * h * int(c.get("shared_expert_intermediate_size") or 0)
-        sparse = experts * 3 * h * moe_inter + shared + h * experts  # experts, shared experts, router
-        first_dense = int(c.get("first_k_dense_replace") or 0)
-        mlp = first_dense * dense + (layers - first_dense) * sparse
-    else:
-        mlp = layers * dense
-    embeddings = vocab * h * (1 if c.get("tie_word_embeddings") else 2)
-    return (embeddings + layers * attention + mlp) / 1e9
-
-
-def checkpoint_weight_dtype(config: dict[str, Any] | None) -> str | None:
-    """`fp8` for checkpoints stored in FP8 (DeepSeek-V3, Kimi-K2), from the config's quantization_config."""
-    quant = (config or {}).get("quantization_config")
-    if isinstance(quant, dict):
-        method = str(quant.get("quant_method") or "").lower()
-        if method == "fp8" or "float8" in json.dumps(quant).lower() or "fp8" in json.dumps(quant).lower():
-            return "fp8"
-    return None
 
 
 def kv_bytes_per_token(shape: dict[str, int], tensor_parallel: int) -> int | None:

@@ -12,16 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wtb_local.roster.file import WEIGHT_BYTES, Entry, Roster
-from wtb_local.roster.memory import (
-    Estimate,
-    cached_config,
-    cached_file,
-    checkpoint_weight_dtype,
-    estimate,
-    kv_bytes_per_token,
-    params_from_config,
-    shape_from_config,
-)
+from wtb_local.roster.memory import Estimate, cached_config, estimate, kv_bytes_per_token, shape_from_config
 
 OPEN_GROUPS = ("Open-Source General", "Open-Source Specialized")
 LEVELS = ("ok", "warning", "error")
@@ -73,7 +64,9 @@ def _template(plan: EntryPlan, entry: Entry) -> str | None:
 
     fallback = override_for(entry.model)
     tail = f" (fallback: override:{fallback.name})" if fallback and entry.protocol == "release" else ""
-    cached = cached_file(entry.model, "tokenizer_config.json")
+    from wtb_local.doctor import model_file
+
+    cached = model_file(entry.model, "tokenizer_config.json")
     plan.template = ("shipped (cached tokenizer)" if cached else "needs the tokenizer") + tail
     # the cached template decides the parser and the thinking switch, as it will at run time
     return local_template(str(cached.parent)) if cached else None
@@ -169,11 +162,16 @@ def _memory(plan: EntryPlan, entry: Entry, roster: Roster, shape: dict[str, int]
     if plan.params_b is None:
         plan.add("error", "no parameter count: set params_b (or cache the model's config.json)")
         return
-    stored = checkpoint_weight_dtype(config) or entry.checkpoint_dtype
-    kind = entry.quantization or (entry.dtype if entry.dtype != "auto" else stored)
+    from wtb_local.doctor import _DTYPE_BYTES, stored_dtype
+
+    # bytes per weight: what vLLM is asked for, else what the checkpoint stores (its config, else the roster)
+    kind = entry.quantization or (entry.dtype if entry.dtype != "auto" else None)
+    per_weight = (WEIGHT_BYTES[kind] if kind else _DTYPE_BYTES.get(stored_dtype(config), 2) if config
+                  else WEIGHT_BYTES[entry.checkpoint_dtype])
+    kind = kind or (stored_dtype(config).replace("float8_e4m3fn", "fp8") if config else entry.checkpoint_dtype)
     per_token = kv_bytes_per_token(shape, entry.tensor_parallel_size)
     usable = entry.gpu_memory_utilization * res.gpu_memory_gib * res.gpus
-    plan.memory = estimate(plan.params_b, WEIGHT_BYTES[kind], per_token, plan.context_tokens,
+    plan.memory = estimate(plan.params_b, per_weight, per_token, plan.context_tokens,
                            entry.batch_sequences * entry.batch_sequence_tokens, usable)
     if res.gpus == 0:
         return  # a CPU class: nothing to compare with
@@ -195,8 +193,10 @@ def plan_entry(entry: Entry, roster: Roster) -> EntryPlan:
     plan = EntryPlan(entry)
     config = cached_config(entry.model)
     shape = {**entry.config, **(shape_from_config(config) if config else {})}
-    counted = params_from_config(config) if config else None
-    plan.params_b, plan.params_source = (counted, "config.json") if counted else (entry.params_b, "roster")
+    from wtb_local.doctor import estimate_parameters
+
+    counted = estimate_parameters(config) if config else None
+    plan.params_b, plan.params_source = (counted / 1e9, "config.json") if counted else (entry.params_b, "roster")
     _paper_row(plan, entry)
     template = _template(plan, entry)
     _parser(plan, entry, template, config)
