@@ -220,3 +220,15 @@ max_model_len = 32768
     # 671.03B x 1 byte (FP8 from quantization_config, not the 2 bytes of torch_dtype); KV: 61 layers x
     # (512 + 64) x 2 bytes, on each of the 8 tensor-parallel ranks, x 64 x 4096 tokens = 137.2 GiB
     assert "671.03B (config.json)" in line and "624.9 + 137.2 / 1146.2" in line and line.endswith(" ok"), line
+
+
+def test_a_cached_safetensors_index_gives_the_weights_bytes(tmp_path: Path) -> None:
+    """With the checkpoint's safetensors index on disk its byte count is the weights' (doctor.weight_bytes)."""
+    hf = tmp_path / "hf"
+    config = cache_config(hf, "Qwen/Qwen2.5-7B-Instruct", QWEN25_7B)
+    index = {"metadata": {"total_size": 16_106_127_360}, "weight_map": {}}
+    (config.parent / "model.safetensors.index.json").write_text(json.dumps(index))
+    roster = tmp_path / "roster.toml"
+    roster.write_text(HEADER + ENTRY)
+    line = wtb("plan", str(roster), hf_home=hf).stdout.splitlines()[1]
+    assert "7.62B (config.json; weights: safetensors index)" in line and "15.0 + 14.0 / 71.6" in line, line

@@ -72,9 +72,9 @@ class Estimate:
         return f"{self.weights_gib:.1f} + {kv} / {self.usable_gib:.1f}"
 
 
-def estimate(params_b: float, weight_bytes: float, kv_per_token: int | None, context: int | None,
-             batch_tokens: int, usable_gib: float) -> Estimate:
-    weights = params_b * 1e9 * weight_bytes / GIB
+def estimate(weight_bytes: float, kv_per_token: int | None, context: int | None, batch_tokens: int,
+             usable_gib: float) -> Estimate:
+    weights = weight_bytes / GIB
     one = kv_per_token * context / GIB if kv_per_token and context else None
     batch = kv_per_token * batch_tokens / GIB if kv_per_token else None
     return Estimate(weights, one, batch, usable_gib)

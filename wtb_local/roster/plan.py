@@ -48,7 +48,8 @@ def open_weight_rows() -> list[str]:
 
 
 def _template(plan: EntryPlan, entry: Entry) -> str | None:
-    """The template source; returns the override's text when the entry names one."""
+    """The template source; returns the template text the run's decisions read (the entry's override, or
+    the cached tokenizer's own template), None when neither is on disk."""
     from wtb_local.rendering.templates import TemplateError, override_for, resolve_template
 
     if entry.chat_template:
@@ -162,16 +163,21 @@ def _memory(plan: EntryPlan, entry: Entry, roster: Roster, shape: dict[str, int]
     if plan.params_b is None:
         plan.add("error", "no parameter count: set params_b (or cache the model's config.json)")
         return
-    from wtb_local.doctor import _DTYPE_BYTES, stored_dtype
+    from wtb_local.doctor import _DTYPE_BYTES, stored_dtype, weight_bytes
 
     # bytes per weight: what vLLM is asked for, else what the checkpoint stores (its config, else the roster)
     kind = entry.quantization or (entry.dtype if entry.dtype != "auto" else None)
     per_weight = (WEIGHT_BYTES[kind] if kind else _DTYPE_BYTES.get(stored_dtype(config), 2) if config
                   else WEIGHT_BYTES[entry.checkpoint_dtype])
+    weights = plan.params_b * 1e9 * per_weight
+    if not kind and config:  # the checkpoint's own byte count when its safetensors index is on disk (doctor)
+        size, source = weight_bytes(entry.model, config)
+        if size and source in ("safetensors index", "model.safetensors"):
+            weights, plan.params_source = float(size), f"{plan.params_source}; weights: {source}"
     kind = kind or (stored_dtype(config).replace("float8_e4m3fn", "fp8") if config else entry.checkpoint_dtype)
     per_token = kv_bytes_per_token(shape, entry.tensor_parallel_size)
     usable = entry.gpu_memory_utilization * res.gpu_memory_gib * res.gpus
-    plan.memory = estimate(plan.params_b, per_weight, per_token, plan.context_tokens,
+    plan.memory = estimate(weights, per_token, plan.context_tokens,
                            entry.batch_sequences * entry.batch_sequence_tokens, usable)
     if res.gpus == 0:
         return  # a CPU class: nothing to compare with
