@@ -76,10 +76,12 @@ def test_roster_runs_and_report(tmp_path: Path) -> None:
         summary = {line["row"]: line for line in csv.DictReader(handle)}
     assert list(summary) == ["Qwen3-8B-Thinking", "Hammer2.1-7B", "Watt-8B"]
     qwen = summary["Qwen3-8B-Thinking"]
-    assert (qwen["protocol"], qwen["checker"], qwen["sessions"], qwen["task"], qwen["paper task"], qwen["task diff"],
-            qwen["within 2"], qwen["length cuts"], qwen["parse failures %"], qwen["status"]) == (
-        "paper", "lenient", "1", "100.00", "54.30", "45.70", "no", "0 of 8", "0.00", "complete")
-    assert (summary["Hammer2.1-7B"]["protocol"], summary["Hammer2.1-7B"]["checker"]) == ("release", "strict")
+    columns = ("protocol", "checker", "family", "sessions", "task", "paper task", "task diff", "within 2",
+               "length cuts", "parse failures %", "status")
+    assert [qwen[c] for c in columns] == ["paper", "lenient", "qwen3 (inferred)", "1", "100.00", "54.30", "45.70",
+                                          "no", "0 of 8", "0.00", "complete"]
+    hammer = summary["Hammer2.1-7B"]
+    assert (hammer["protocol"], hammer["checker"], hammer["family"]) == ("release", "strict", "-")
     assert summary["Watt-8B"]["within 2"] == "no run"
     assert summary["Watt-8B"]["status"] == f"no run directory {runs}/Watt-8B"
     assert (runs / "roster-report" / "roster_report.md").read_text().startswith("# Roster report\n\n```\nroster ")

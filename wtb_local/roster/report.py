@@ -16,7 +16,7 @@ from wtb_local.roster.file import Entry, Roster
 from wtb_local.roster.plan import open_weight_rows
 
 TOLERANCE = 2.0  # task-accuracy points within which a row counts as reproduced
-SUMMARY_COLUMNS = ("row", "model", "run", "protocol", "checker", "sessions", "task", "paper task", "task diff",
+SUMMARY_COLUMNS = ("row", "model", "run", "protocol", "checker", "family", "sessions", "task", "paper task", "task diff",
                    "session", "paper session", "session diff", "within 2", "length cuts", "parse failures %",
                    "status")
 
@@ -71,7 +71,7 @@ def _summary(result: EntryResult) -> dict[str, Any]:
     paper = paper_row(entry.row)
     paper6 = paper.values.get(6, {}) if paper else {}
     line: dict[str, Any] = {"row": entry.row, "model": entry.model, "run": "-", "protocol": entry.protocol,
-                            "checker": "-", "sessions": 0, "paper task": paper6.get("task_acc"),
+                            "checker": "-", "family": "-", "sessions": 0, "paper task": paper6.get("task_acc"),
                             "paper session": paper6.get("session_acc"), "task": None, "session": None,
                             "task diff": None, "session diff": None, "within 2": "no run", "length cuts": "-",
                             "parse failures %": None, "status": result.problem or "-"}
@@ -82,6 +82,10 @@ def _summary(result: EntryResult) -> dict[str, Any]:
     protocol, checker = getattr(run, "protocol", ("release", "strict"))
     health = run_health(run.result_rows, run.score_rows, run.manifest)
     sessions = run.metric.get("total_info", {}).get("session", {}).get("total_count", 0)
+    section = (run.manifest or {}).get("protocol")
+    family = section.get("family") if isinstance(section, dict) else None
+    if isinstance(family, dict):  # a paper-protocol run: its family rule, documented or inferred
+        line["family"] = f"{family.get('name')} ({'documented' if family.get('documented') else 'inferred'})"
     line.update({"run": str(run.source), "protocol": protocol, "checker": checker, "sessions": sessions,
                  "task": ours["task_acc"], "session": ours["session_acc"],
                  "length cuts": (f"{health['length_steps']} of {health['steps']}"
