@@ -137,3 +137,21 @@ def test_roster_report_job_runs_roster_report(tmp_path: Path) -> None:
     proc = _template(tmp_path, "wtb_roster_report.sbatch", {"WTB_ROSTER": "/r/paper.toml", "WTB_RUNS_DIR": "/data/runs"})
     assert proc.returncode == 0, proc.stderr
     assert _calls(tmp_path, "python") == ["-m wtb_local roster-report /r/paper.toml --runs-dir /data/runs"]
+
+
+def test_run_options_reach_multinode_jobs_as_variables(tmp_path: Path) -> None:
+    proc = wtb("plan", str(PAPER_ROSTER), "--submit", "--dry-run", hf_home=tmp_path / "hf",
+               env={"WTB_ROSTER_RUN_OPTIONS": "--backend oracle --limit=2 --no-thinking"})
+    kimi = next(line for line in proc.stdout.splitlines() if line.startswith("JOB_KIMI_K2="))
+    assert kimi.startswith("JOB_KIMI_K2=$(WTB_BACKEND=oracle ") and " WTB_LIMIT=2 " in kimi and " WTB_THINKING=false " in kimi
+
+
+def test_a_roster_with_an_error_is_not_submitted(tmp_path: Path) -> None:
+    roster = tmp_path / "roster.toml"
+    text = PAPER_ROSTER.read_text(encoding="utf-8")
+    roster.write_text(text.replace('row = "Qwen2.5-72B-Instruct"', 'row = "Qwen2.5-72B-Instruct"\nmax_model_len = 65536', 1))
+    proc = wtb("plan", str(roster), "--submit", "--dry-run", hf_home=tmp_path / "hf")
+    assert proc.returncode == 1
+    assert "    error: max_model_len 65536 exceeds the model's maximum 32768" in proc.stdout.splitlines()
+    assert "sbatch" not in proc.stdout
+    assert proc.stderr == "error: 1 entry cannot run as written: Qwen2.5-72B-Instruct\n"
