@@ -84,7 +84,7 @@ _LENIENT_PRECEDENCE = (MISSING_PARAM, PARAM_HALLUCINATION, PARAM_TYPE_ERROR, PAR
 # An API handler's content-filter marker (§3.2 A.3): a refusal, not a wrong name.
 FILTER_CALL = "filter_by_prompt"
 
-# Strict checker messages (docs/evaluation.md, "Arguments, after the loop") -> label, by prefix; keys
+# Strict checker messages (docs/evaluation.md §5) -> label, by prefix; keys
 # mismatch is split into missing/extra below.
 _MESSAGE_PREFIXES: tuple[tuple[str, str], ...] = (
     ("error_schema: required args missing", MISSING_PARAM),
