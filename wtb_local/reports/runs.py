@@ -74,6 +74,11 @@ class Run:
     summary: dict[str, Any] | None = None  # a `--repeats` run's mean row: its repeats.json
 
     @property
+    def protocol(self) -> tuple[str, str]:
+        """(protocol, checker) that produced the row."""
+        return (self.facts.protocol, self.facts.checker) if self.facts is not None else ("release", "strict")
+
+    @property
     def base(self) -> Path:
         """The run directory this row belongs to (a re-scoring's is its parent)."""
         return self.source.parent if self.facts is not None and self.facts.rescore else self.source
