@@ -19,8 +19,8 @@ from typing import Any
 # The render argument that carries the frozen date's strftime fields (plain strings only).
 CLOCK_ARGUMENT = "wtb_clock"
 
-# A conversation without a `Current Date:` system message (the evaluator always sends one, spec §3) reads
-# this fixed date: still never the day it runs.
+# A conversation without a `Current Date:` system message (the evaluator always sends one:
+# docs/evaluation.md §3) reads this fixed date: still never the day it runs.
 DEFAULT_DATE = datetime(2024, 6, 12, 10, 23, 45)
 
 _CURRENT_DATE = re.compile(r"Current Date:\s*(\d{4}-\d{2}-\d{2})(?:[ T](\d{2}:\d{2}(?::\d{2})?))?")
