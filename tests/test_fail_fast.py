@@ -130,6 +130,13 @@ def test_limit_zero_is_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "r").exists()
 
 
+def _start_up(env: dict[str, str], cwd: Path) -> float:
+    """Seconds `run --help` takes: the interpreter's and the CLI's start-up on this machine, now."""
+    started = time.monotonic()
+    assert _wtb(["run", "--help"], env, cwd).returncode == 0
+    return time.monotonic() - started
+
+
 @pytest.mark.parametrize("backend", ["transformers", "vllm"])
 def test_offline_with_a_model_not_in_the_cache_stops_in_a_second_naming_the_cache(tmp_path: Path,
                                                                                 backend: str) -> None:
@@ -146,7 +153,11 @@ def test_offline_with_a_model_not_in_the_cache_stops_in_a_second_naming_the_cach
         "keeps the hub off: download it where the hub is reachable, unset HF_HUB_OFFLINE, or pass a local model "
         "directory")
     assert "internet" not in done.stderr
-    assert elapsed < 3, elapsed  # the interpreter's start included; measured about 1 s on 2 busy cores
+    # Within a second of the command's own start-up (interpreter and CLI, timed with `run --help` here, which a
+    # busy machine slows down as much): about 0.2 s more than `run --help`, 2.2 s in all with 2 cores shared by
+    # a dozen processes; before, about 30 s there and a multi-line transformers error.
+    start_up = max(_start_up(env, tmp_path) for _ in range(2))
+    assert elapsed < max(3.0, start_up + 1.0), (elapsed, start_up)
     assert not (tmp_path / "r").exists()
 
 
@@ -159,4 +170,5 @@ def test_offline_with_a_cached_model_passes_the_check(tmp_path: Path) -> None:
     (tmp_path / "hub" / "models--org--cached" / "refs").mkdir()
     (tmp_path / "hub" / "models--org--cached" / "refs" / "main").write_text("a" * 40)
     done = _wtb(["render", "--model", "org/cached"], _env(tmp_path, HF_HUB_OFFLINE="1"), tmp_path)
-    assert done.returncode == 1 and "is not in the hub cache" not in done.stderr, done.stderr
+    assert done.returncode == 1 and done.stderr.startswith("Error: "), done.stderr
+    assert "is not in the hub cache" not in done.stderr and "tokenizer" in done.stderr  # got as far as loading it

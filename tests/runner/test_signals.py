@@ -208,11 +208,11 @@ def test_a_second_signal_during_shutdown_leaves_the_run_interrupted_and_its_invo
     kept = [row["id"] for row in read_jsonl(result_file)]
     assert 1 <= len(kept) < 512
     if slow == "record written":  # held until the record is on disk: the run's own one line
-        assert stderr.strip().splitlines() == [f"interrupted by SIGINT: {len(kept)} finished session(s) kept in "
-                                               f"{result_file}; rerun the same command to resume"]
+        assert stderr.strip().splitlines() == [(f"interrupted by SIGINT: {len(kept)} finished session(s) kept in "
+                                               f"{result_file}; rerun the same command to resume")]
     else:  # raised in the engine's shutdown, before the record is written
-        assert stderr.strip().splitlines() == ["interrupted: finished sessions are kept; rerun the same command "
-                                               "to resume"]
+        assert stderr.strip().splitlines() == [("interrupted: finished sessions are kept; rerun the same command "
+                                               "to resume")]
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "interrupted"
     [stopped] = manifest["invocations"]
