@@ -42,6 +42,12 @@ def checkout_root() -> Path | None:
     return root
 
 
+def project_root() -> Path:
+    """The folder holding the `wtb_local/` package: the repository root in a checkout, where `slurm/`
+    lives (`checkout_root()` says whether it is one); site-packages for an installed wheel."""
+    return Path(__file__).resolve().parent.parent
+
+
 def package_file(*parts: str) -> Traversable:
     """A file shipped inside the package (`package_file("reports", "browser.css")`)."""
     found = files(_PACKAGE)
