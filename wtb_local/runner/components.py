@@ -182,6 +182,7 @@ def build_backend(settings: RunSettings, *, parser: Any, renderer: Any) -> Backe
             pipeline_parallel_size=settings.pipeline_parallel_size,
             max_model_len=settings.max_model_len or settings.default_max_model_len,
             data_parallel_size=settings.data_parallel_size,
+            distributed_executor_backend=settings.distributed_executor_backend,
             gpu_memory_utilization=settings.gpu_memory_utilization, quantization=settings.quantization,
             trust_remote_code=settings.trust_remote_code, max_num_seqs=settings.max_num_seqs,
             max_num_batched_tokens=settings.max_num_batched_tokens,
