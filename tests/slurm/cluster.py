@@ -1,6 +1,6 @@
-"""A private single-node Slurm cluster on localhost, for tests: its own munged socket, ports, state and
-configuration (clients find it through SLURM_CONF), so it never touches a system cluster. Started and
-stopped by the test (every daemon by its pid, also when the test fails)."""
+"""A private Slurm cluster on localhost (one node, or several slurmd on this host), for tests: its own
+munged socket, ports, state and configuration (clients find it through SLURM_CONF), so it never touches a
+system cluster. Started and stopped by the test (every daemon by its pid, also when the test fails)."""
 
 from __future__ import annotations
 
@@ -44,9 +44,8 @@ def _config(tmp: Path, host: str, gpus: int, nodes: list[str]) -> str:
     several = nodes != [host]  # per-node slurmd files: Slurm puts the node name for %n
     slurmd = "-%n" if several else ""
     if not several:
-        node_lines = [f"NodeName={host} CPUs={os.cpu_count() or 1} RealMemory={_memory_mb()} Gres=gpu:{gpus} "
-                      "State=UNKNOWN"]
-    else:  # several slurmd on this host (slurmd -N NAME), each its own port: a multi-node cluster on one machine
+        node_lines = [f"NodeName={host} CPUs={os.cpu_count() or 1} RealMemory={_memory_mb()} Gres=gpu:{gpus} State=UNKNOWN"]
+    else:  # several slurmd on this host (slurmd -N NAME), each its own port: several nodes on one machine
         node_lines = [f"NodeName={name} NodeHostname={host} NodeAddr=127.0.0.1 Port={_free_port()} "
                       f"CPUs={os.cpu_count() or 1} RealMemory={_memory_mb() // len(nodes)} Gres=gpu:{gpus} "
                       "State=UNKNOWN" for name in nodes]

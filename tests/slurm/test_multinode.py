@@ -6,7 +6,7 @@ template's Ray head (node1) and Ray worker (node2, started by its own srun) both
   build's refusal (its platform has no Ray device) is one line in the log; the job fails, is not requeued,
   and no Ray process outlives it.
 - preemption: the openai backend against the loopback fake server, one session held; `scancel
-  --signal=TERM` stops the run, the template requeues the job, the rerun starts Ray again and resumes
+  --signal=TERM` (every step: the run and both Ray nodes) stops the run, the template requeues the job, the rerun starts Ray again and resumes
   (7 sessions skipped, 1 run), and the run directory ends complete.
 
 CI=true: runs or fails (missing Slurm or Ray fail it). Elsewhere missing programs or Ray skip it.
@@ -20,7 +20,6 @@ import os
 import re
 import signal
 import socket
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -168,7 +167,7 @@ def test_preempted_multinode_job_requeues_and_resumes(qwen_tiny_dir: Path, tmp_p
             result.read_text().splitlines()) == len(sessions) - 1 and any(
             marker in server.prompt_text(r.get("prompt", "")) for r in list(server.requests)), 240, cluster, work,
               queued=True)
-        cluster.run("scancel", "--signal=TERM", job)
+        cluster.run("scancel", "--signal=TERM", job)  # every step of the job: the run and both Ray nodes
         _wait("the run to stop", lambda: json.loads((run_dir / "manifest.json").read_text())["status"]
               == "interrupted", 60, cluster, work)
         server.release.set()
