@@ -162,7 +162,7 @@ def _errors(plt: Any, path: Path, section: Section) -> None:
         values = [0.0 if math.isnan(_value(row, key)) else _value(row, key) for row in rows]
         ax.barh(labels, values, left=left, color=colours[i % len(colours)], label=header)
         left = [a + b for a, b in zip(left, values, strict=True)]
-    ax.invert_yaxis()
+    ax.set_ylim(len(rows) - 0.5, -0.5)  # first row on top, no empty margin above it (5% of a roster's rows)
     ax.set_xlim(0, 100)
     ax.set_xlabel("% of failed tasks")
     ax.set_title("Error distribution (Table 8 layout)")
