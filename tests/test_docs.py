@@ -18,7 +18,6 @@ PENDING_PAGES: dict[str, str] = {
     "docs/architecture.md": "the code's layout and where new things go",
     "docs/outputs-and-reports.md": "how a run directory becomes rows, labels and notes",
     "docs/install.md": "installing from a wheel, the newest libraries",
-    "docs/multinode.md": "models that need several nodes",
     "docs/runner-speed.md": "the runner's own time per step",
 }
 
