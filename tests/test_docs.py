@@ -16,7 +16,6 @@ EVALUATION = DOCS / "evaluation.md"
 # Pages other branches add; each entry goes once its file is in the tree (the test below fails on a stale one).
 PENDING_PAGES: dict[str, str] = {
     "docs/architecture.md": "the code's layout and where new things go",
-    "docs/outputs-and-reports.md": "how a run directory becomes rows, labels and notes",
     "docs/install.md": "installing from a wheel, the newest libraries",
     "docs/runner-speed.md": "the runner's own time per step",
 }
@@ -28,10 +27,8 @@ NOT_YET_SWEPT: dict[str, str] = {
     "wtb_local/backends/gold_replies.py": "spec §",
     "wtb_local/testing/reference_paths.py": "spec §",
     "wtb_local/rendering/probe.py": "spec §",
-    "wtb_local/scoring/taxonomy.py": "../shared, a README section now in docs/reports.md",
     "wtb_local/protocols/setup.py": "../shared (a manifest value)",
     "wtb_local/cli/run.py": "a README section now in docs/paper-protocol.md",
-    "wtb_local/reports/sections.py": "a README section now in docs/reports.md",
     "scripts/bench_paths.py": "spec §",
 }
 
