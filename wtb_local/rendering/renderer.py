@@ -78,9 +78,15 @@ class PromptRenderer:
 
     # --- rendering -------------------------------------------------------------------------------------
 
+    reads_only = True  # never changes the messages it is given (adapt_messages copies what it reshapes)
+
     def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> RenderedPrompt:
         text = self.render_text(messages, tools)
-        return RenderedPrompt(text=text, token_ids=self.segments.encode(text))
+        return RenderedPrompt.model_construct(text=text, token_ids=self.encode_prompt(text))
+
+    def encode_prompt(self, text: str) -> list[int]:
+        """A rendered prompt's token ids (`render`'s): equal to `encode(text)`, computed piecewise."""
+        return self.segments.encode(text)
 
     @property
     def segments(self) -> SegmentEncoder:
@@ -92,7 +98,9 @@ class PromptRenderer:
     def render_text(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, *,
                     add_generation_prompt: bool = True) -> str:
         adapted = adapt_messages(messages, self.choice.adaptation)
-        return self._render_with(self.template, adapted, tools or [], add_generation_prompt=add_generation_prompt)
+        if getattr(self, "_fast", None) is None:
+            self._fast = FastTemplate(self._render_with, self.tokenizer, self.template, self.template_kwargs)
+        return self._fast.render(adapted, tools or [], add_generation_prompt=add_generation_prompt)
 
     def encode(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
@@ -150,3 +158,71 @@ class PromptRenderer:
 
     def _strip_end(self, text: str) -> str:
         return strip_end_of_turn(text, self._end_markers()).rstrip()
+
+
+class FastTemplate:
+    """`apply_chat_template(..., tokenize=False)` of one template without its per-call overhead, byte for
+    byte (docs/runner-speed.md §2).
+
+    The same compiled template renders in the same sandbox with the same variables; two things differ
+    only in cost: the call goes straight to the compiled template, and attribute access on a plain dict
+    (`message.role`), which the sandbox answers by first trying `getattr` and catching AttributeError,
+    goes straight to the item when the name is not an attribute of dict (so that getattr would fail).
+    Checked, not assumed, as `SegmentEncoder` checks its ids: the first `VERIFY_FIRST` renderings and
+    every `VERIFY_EVERY`-th are also rendered by `apply_chat_template` and compared; on any difference (or
+    a transformers without the compiled-template helper) the fast path is off for good and `note` says
+    so. A rendering that raises is rendered again the slow way, so errors are transformers' own.
+    """
+
+    VERIFY_FIRST = 4
+    VERIFY_EVERY = 64
+
+    def __init__(self, slow: Any, tokenizer: Any, template: str, template_kwargs: dict[str, Any]) -> None:
+        self._slow = slow  # PromptRenderer._render_with
+        self._template_text = template
+        self.renders = 0
+        self.note = ""
+        try:
+            from transformers.utils.chat_template_utils import _compile_jinja_template
+
+            compiled = _compile_jinja_template(template)
+        except Exception as exc:  # noqa: BLE001 - any trouble here only means the slow path
+            self._template, self.note = None, f"fast rendering off: {type(exc).__name__}: {exc}"
+            return
+        env = compiled.environment.overlay()  # the same sandbox, filters and globals, a getattr of its own
+        sandbox_getattr = type(env).getattr
+        dict_names = frozenset(dir(dict))
+        undefined = env.undefined
+
+        def getattr_(obj: Any, attribute: str) -> Any:
+            if type(obj) is dict and attribute not in dict_names:
+                try:
+                    return obj[attribute]
+                except KeyError:
+                    return undefined(obj=obj, name=attribute)
+            return sandbox_getattr(env, obj, attribute)
+
+        env.getattr = getattr_
+        self._template = env.from_string(template)
+        # apply_chat_template's variables: the special tokens, then the call's keyword arguments
+        self._variables = {**tokenizer.special_tokens_map, **template_kwargs}
+
+    def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
+               add_generation_prompt: bool) -> str:
+        if self._template is None:
+            return self._slow(self._template_text, messages, tools, add_generation_prompt=add_generation_prompt)
+        self.renders += 1
+        try:
+            text = self._template.render(messages=messages, tools=list(tools) if tools else None, documents=None,
+                                         add_generation_prompt=add_generation_prompt, **self._variables)
+        except Exception:  # noqa: BLE001 - the slow path raises transformers' own error (or renders)
+            return self._slow(self._template_text, messages, tools, add_generation_prompt=add_generation_prompt)
+        if self.renders <= self.VERIFY_FIRST or self.renders % self.VERIFY_EVERY == 0:
+            reference = self._slow(self._template_text, messages, tools, add_generation_prompt=add_generation_prompt)
+            if reference != text:
+                self._template = None
+                self.note = (f"fast rendering differed from apply_chat_template at rendering {self.renders}: "
+                             "off, prompts rendered by apply_chat_template")
+                return reference
+        return text
+

@@ -13,6 +13,7 @@ import datetime as dt
 import sys
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from wtb_local.backends.base import Backend
@@ -130,7 +131,7 @@ async def _run_pending(prep: PreparedRun, pending: list[Any], backend: Backend, 
         with make_progress(settings.progress, stats, err) as progress:
             runner = SessionRunner(driver, store, model_name=model_name, progress=progress,
                                    episodes_for=paper.episodes_for if paper else session_episodes,
-                                   session_row=session_result,
+                                   session_row=partial(session_result, fresh=False),
                                    label_counts=_label_counts, should_stop=lambda: stop.requested)
             await runner.run(pending, scheduling)
     finally:
@@ -213,6 +214,7 @@ async def run_job_async(settings: RunSettings, *, backend: Backend | None = None
                           prompt_tokens=stats.prompt_tokens, generated_tokens=stats.generated_tokens)
         if failure:
             invocation["failure"] = failure
+        meter.writer_busy_s = store.write_s
         invocation["throughput"] = meter.summary(stats.tasks_this_run)
         manifest["invocations"].append(invocation)
         manifest.update(backend=backend.describe(), scheduling=scheduling,
