@@ -82,16 +82,18 @@ async def _one_run(sessions: list[Any], backend: Any, renderer: Any, parser: Any
     with make_progress("none", stats, sys.stderr) as progress:
         runner = SessionRunner(driver, store, model_name="bench", progress=progress,
                                episodes_for=session_episodes, session_row=session_row)
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         driver.meter.started = driver.meter.now()
         await runner.run(sessions, "continuous")
         store.finalize()
-        wall = time.perf_counter() - started
+        wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     if hasattr(driver.meter, "writer_busy_s"):
         driver.meter.writer_busy_s = store.write_s
     block = driver.meter.summary(tasks)
     return {"steps": block["steps"], "wall_s": round(wall, 3), "steps_per_s": round(block["steps"] / wall, 1),
             "ms_per_step": round(1000 * wall / block["steps"], 4), "throughput": block,
+            # CPU seconds of the process (all threads): less sensitive to a busy machine than wall time
+            "cpu_s": round(cpu, 3), "steps_per_cpu_s": round(block["steps"] / cpu, 1),
             "load_before": load_before, "load_after": load()}
 
 
@@ -209,6 +211,7 @@ def main() -> None:
             figures = _run_worker(tree, tokenizer, dataset, work / f"{label}-{round_no}")
             runs[label].append(figures)
             print(f"{label:<7} round {round_no}: {figures['steps_per_s']:>8.1f} steps/s "
+                  f"{figures['steps_per_cpu_s']:>8.1f} steps/CPU s "
                   f"({figures['ms_per_step']:.3f} ms/step, {figures['steps']} steps) "
                   f"stages {json.dumps(_stages(figures['throughput']))} load {figures['load_before']}",
                   file=sys.stderr)
@@ -218,7 +221,9 @@ def main() -> None:
     for label, figures in runs.items():
         rates = [f["steps_per_s"] for f in figures]
         best = max(figures, key=lambda f: f["steps_per_s"])
+        cpu_rates = [f["steps_per_cpu_s"] for f in figures]
         summary[label] = {"steps_per_s_median": round(statistics.median(rates), 1), "steps_per_s_runs": rates,
+                          "steps_per_cpu_s_median": round(statistics.median(cpu_rates), 1),
                           "ms_per_step_median": round(1000 / statistics.median(rates), 4),
                           "stages_ms_per_step_of_best": _stages(best["throughput"]),
                           "throughput_of_best": best["throughput"]}
@@ -230,6 +235,7 @@ def main() -> None:
     for label in ("before", "after"):
         s = summary[label]
         print(f"{label:<7} {s['steps_per_s_median']:>8.1f} steps/s median of {s['steps_per_s_runs']}  "
+              f"{s['steps_per_cpu_s_median']:>8.1f} steps per CPU second  "
               f"{s['ms_per_step_median']:.3f} ms/step  stages (ms/step, best run) "
               f"{json.dumps(s['stages_ms_per_step_of_best'])}")
     print(f"after / before: x{ratio}; prompts, token ids and result rows identical: {identical}")
