@@ -190,19 +190,57 @@ class FastTemplate:
             self._template, self.note = None, f"fast rendering off: {type(exc).__name__}: {exc}"
             return
         env = compiled.environment.overlay()  # the same sandbox, filters and globals, a getattr of its own
+        env.filters = dict(env.filters)
         sandbox_getattr = type(env).getattr
         dict_names = frozenset(dir(dict))
         undefined = env.undefined
+        # The sandbox's verdict on `obj.name` for these exact types depends on (type, name) only
+        # (jinja2.sandbox: is_internal_attribute and modifies_known_mutable read the type and the name),
+        # so it is asked once per pair.
+        plain = (str, list, tuple, int, float, bool, type(None))
+        verdicts: dict[tuple[type, str], bool] = {}
 
         def getattr_(obj: Any, attribute: str) -> Any:
-            if type(obj) is dict and attribute not in dict_names:
+            kind = type(obj)
+            if kind is dict and attribute not in dict_names:
                 try:
                     return obj[attribute]
                 except KeyError:
                     return undefined(obj=obj, name=attribute)
+            if kind in plain:
+                safe = verdicts.get((kind, attribute))
+                if safe is not None:
+                    return getattr(obj, attribute) if safe else env.unsafe_undefined(obj, attribute)
+                try:
+                    value = getattr(obj, attribute)
+                except AttributeError:
+                    return sandbox_getattr(env, obj, attribute)
+                safe = verdicts[(kind, attribute)] = bool(env.is_safe_attribute(obj, attribute, value))
+                return value if safe else env.unsafe_undefined(obj, attribute)
             return sandbox_getattr(env, obj, attribute)
 
         env.getattr = getattr_
+        # A tool schema's JSON is written once per (schema, options): the schemas of a run are the same
+        # dicts at every step and are never changed (docs/runner-speed.md §2).
+        tojson = env.filters["tojson"]
+        self._schemas: dict[int, Any] = {}  # id -> schema, for the rendering in progress
+        written: dict[tuple[int, tuple[Any, ...]], tuple[Any, str]] = {}
+
+        def tojson_(value: Any, *args: Any, **kwargs: Any) -> str:
+            if id(value) not in self._schemas:
+                return tojson(value, *args, **kwargs)
+            key = (id(value), (*args, *sorted(kwargs.items())))
+            try:
+                known = written.get(key)
+            except TypeError:  # an unhashable option (separators as a list): not memoised
+                return tojson(value, *args, **kwargs)
+            if known is None or known[0] is not value:
+                if len(written) >= 4096:
+                    written.clear()
+                known = written[key] = (value, tojson(value, *args, **kwargs))
+            return known[1]
+
+        env.filters["tojson"] = tojson_
         self._template = env.from_string(template)
         # apply_chat_template's variables: the special tokens, then the call's keyword arguments
         self._variables = {**tokenizer.special_tokens_map, **template_kwargs}
@@ -212,11 +250,14 @@ class FastTemplate:
         if self._template is None:
             return self._slow(self._template_text, messages, tools, add_generation_prompt=add_generation_prompt)
         self.renders += 1
+        self._schemas = {id(tool): tool for tool in tools or ()}
         try:
             text = self._template.render(messages=messages, tools=list(tools) if tools else None, documents=None,
                                          add_generation_prompt=add_generation_prompt, **self._variables)
         except Exception:  # noqa: BLE001 - the slow path raises transformers' own error (or renders)
             return self._slow(self._template_text, messages, tools, add_generation_prompt=add_generation_prompt)
+        finally:
+            self._schemas = {}
         if self.renders <= self.VERIFY_FIRST or self.renders % self.VERIFY_EVERY == 0:
             reference = self._slow(self._template_text, messages, tools, add_generation_prompt=add_generation_prompt)
             if reference != text:
