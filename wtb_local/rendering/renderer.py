@@ -84,9 +84,14 @@ class PromptRenderer:
         text = self.render_text(messages, tools)
         return RenderedPrompt.model_construct(text=text, token_ids=self.encode_prompt(text))
 
-    def encode_prompt(self, text: str) -> list[int]:
-        """A rendered prompt's token ids (`render`'s): equal to `encode(text)`, computed piecewise."""
-        return self.segments.encode(text)
+    def encode_prompt(self, text: str, key: Any = None) -> list[int]:
+        """A rendered prompt's token ids (`render`'s): equal to `encode(text)`, computed piecewise; `key`
+        names the conversation, whose previous prompt's ids are reused as far as the texts agree."""
+        return self.segments.encode(text, key)
+
+    def forget(self, key: Any) -> None:
+        """The conversation `key` has ended: its last prompt need not be remembered."""
+        self.segments.forget(key)
 
     @property
     def segments(self) -> SegmentEncoder:

@@ -82,7 +82,8 @@ class StepDriver:
                 return None, f"render failed: {type(exc).__name__}: {_one_line(exc)}"
             if staged:
                 started = self.meter.now()
-                request.prompt, request.prompt_token_ids = text, self.renderer.encode_prompt(text)
+                key = (episode.session_id, episode.task_idx)  # the next prompt extends this one
+                request.prompt, request.prompt_token_ids = text, self.renderer.encode_prompt(text, key)
                 timing[0] = self.meter.now() - started
                 return request, None
             try:
@@ -122,6 +123,8 @@ class StepDriver:
                         cached_tokens=cached)
         total = render_s + tokenise_s + parse_s + judge_s
         episode.annotate(step, {"runner_ms": round(1000 * total, 3)})
+        if episode.done and hasattr(self.renderer, "forget"):
+            self.renderer.forget((episode.session_id, episode.task_idx))
         return outcome
 
     def _accept(self, episode: Any, request: GenerationRequest | None, completion: Completion | None,
