@@ -5,7 +5,8 @@ tests/fixtures/rendering/chat_templates.json), a real tokenizer (a byte-level BP
 trained on the sample's text: the tokenizer class and code path of a downloaded Qwen3, built offline), the
 model family's tool-call parser, the evaluator and the durable result store; the engine is replaced by
 the instant backend (wtb_local/backends/instant.py), which answers each request with its gold completion
-in the model's native format from a table filled by an unmeasured first run. The workload is the sample
+in the model's native format from a table filled by an unmeasured first run (the first worker's, kept in
+a file for the others). The workload is the sample
 repeated to `--copies` x 8 sessions (32 copies: the release's 256 sessions, 1,024 tasks).
 
 Two code trees run the same harness, alternately, `--rounds` times each, in fresh processes:
@@ -141,9 +142,17 @@ def worker(args: Any) -> None:
     renderer = PromptRenderer(AutoTokenizer.from_pretrained(args.tokenizer), model_id=TEMPLATE_MODEL)
     parser = get_parser(select_parser(TEMPLATE_MODEL, chat_template=renderer.template))
     sessions, _ = read_dataset(Path(args.dataset))
-    instant = _instant_backend_class()(parser=parser, renderer=renderer)
-    asyncio.run(_one_run(sessions, instant, renderer, parser, work / "prime.jsonl"))  # fills the table
-    recording = _Recording(instant.frozen())
+    table = Path(args.replies)
+    instant_class = _instant_backend_class()
+    if table.exists():  # written by the first worker: the same requests in every tree (digests checked)
+        replies = {rid: (text, tokens) for rid, (text, tokens) in json.loads(table.read_text("utf-8")).items()}
+        frozen = instant_class(replies=replies)
+    else:
+        instant = instant_class(parser=parser, renderer=renderer)
+        asyncio.run(_one_run(sessions, instant, renderer, parser, work / "prime.jsonl"))  # fills the table
+        frozen = instant.frozen()
+        table.write_text(json.dumps(frozen.replies, ensure_ascii=False), encoding="utf-8")
+    recording = _Recording(frozen)
     figures = asyncio.run(_one_run(sessions, recording, renderer, parser, work / "result.jsonl"))
     figures.update(prompt_digest=recording.digest(), result_digest=_result_digest(work / "result.jsonl"),
                    requests=len(recording.seen), parser=parser.name)
@@ -165,8 +174,8 @@ def _run_worker(tree: Path, tokenizer: Path, dataset: Path, work: Path) -> dict[
     out = work / "figures.json"
     env = {**os.environ, "PYTHONPATH": str(tree), "TOKENIZERS_PARALLELISM": "false"}
     subprocess.run([sys.executable, str(Path(__file__).resolve()), "--worker", "--tokenizer", str(tokenizer),
-                    "--dataset", str(dataset), "--work", str(work), "--json", str(out)], check=True, env=env,
-                   cwd=str(tree))
+                    "--dataset", str(dataset), "--work", str(work), "--json", str(out),
+                    "--replies", str(work.parent / "replies.json")], check=True, env=env, cwd=str(tree))
     return json.loads(out.read_text(encoding="utf-8"))
 
 
@@ -186,6 +195,7 @@ def main() -> None:
     parser.add_argument("--tokenizer", help=argparse.SUPPRESS)
     parser.add_argument("--dataset", help=argparse.SUPPRESS)
     parser.add_argument("--work", help=argparse.SUPPRESS)
+    parser.add_argument("--replies", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         worker(args)

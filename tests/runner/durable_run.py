@@ -4,6 +4,7 @@ moment the runner reports a session finished (after its line is fsynced by the w
 
     python -m tests.runner.durable_run TOKENIZER_DIR DATASET RESULT_FILE [--resume]
 
+Sessions run 8 at a time (each batch all in flight at once), so reports come all through the run.
 With --resume the finished sessions already in RESULT_FILE are skipped, and listed first as one line
 `resumed <json list of ids>`.
 """
@@ -15,6 +16,8 @@ import functools
 import json
 import sys
 from pathlib import Path
+
+BATCH = 8
 
 
 def main(tokenizer_dir: str, dataset: str, result_file: str, resume: bool) -> None:
@@ -45,7 +48,13 @@ def main(tokenizer_dir: str, dataset: str, result_file: str, resume: bool) -> No
     runner = SessionRunner(driver, store, model_name="durable", progress=Progress(ProgressStats(len(sessions), 0)),
                            episodes_for=session_episodes, session_row=functools.partial(session_result, fresh=False),
                            on_finished=lambda sid: print(f"finished {sid}", flush=True))
-    asyncio.run(runner.run(pending, "continuous"))
+
+    async def run() -> None:
+        # a batch at a time, so sessions are reported all through the run (a kill lands mid-run)
+        for start in range(0, len(pending), BATCH):
+            await runner.run(pending[start:start + BATCH], "continuous")
+
+    asyncio.run(run())
     store.finalize()
 
 

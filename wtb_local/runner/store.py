@@ -53,11 +53,13 @@ class ResultStore:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._error: BaseException | None = None
+        self._texts: dict[str, str] = {}  # id -> the line written for it, so `finalize` writes it again as is
 
     def open(self, *, fresh: bool) -> None:
         """Start empty (`fresh`) or keep the finished sessions already in the file."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.rows = {}
+        self._texts = {}
         self.dropped_lines = 0
         if not fresh and self.path.exists():
             self._load_existing()
@@ -83,7 +85,7 @@ class ResultStore:
     def _write_all(self, rows: list[dict[str, Any]]) -> None:
         tmp = self.path.with_name(self.path.name + ".tmp")
         with open(tmp, "w", encoding="utf-8") as handle:
-            handle.writelines(_row_text(row) for row in rows)
+            handle.writelines(self._texts.get(row["id"]) or _row_text(row) for row in rows)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, self.path)
@@ -97,11 +99,13 @@ class ResultStore:
         if self._handle is None:
             raise RuntimeError(f"{self.path}: result store is not open")
         self.wait()  # rows submitted earlier come first
-        self._handle.write(_row_text(row))
+        text = _row_text(row)
+        self._handle.write(text)
         self._handle.flush()
         os.fsync(self._handle.fileno())
         with self._lock:
             self.rows[row["id"]] = row
+            self._texts[row["id"]] = text
 
     def submit(self, row: dict[str, Any], durable: Durable | None = None) -> None:
         """Hand one finished session to the writer thread; `durable(None)` is called (in that thread) once
@@ -142,15 +146,17 @@ class ResultStore:
             error: BaseException | None = self._error
             if error is None:
                 try:
-                    self._handle.write("".join(_row_text(row) for row, _ in items))
+                    texts = [_row_text(row) for row, _ in items]
+                    self._handle.write("".join(texts))
                     self._handle.flush()
                     os.fsync(self._handle.fileno())
                 except BaseException as exc:  # noqa: BLE001 - reported to every waiting row and to wait()
                     error = self._error = exc
             if error is None:
                 with self._lock:
-                    for row, _ in items:
+                    for (row, _), text in zip(items, texts, strict=True):
                         self.rows[row["id"]] = row
+                        self._texts[row["id"]] = text
                 self.commits += 1
             self.write_s += time.perf_counter() - started
             for _, durable in items:
