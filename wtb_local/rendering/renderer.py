@@ -199,10 +199,14 @@ class FastTemplate:
         sandbox_getattr = type(env).getattr
         dict_names = frozenset(dir(dict))
         undefined = env.undefined
-        # The sandbox's verdict on `obj.name` for these exact types depends on (type, name) only
-        # (jinja2.sandbox: is_internal_attribute and modifies_known_mutable read the type and the name),
-        # so it is asked once per pair.
-        plain = (str, list, tuple, int, float, bool, type(None))
+        # jinja2's own sandboxes judge `obj.name` by the name and the object's type only (is_safe_attribute
+        # ignores the value; is_internal_attribute and modifies_known_mutable test isinstance and the name),
+        # so each (type, name) is judged once: for every type under those sandboxes, else for builtins.
+        from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
+
+        judged_by_type = type(env).is_safe_attribute in (SandboxedEnvironment.is_safe_attribute,
+                                                         ImmutableSandboxedEnvironment.is_safe_attribute)
+        builtin = (str, list, tuple, int, float, bool, type(None))
         verdicts: dict[tuple[type, str], bool] = {}
 
         def getattr_(obj: Any, attribute: str) -> Any:
@@ -212,7 +216,7 @@ class FastTemplate:
                     return obj[attribute]
                 except KeyError:
                     return undefined(obj=obj, name=attribute)
-            if kind in plain:
+            if judged_by_type or kind in builtin:
                 safe = verdicts.get((kind, attribute))
                 if safe is not None:
                     return getattr(obj, attribute) if safe else env.unsafe_undefined(obj, attribute)
