@@ -84,14 +84,17 @@ class PromptRenderer:
         text = self.render_text(messages, tools)
         return RenderedPrompt.model_construct(text=text, token_ids=self.encode_prompt(text))
 
-    def encode_prompt(self, text: str, key: Any = None) -> list[int]:
+    def encode_prompt(self, text: str, key: Any = None, family: Any = None) -> list[int]:
         """A rendered prompt's token ids (`render`'s): equal to `encode(text)`, computed piecewise; `key`
-        names the conversation, whose previous prompt's ids are reused as far as the texts agree."""
-        return self.segments.encode(text, key)
+        names the conversation, whose previous prompt's ids are reused as far as the texts agree, and
+        `family` conversations sharing a beginning (SegmentEncoder.encode)."""
+        return self.segments.encode(text, key, family)
 
-    def forget(self, key: Any) -> None:
-        """The conversation `key` has ended: its last prompt need not be remembered."""
+    def forget(self, key: Any, family: Any = None) -> None:
+        """The conversation `key` (and, given, the whole `family`) has ended: no need to remember it."""
         self.segments.forget(key)
+        if family is not None:
+            self.segments.forget(("family", family))
 
     @property
     def segments(self) -> SegmentEncoder:

@@ -63,12 +63,15 @@ class SegmentEncoder:
     def whole(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
-    def encode(self, text: str, key: Any = None) -> list[int]:
-        """The prompt's ids; `key` names its conversation (the previous prompt under that key is reused)."""
+    def encode(self, text: str, key: Any = None, family: Any = None) -> list[int]:
+        """The prompt's ids. `key` names its conversation (the previous prompt under that key is reused);
+        `family` a group of conversations sharing a beginning (a session's tasks), whose latest prompt is
+        reused by a conversation's first prompt."""
         if not self.enabled:
             return self.whole(text)
         self.prompts += 1
-        ids = self._continue(text, key) if key is not None and self.reuse else self._pieces(text)
+        reuse = key is not None and self.reuse
+        ids = self._continue(text, key, family) if reuse else self._pieces(text)
         if self.prompts <= VERIFY_FIRST or self.prompts % VERIFY_EVERY == 0:
             reference = self.whole(text)
             if reference != ids:
@@ -81,13 +84,15 @@ class SegmentEncoder:
     def forget(self, key: Any) -> None:
         self._last.pop(key, None)
 
-    def _continue(self, text: str, key: Any) -> list[int]:
-        """`_pieces(text)`, reusing the ids of the longest prefix shared with `key`'s previous prompt that
-        ends right after a special token."""
+    def _continue(self, text: str, key: Any, family: Any = None) -> list[int]:
+        """`_pieces(text)`, reusing the ids of the longest prefix shared with `key`'s previous prompt (else
+        `family`'s latest) that ends right after a special token."""
         ids: list[int] = []
         bounds: list[tuple[int, int]] = []
         start = 0
         last = self._last.get(key)
+        if last is None and family is not None:
+            last = self._last.get(("family", family))
         if last is not None:
             previous, previous_ids, previous_bounds = last
             shared = _shared_prefix(previous, text)
@@ -101,6 +106,8 @@ class SegmentEncoder:
         if len(self._last) >= MAX_CONVERSATIONS:
             self._last.clear()
         self._last[key] = (text, ids, bounds)
+        if family is not None:
+            self._last[("family", family)] = self._last[key]
         return list(ids)  # the caller's own list: the remembered one must not change
 
     def _pieces(self, text: str, start: int = 0, ids: list[int] | None = None,

@@ -82,8 +82,10 @@ class StepDriver:
                 return None, f"render failed: {type(exc).__name__}: {_one_line(exc)}"
             if staged:
                 started = self.meter.now()
-                key = (episode.session_id, episode.task_idx)  # the next prompt extends this one
-                request.prompt, request.prompt_token_ids = text, self.renderer.encode_prompt(text, key)
+                # the next prompt of the task extends this one; a task's first, its session's latest
+                key = (episode.session_id, episode.task_idx)
+                request.prompt = text
+                request.prompt_token_ids = self.renderer.encode_prompt(text, key, episode.session_id)
                 timing[0] = self.meter.now() - started
                 return request, None
             try:

@@ -4,10 +4,11 @@ A session's line is written only when its four tasks are finished, then flushed 
 in the file is a finished session. A process killed mid-write can leave a partial last line; reopening
 the file drops it (and anything else that is not a complete session row) before appending again.
 
-During a run the lines are written by a writer thread (`submit`), so neither the serialisation nor the
-fsync (milliseconds on a shared disk) holds up the event loop that feeds the engine: rows are written in
-the order they were submitted, and every row the thread finds waiting is written and fsynced together
-(group commit). A row's callback runs only after its fsync: the runner reports a session finished from
+During a run the lines are written by a writer thread (`submit`), so the fsync (milliseconds on a shared
+disk) never holds up the event loop that feeds the engine: rows are written in the order they were
+submitted, and every row the thread finds waiting is written and fsynced together (group commit). The
+line itself is serialised by the caller: that is CPU work under the GIL, and a thread holding the GIL for
+a whole `json.dumps` would stall the loop at its next GIL release anyway (docs/runner-speed.md §3). A row's callback runs only after its fsync: the runner reports a session finished from
 there, so a reported session survives a kill -9 (docs/runner-speed.md §3).
 """
 
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 Durable = Callable[[BaseException | None], None]  # called in the writer thread after the row's fsync
+_Item = tuple[dict[str, Any], str, Durable | None]  # a row, its line, its callback
 
 
 def session_index(session_id: str) -> int:
@@ -47,9 +49,9 @@ class ResultStore:
         self.rows: dict[str, dict[str, Any]] = {}
         self.dropped_lines = 0
         self.commits = 0  # fsyncs of submitted rows (group commits)
-        self.write_s = 0.0  # the writer thread's busy time: serialising, writing, fsyncing
+        self.write_s = 0.0  # the writer thread's busy time: writing and fsyncing
         self._handle: Any = None
-        self._queue: queue.SimpleQueue[tuple[dict[str, Any], Durable | None] | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._error: BaseException | None = None
@@ -117,7 +119,7 @@ class ResultStore:
         if self._thread is None:
             self._thread = threading.Thread(target=self._write_loop, name="wtb-result-writer", daemon=True)
             self._thread.start()
-        self._queue.put((row, durable))
+        self._queue.put((row, _row_text(row), durable))
 
     def wait(self) -> None:
         """Until every submitted row is written and fsynced (the writer thread ends; a later submit starts
@@ -146,20 +148,19 @@ class ResultStore:
             error: BaseException | None = self._error
             if error is None:
                 try:
-                    texts = [_row_text(row) for row, _ in items]
-                    self._handle.write("".join(texts))
+                    self._handle.write("".join(text for _, text, _ in items))
                     self._handle.flush()
                     os.fsync(self._handle.fileno())
                 except BaseException as exc:  # noqa: BLE001 - reported to every waiting row and to wait()
                     error = self._error = exc
             if error is None:
                 with self._lock:
-                    for (row, _), text in zip(items, texts, strict=True):
+                    for row, text, _ in items:
                         self.rows[row["id"]] = row
                         self._texts[row["id"]] = text
                 self.commits += 1
             self.write_s += time.perf_counter() - started
-            for _, durable in items:
+            for _, _, durable in items:
                 if durable is not None:
                     durable(error)
 

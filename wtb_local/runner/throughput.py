@@ -4,9 +4,9 @@
 - engine-busy time: the union of the intervals in which at least one request was at the backend (an
   engine that is busy 100% of the wall time is the bottleneck; much less means the runner starves it);
 - the runner's own time per step on the event loop, by stage: rendering the prompt, tokenising it,
-  parsing the completion, judging the reply, and building a finished session's result line (counted
-  once per session and spread over its steps in the mean); the writer thread's serialising and fsyncing
-  (`writer_busy_s`) runs beside the loop and is not in it;
+  parsing the completion, judging the reply, and building and serialising a finished session's result
+  line (counted once per session and spread over its steps in the mean); the writer thread's writing and
+  fsyncing (`writer_busy_s`) runs beside the loop and is not in it;
 - the runner's ceiling: its busy share of the wall time and the steps per second it could have fed with
   an engine that answered at once (steps over the runner's own time) next to the steps per second the
   run made: a ceiling close to the achieved rate means the runner set the pace, a ceiling far above it
