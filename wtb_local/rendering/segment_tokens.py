@@ -63,6 +63,15 @@ class SegmentEncoder:
     def whole(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
+    def _piece(self, text: str) -> list[int]:
+        """One piece's ids: straight from the fast tokenizer's Rust backend where there is one (what
+        `whole` calls underneath, without transformers' per-call wrapping); the sampled whole-prompt
+        check covers this path as well."""
+        backend = getattr(self.tokenizer, "_tokenizer", None)
+        if backend is None or not hasattr(backend, "encode"):
+            return self.whole(text)
+        return backend.encode(text, add_special_tokens=False).ids
+
     def encode(self, text: str, key: Any = None, family: Any = None) -> list[int]:
         """The prompt's ids. `key` names its conversation (the previous prompt under that key is reused);
         `family` a group of conversations sharing a beginning (a session's tasks), whose latest prompt is
@@ -128,7 +137,7 @@ class SegmentEncoder:
             if cached is None:
                 if len(self._cache) >= MAX_PIECES:
                     self._cache.clear()
-                cached = self._cache[piece] = tuple(self.whole(piece))
+                cached = self._cache[piece] = tuple(self._piece(piece))
             ids.extend(cached)
         return ids
 
