@@ -1,5 +1,5 @@
 """`--repeats K`: K seeds as one run, mean ± standard error in `run` and `report`, resumable per repeat
-(issue 12, item 7)."""
+(docs/gpus-and-slurm.md, "Repeats with error bars")."""
 
 from __future__ import annotations
 

@@ -108,7 +108,7 @@ def category_counts(run: Run) -> Counter[str]:
 def error_section(runs: Sequence[Run]) -> Section:
     columns = [("failed", "failed tasks"), *((label, label) for label in LABELS)]
     section = Section("errors", "Error categories, every label: % of failed tasks", columns,
-                      note="One category per failed task (README, 'Error taxonomy'); Run Error = the "
+                      note="One category per failed task (docs/outputs-and-reports.md, 'Error categories'); Run Error = the "
                       "request was never served, not the model's fault.")
     for run in _detailed(runs):
         counts = category_counts(run)
