@@ -18,7 +18,6 @@ PENDING_PAGES: dict[str, str] = {
     "docs/architecture.md": "the code's layout and where new things go",
     "docs/install.md": "installing from a wheel, the newest libraries",
     "docs/multinode.md": "models that need several nodes",
-    "docs/runner-speed.md": "the runner's own time per step",
 }
 
 # Files whose comments still cite the evaluator spec as "spec §N" (or its bare §N) or files outside the

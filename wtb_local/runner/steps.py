@@ -125,7 +125,7 @@ class StepDriver:
                         cached_tokens=cached)
         total = render_s + tokenise_s + parse_s + judge_s
         episode.annotate(step, {"runner_ms": round(1000 * total, 3)})
-        if episode.done and hasattr(self.renderer, "forget"):
+        if getattr(episode, "done", False) and hasattr(self.renderer, "forget"):
             self.renderer.forget((episode.session_id, episode.task_idx))
         return outcome
 
