@@ -68,6 +68,9 @@ SUBSTITUTIONS: list[tuple[str, str, str]] = [
     (r"report ref_outputs/", "report runs/oracle-demo/",
      "no harness output folder here: a run directory has the same result/ and score/ layout"),
     (r"--dataset release\b", "--dataset sample", "no network: the release cannot be fetched here"),
+    (r"doctor --model Qwen/Qwen3-8B\b", "doctor --model {tiny}",
+     ("nothing is downloaded here (HF_HUB_OFFLINE=1), and a hub model that is not cached makes doctor exit 1 "
+      "(docs/reproducibility.md §4): a local model directory stands in")),
 ]
 
 

@@ -123,6 +123,10 @@ def _protocol(_ctx: click.Context, _param: click.Parameter, value: str | None) -
               help="vLLM: sequences per batch; openai: concurrent requests.")
 @click.option("--max-num-batched-tokens", type=click.IntRange(min=1), envvar="WTB_MAX_NUM_BATCHED_TOKENS",
               help="vLLM: tokens per engine step (default: vLLM's offline default for the device).")
+@click.option("--enable-prefix-caching/--no-enable-prefix-caching", default=True, show_default=True,
+              envvar="WTB_ENABLE_PREFIX_CACHING",
+              help="vLLM: reuse the KV cache of shared prompt prefixes. Off, with --max-num-seqs 1, a rerun with "
+                   "the same seed is identical (docs/reproducibility.md).")
 @click.option("--enforce-eager", is_flag=True, default=False, envvar="WTB_ENFORCE_EAGER",
               help="vLLM: no CUDA graphs (less memory, slower decoding).")
 @click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True,
@@ -204,6 +208,11 @@ def run(**options: Any) -> None:
         warning = cuts_warning(cuts, run_settings.sampling.max_new_tokens)
         if warning:
             click.echo(warning, err=True)
+    from wtb_local.reports.health import reasoning_calls_line
+
+    hidden = reasoning_calls_line(outcome.result_rows, run_settings.protocol)
+    if hidden:
+        click.echo(hidden)
     # label, paper row (by the recorded thinking mode) and notes as every command shows this run
     shown = present(paths.run_dir, outcome.metric, manifest=outcome.manifest)
     shown.show(sys.stdout)

@@ -138,7 +138,8 @@ def health_section(runs: Sequence[Run]) -> Section:
     section = Section("health", "Run health: is a low score the model or the run?", list(HEALTH_COLUMNS),
                       note="n/a: the files do not record it (the benchmark harness keeps no raw "
                       "completions). Ended by length: finish_reason 'length'; inside reasoning: with "
-                      "reasoning but no content, calls or parse errors.", percent=False)
+                      "reasoning but no content, calls or parse errors. Calls in reasoning: steps with a tool "
+                      "call written inside the reasoning block (docs/parser-policies.md).", percent=False)
     for run in runs:
         if run.score_rows is None and run.result_rows is None:
             continue

@@ -186,6 +186,7 @@ def build_backend(settings: RunSettings, *, parser: Any, renderer: Any) -> Backe
             gpu_memory_utilization=settings.gpu_memory_utilization, quantization=settings.quantization,
             trust_remote_code=settings.trust_remote_code, max_num_seqs=settings.max_num_seqs,
             max_num_batched_tokens=settings.max_num_batched_tokens,
+            enable_prefix_caching=settings.enable_prefix_caching,
             enforce_eager=settings.enforce_eager, seed=settings.seed))
     if name == "transformers":
         from wtb_local.backends.config import TransformersConfig
