@@ -200,6 +200,7 @@ async def run_job_async(settings: RunSettings, *, backend: Backend | None = None
                                    stop=stop,
                                    paper=paper)
     except (asyncio.CancelledError, Exception) as exc:
+        _drain(store)  # sessions finished before the stop are still being written: count them too
         if stop.requested:  # SIGINT/SIGTERM: episodes stopped or were cancelled; finished sessions stay
             raise RunInterrupted(
                 f"interrupted by {stop.signal_name}: {len(store.rows)} finished session(s) kept in "
@@ -247,6 +248,14 @@ def _throughput(invocation: dict[str, Any], pending: list[Any], previous: dict[s
         return invocation["throughput"]
     earlier = ((previous or {}).get("summary") or {}).get("throughput")
     return earlier if earlier is not None else invocation["throughput"]
+
+
+def _drain(store: ResultStore) -> None:
+    """Wait for the writer thread's last lines (store.py); a write that failed is reported by finalize."""
+    try:
+        store.wait()
+    except RuntimeError:
+        pass
 
 
 def _first_cause(exc: BaseException) -> BaseException:
