@@ -17,7 +17,6 @@ EVALUATION = DOCS / "evaluation.md"
 PENDING_PAGES: dict[str, str] = {
     "docs/architecture.md": "the code's layout and where new things go",
     "docs/install.md": "installing from a wheel, the newest libraries",
-    "docs/runner-speed.md": "the runner's own time per step",
 }
 
 # Files whose comments still cite the evaluator spec as "spec §N" (or its bare §N) or files outside the

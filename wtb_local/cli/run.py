@@ -17,7 +17,7 @@ import click
 from wtb_local.resources import DEFAULT_DATASET
 from wtb_local.runner.loop import SCHEDULING_MODES
 
-_BACKENDS = ("auto", "vllm", "transformers", "openai", "openai-chat", "oracle", "scripted", "replay")
+_BACKENDS = ("auto", "vllm", "transformers", "openai", "openai-chat", "oracle", "instant", "scripted", "replay")
 # Names both vLLM and the transformers backend accept (a typo would otherwise fail only after model load).
 _DTYPES = ("auto", "bfloat16", "float16", "float32", "half", "float")
 

@@ -16,7 +16,8 @@ from wtb_local.runner.environment import default_backend, resolved_revision, tok
 from wtb_local.runner.errors import RunError
 from wtb_local.runner.paths import run_paths
 
-_TEXT_BACKENDS = ("vllm", "transformers", "openai")  # need a renderer (prompt) and a parser
+# need a renderer (prompt) and a parser; instant: the runner's own ceiling, docs/runner-speed.md §1
+_TEXT_BACKENDS = ("vllm", "transformers", "openai", "instant")
 
 
 def select_sessions(sessions: list[Any], ids: list[str] | None, limit: int | None) -> list[Any]:
@@ -169,8 +170,8 @@ def build_backend(settings: RunSettings, *, parser: Any, renderer: Any) -> Backe
             return backend_class("replay")(settings.replay)
         except ValueError as exc:
             raise RunError(f"--replay: {exc}") from None
-    if name == "oracle":
-        return backend_class("oracle")(settings.model, parser=parser, renderer=renderer)
+    if name in ("oracle", "instant"):
+        return backend_class(name)(settings.model, parser=parser, renderer=renderer)
     if not settings.model:
         raise RunError(f"--backend {name} needs --model")
     if name == "vllm":
