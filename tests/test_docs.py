@@ -22,13 +22,9 @@ PENDING_PAGES: dict[str, str] = {
 # Files whose comments still cite the evaluator spec as "spec §N" (or its bare §N) or files outside the
 # repository; each entry goes once its file is swept (the test below fails on a stale one).
 NOT_YET_SWEPT: dict[str, str] = {
-    "wtb_local/__init__.py": "spec §",
-    "wtb_local/backends/gold_replies.py": "spec §",
-    "wtb_local/testing/reference_paths.py": "spec §",
     "wtb_local/rendering/probe.py": "spec §",
     "wtb_local/protocols/setup.py": "../shared (a manifest value)",
     "wtb_local/cli/run.py": "a README section now in docs/paper-protocol.md",
-    "scripts/bench_paths.py": "spec §",
 }
 
 
