@@ -213,6 +213,11 @@ def _platform_engine_args(config: VLLMConfig) -> dict[str, Any]:
     from vllm.platforms import current_platform
 
     args = config.engine_args()
+    if args.get("distributed_executor_backend") == "ray" and not getattr(current_platform, "ray_device_key", ""):
+        # vLLM's own test (initialize_ray_cluster), made before the engine process starts: one line
+        # instead of a failed engine core. The CPU build has no Ray device (docs/multinode.md §4).
+        raise ValueError(f"--distributed-executor-backend ray: vLLM's {current_platform.device_name} platform "
+                         "does not support Ray (it has no Ray device key); use mp or leave it unset")
     if not current_platform.is_cpu():
         return args
     if batch_invariant():

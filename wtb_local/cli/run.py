@@ -17,7 +17,7 @@ import click
 from wtb_local.resources import DEFAULT_DATASET
 from wtb_local.runner.loop import SCHEDULING_MODES
 
-_BACKENDS = ("auto", "vllm", "transformers", "openai", "openai-chat", "oracle", "scripted", "replay")
+_BACKENDS = ("auto", "vllm", "transformers", "openai", "openai-chat", "oracle", "instant", "scripted", "replay")
 # Names both vLLM and the transformers backend accept (a typo would otherwise fail only after model load).
 _DTYPES = ("auto", "bfloat16", "float16", "float32", "half", "float")
 
@@ -116,6 +116,10 @@ def _protocol(_ctx: click.Context, _param: click.Parameter, value: str | None) -
 @click.option("--data-parallel-size", type=click.IntRange(min=1), envvar="WTB_DATA_PARALLEL_SIZE",
               help="vLLM: engine replicas on this node, each on tensor x pipeline GPUs, requests balanced by "
                    "vLLM (needs a vLLM with data parallelism; default: not passed, one replica).")
+@click.option("--distributed-executor-backend", type=click.Choice(["mp", "ray", "uni", "external_launcher"]),
+              envvar="WTB_DISTRIBUTED_EXECUTOR_BACKEND",
+              help="vLLM: how the engine starts its workers; ray: on the nodes of a running Ray cluster "
+                   "(several nodes, slurm/wtb_multinode.sbatch) [default: not passed, vLLM's choice].")
 @click.option("--gpu-memory-utilization", type=click.FloatRange(min=0.0, max=1.0, min_open=True),
               envvar="WTB_GPU_MEMORY_UTILIZATION",
               help="vLLM: share of GPU memory to use [default: 0.9; 0.2 of host RAM on vLLM's CPU build].")

@@ -16,7 +16,8 @@ from wtb_local.runner.environment import default_backend, resolved_revision, tok
 from wtb_local.runner.errors import RunError
 from wtb_local.runner.paths import run_paths
 
-_TEXT_BACKENDS = ("vllm", "transformers", "openai")  # need a renderer (prompt) and a parser
+# need a renderer (prompt) and a parser; instant: the runner's own ceiling, docs/runner-speed.md §1
+_TEXT_BACKENDS = ("vllm", "transformers", "openai", "instant")
 
 
 def select_sessions(sessions: list[Any], ids: list[str] | None, limit: int | None) -> list[Any]:
@@ -169,8 +170,8 @@ def build_backend(settings: RunSettings, *, parser: Any, renderer: Any) -> Backe
             return backend_class("replay")(settings.replay)
         except ValueError as exc:
             raise RunError(f"--replay: {exc}") from None
-    if name == "oracle":
-        return backend_class("oracle")(settings.model, parser=parser, renderer=renderer)
+    if name in ("oracle", "instant"):
+        return backend_class(name)(settings.model, parser=parser, renderer=renderer)
     if not settings.model:
         raise RunError(f"--backend {name} needs --model")
     if name == "vllm":
@@ -182,6 +183,7 @@ def build_backend(settings: RunSettings, *, parser: Any, renderer: Any) -> Backe
             pipeline_parallel_size=settings.pipeline_parallel_size,
             max_model_len=settings.max_model_len or settings.default_max_model_len,
             data_parallel_size=settings.data_parallel_size,
+            distributed_executor_backend=settings.distributed_executor_backend,
             gpu_memory_utilization=settings.gpu_memory_utilization, quantization=settings.quantization,
             trust_remote_code=settings.trust_remote_code, max_num_seqs=settings.max_num_seqs,
             max_num_batched_tokens=settings.max_num_batched_tokens,

@@ -79,6 +79,7 @@ class RunSettings(BaseModel):
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
     data_parallel_size: int | None = None  # vLLM's own data parallelism (engine replicas) on one node
+    distributed_executor_backend: str | None = None  # vLLM's; "ray" spans nodes (docs/multinode.md §2)
     gpu_memory_utilization: float | None = None
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
