@@ -66,17 +66,19 @@ def gpu_check(rows: list[str]) -> Check:
 
 
 def backend_checks(has_gpu: bool) -> list[Check]:
-    from wtb_local.runner.preflight import BACKEND_PACKAGES, missing
+    from wtb_local.backends import auto_backend, backend_class, engine_backends
+    from wtb_local.runner.preflight import missing
 
     checks = []
-    for backend in ("vllm", "transformers"):
-        packages, install = BACKEND_PACKAGES[backend]
+    for backend in engine_backends():
+        caps = backend_class(backend).capabilities
+        packages, install = caps.packages or ((), "")
         absent = missing(packages)
         if absent:
             checks.append(Check(WARNING, f"backend {backend}", f"{', '.join(absent)} not importable: {install}"))
-        elif backend == "vllm" and not has_gpu:
-            checks.append(Check(WARNING, "backend vllm", "importable, but no GPU: `--backend auto` picks "
-                                                         "transformers"))
+        elif caps.needs_gpu and not has_gpu:
+            checks.append(Check(WARNING, f"backend {backend}", "importable, but no GPU: `--backend auto` picks "
+                                                               f"{auto_backend(script=None, replay=None)[0]}"))
         else:
             checks.append(Check(OK, f"backend {backend}", "importable"))
     return checks

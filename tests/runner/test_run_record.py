@@ -51,12 +51,12 @@ def test_manifest_holds_each_fact_once_and_the_tables_are_saved(tmp_path: Path) 
 
 def test_sampling_used_is_resolved_from_generation_config(qwen_tiny_dir: Path, tmp_path: Path) -> None:
     pytest.importorskip("transformers")
-    from wtb_local.runner.config import RunSettings
+    from wtb_local.runner.resolved import ResolvedRun
     from wtb_local.runner.run_record import sampling_used
     from wtb_local.schema import SamplingConfig
 
     generation = json.loads((qwen_tiny_dir / "generation_config.json").read_text())
-    settings = RunSettings(model=str(qwen_tiny_dir), backend="transformers", sampling=SamplingConfig(top_p=0.5))
+    settings = ResolvedRun(model=str(qwen_tiny_dir), backend="transformers", sampling=SamplingConfig(top_p=0.5))
     used = sampling_used(settings)
     assert used["source"] == "generation_config.json, overridden by the options"
     assert used["top_p"] == 0.5 and used["max_new_tokens"] == 512 and used["seed"] == 0

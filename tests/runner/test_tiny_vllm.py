@@ -32,8 +32,7 @@ pytestmark = pytest.mark.vllm
 def vllm_runs(qwen_tiny_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     from wtb_local.backends.config import VLLMConfig
     from wtb_local.backends.vllm_engine import VLLMBackend
-    from wtb_local.runner import RunSettings, run_job_async
-    from wtb_local.schema import SamplingConfig
+    from wtb_local.runner import RunOptions, run_job_async
 
     root = tmp_path_factory.mktemp("vllm-runs")
     with pytest.MonkeyPatch.context() as patch:
@@ -46,14 +45,15 @@ def vllm_runs(qwen_tiny_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> 
         try:
             outcomes = {}
             for name in ("a", "b"):
-                settings = RunSettings(
+                settings = RunOptions(
                     backend="vllm",
                     model=str(qwen_tiny_dir),
                     model_name="tiny",
                     dataset="sample",
                     out=str(root / name),
                     progress="none",
-                    sampling=SamplingConfig(max_new_tokens=16, seed=7),
+                    max_new_tokens=16,
+                    seed=7,
                 )
                 outcomes[name] = loop.run_until_complete(run_job_async(settings, backend=backend))
             yield {"root": root, "outcomes": outcomes}
