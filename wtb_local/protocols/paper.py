@@ -14,6 +14,7 @@ class PaperProtocol(Protocol):
     name = "paper"
     checker = "lenient"
     hash_value = "paper"
+    reproduces_paper = True
 
     def family(self, values: dict[str, Any]) -> FamilyRule:
         """`--paper-family`, else the family of the model id (or the run's model name)."""

@@ -1,13 +1,10 @@
-"""The protocols by name, and scoring with a named argument checker (`rescore` applies the other one)."""
+"""The protocols by name (the first is the default)."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from wtb_local.protocols.base import Protocol
 
 _PROTOCOLS = ("release", "paper")  # the first is the default
-CHECKERS = ("strict", "lenient")
 
 
 def protocol_names() -> tuple[str, ...]:
@@ -25,16 +22,15 @@ def protocol_named(name: str | None) -> Protocol:
     raise ValueError(f"unknown protocol {name!r}; choose one of {', '.join(_PROTOCOLS)}")
 
 
-def score_with(checker: str, result_rows: list[dict[str, Any]], sessions: list[Any], model_name: str,
-               source: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Score result rows with the released evaluator's checker (`strict`) or the paper harness's
-    (`lenient`, docs/evaluation.md)."""
-    if checker == "lenient":
-        from wtb_local.protocols.setup import score_lenient
+def find_protocol(name: str | None) -> Protocol | None:
+    """The protocol of that name, None for a name no protocol has (a lenient metric file without a run)."""
+    try:
+        return protocol_named(name)
+    except ValueError:
+        return None
 
-        return score_lenient(result_rows, sessions, model_name)
-    if checker != "strict":
-        raise ValueError(f"unknown checker {checker!r}; choose one of {', '.join(CHECKERS)}")
-    from wtb_local.scoring import score_results
 
-    return score_results(result_rows, sessions, model_name, source=source)
+def default_scoring() -> tuple[str, str]:
+    """(protocol, checker) of a run made without --protocol: rows with it keep a plain label."""
+    protocol = protocol_named(None)
+    return protocol.name, protocol.checker

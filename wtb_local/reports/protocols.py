@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from wtb_local.protocols import default_scoring, find_protocol
 from wtb_local.scoring.files import METRIC_FILE_NAME
 
 PAPER_PROTOCOL_NOTE = ("the paper's open-model rows come from the authors' older harness (per-family prompts, "
@@ -72,7 +73,7 @@ def label_runs(runs: list[Any]) -> None:
             run.metric = json.loads(metric_file.read_text(encoding="utf-8"))
         run.protocol = (protocol, checker)
         name = run.model_name if len(bases[run.model_name]) == 1 else f"{run.model_name} ({_base_dir(run)})"
-        if (protocol, checker) == ("release", "strict") and not section.get("rescore_of"):
+        if (protocol, checker) == default_scoring() and not section.get("rescore_of"):
             if len(bases[run.model_name]) == 1:
                 run.label = name  # one run directory: its re-scorings do not need paths to tell them apart
             continue  # the default keeps a plain label (the legend line names it)
@@ -83,7 +84,7 @@ def protocol_legend(runs: list[Any]) -> str:
     """One line naming every row's protocol and checker (plain labels are release, strict checker)."""
     parts = []
     for run in runs:
-        protocol, checker = getattr(run, "protocol", ("release", "strict"))
+        protocol, checker = getattr(run, "protocol", default_scoring())
         parts.append(f"{run.label} = {protocol}, {checker} checker")
     return "protocols: " + "; ".join(parts)
 
@@ -102,7 +103,7 @@ def gap_note(path: str | Path, name: str, metric: dict[str, Any], paper_task_acc
     return (f"gap to the paper ({name}, --protocol {protocol}, task accuracy): {protocol}-strict {strict:.2f}, "
             f"{protocol}-lenient {lenient:.2f} (checker: {lenient - strict:+.2f}); paper {paper_task_acc:.2f} "
             f"(the rest: {paper_task_acc - lenient:+.2f}, prompts/generation/sampling/parse rules"
-            f"{'' if protocol == 'paper' else ' — run --protocol paper to measure them'})")
+            f"{'' if getattr(find_protocol(protocol), 'reproduces_paper', False) else ' — run --protocol paper to measure them'})")
 
 
 def inferred_note(path: str | Path, name: str) -> str | None:
@@ -111,7 +112,8 @@ def inferred_note(path: str | Path, name: str) -> str | None:
         section = _section(json.loads((Path(path) / "manifest.json").read_text(encoding="utf-8")))
     except (OSError, ValueError):
         return None
-    if section.get("name") != "paper" or section.get("documented", True) or section.get("rescore_of"):
+    # only a paper-protocol section names a family rule
+    if "family" not in section or section.get("documented", True) or section.get("rescore_of"):
         return None
     family = section.get("family") or {}
     return (f"note: {name}: the paper-protocol rule `{family.get('name')}` is inferred, not documented by the "
@@ -123,7 +125,7 @@ def protocol_notes(runs: list[Any], paper: bool) -> list[str]:
     the paper has."""
     from wtb_local.reports import paper_row
 
-    defaults = all(getattr(run, "protocol", ("release", "strict")) == ("release", "strict") for run in runs)
+    defaults = all(getattr(run, "protocol", default_scoring()) == default_scoring() for run in runs)
     notes = [] if defaults else [protocol_legend(runs)]  # release/strict only: plain labels say it
     for run in runs:
         if _section(run.manifest).get("rescore_of") or not Path(run.source).is_dir():
