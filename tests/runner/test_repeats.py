@@ -122,3 +122,15 @@ def test_options_a_backend_cannot_honour_are_named(tmp_path: Path) -> None:
     assert scripted.returncode == 1
     assert scripted.stderr.strip() == ("Error: --repeats 2: the scripted backend replays fixed replies; every "
                                        "repeat would give the same replies")
+
+
+def test_server_options_on_a_local_backend_are_named(tmp_path: Path) -> None:
+    done = _wtb(["--model", "Qwen/Qwen3-8B", "--backend", "oracle", "--dataset", "sample", "--limit", "1",
+                 "--base-url", "http://127.0.0.1:9/v1", "--server-prompt", "text", "--out", str(tmp_path / "o")],
+                tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert [line for line in done.stderr.splitlines() if line.startswith("warning:")] == [
+        ("warning: the oracle backend is not a server: --base-url http://127.0.0.1:9/v1 change nothing; sends no "
+        "rendered prompt to a server: --server-prompt text change nothing")]
+    manifest = json.loads((tmp_path / "o" / "manifest.json").read_text())
+    assert "server_prompt" not in manifest["config"] and manifest["settings"]["base_url"] == "http://127.0.0.1:9/v1"

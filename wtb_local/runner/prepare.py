@@ -46,10 +46,6 @@ class PreparedRun:
     backend_class: type[Backend]
     context_length: dict[str, Any] | None  # the window asked of an engine this run starts, and how
 
-    @property
-    def settings(self) -> ResolvedRun:  # the name the runner's modules read the values by
-        return self.run
-
     def build_backend(self) -> Backend:
         try:
             return self.backend_class.from_run(self.run, parser=self.parser, renderer=self.renderer)
@@ -136,7 +132,7 @@ def _prepare(options: RunOptions, renderer: Any, err: Any, engine: bool) -> Prep
         values["max_new_tokens"] = default_max_new_tokens(thinking.effective)
         sources["max_new_tokens"] = f"the default with thinking {'on' if thinking.effective else 'off'}"
     protocol.sampling(values, sources, options, err)
-    _unused_sampling(options, backend, err)
+    _unused_options(options, backend, err)
     try:
         applied = protocol.apply(values, renderer=renderer, parser=parser, selected=selected,
                                  parses_replies=caps.parses_replies)
@@ -235,12 +231,19 @@ def _thinking_mode(values: dict[str, Any], backend: type[Backend], renderer: Any
                               asked=values["thinking"])
 
 
-def _unused_sampling(options: RunOptions, backend: type[Backend], err: Any) -> None:
-    """Sampling options given to a backend that does not sample: said in one line (they change nothing)."""
-    if backend.capabilities.samples:
-        return
-    given = [f"{options.source(name).removeprefix('given (').removesuffix(')')} {getattr(options, name)}"
-             for name in _SAMPLING_OPTIONS if name in options.given]
-    if given:
-        print(f"warning: the {backend.name} backend does not sample: {', '.join(given)} change nothing",
-              file=err)
+def _unused_options(options: RunOptions, backend: type[Backend], err: Any) -> None:
+    """Options given to a backend that cannot honour them, named in one line (they change nothing):
+    sampling on a backend that does not sample, server options on one that is not such a server."""
+    caps = backend.capabilities
+    groups = [("does not sample", _SAMPLING_OPTIONS if not caps.samples else ()),
+              ("is not a server", ("base_url",) if not caps.remote else ()),
+              ("sends no rendered prompt to a server",
+               ("server_prompt",) if not (caps.remote and caps.renders_prompts) else ())]
+    clauses = []
+    for why, names in groups:
+        given = [f"{options.source(n).removeprefix('given (').removesuffix(')')} {getattr(options, n)}"
+                 for n in names if n in options.given]
+        if given:
+            clauses.append(f"{why}: {', '.join(given)} change nothing")
+    if clauses:
+        print(f"warning: the {backend.name} backend {'; '.join(clauses)}", file=err)
