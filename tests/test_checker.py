@@ -1,5 +1,5 @@
 """The argument checker against the reference's verdicts (checker.jsonl, loop_checks.jsonl) and the
-rules of spec §5 that the vectors do not reach."""
+rules of docs/evaluation.md §5 that the vectors do not reach."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""The argument checker rule by rule, expected verdicts derived from the text of spec §5 (quoted above each
-group), on synthetic tool schemas that the reference vectors (drawn from the release's tool pool) never
-exercise: anyOf, lists of type names, unknown types, null, free-form objects, nested paths, CJK text."""
+"""The argument checker rule by rule, expected verdicts derived from the text of docs/evaluation.md §5
+(quoted above each group), on synthetic tool schemas that the reference vectors (drawn from the release's
+tool pool) never exercise: anyOf, lists of type names, unknown types, null, free-form objects, nested
+paths, CJK text."""
 
 from __future__ import annotations
 

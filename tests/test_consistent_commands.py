@@ -1,7 +1,7 @@
 """`run`, `score`, `report` and `--replay` agree: run directories everywhere, the run's own score folder,
 the recorded dataset and model, one label per model (the metric file's model name), readable names and
 real numbers in messages
-(issue 12, item 5). Real commands in a subprocess."""
+(docs/getting-started.md). Real commands in a subprocess."""
 
 from __future__ import annotations
 

@@ -50,4 +50,4 @@ def test_declared_lower_bound_is_the_tested_release(package: str, distributions:
         pytest.skip(f"{package} is not installed: its backend tests do not run here")
     assert {floor[:2] for floor in floors} == {installed[:2]}, (
         f"pyproject.toml declares {package} >= {sorted(floors)} but the tests run on {installed}: declare "
-        "the tested release (and say so in the README's 'Supported versions')")
+        "the tested release (and say so in docs/getting-started.md, 'Supported versions')")

@@ -1,4 +1,4 @@
-"""The step loop (spec §3-4, §7) against the reference's result file, and each rule on its own."""
+"""The step loop (docs/evaluation.md §3-4, §7) against the reference's result file, and each rule alone."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""A run that cannot work says why in seconds, in one line, before anything expensive (issue 12, item 1).
+"""A run that cannot work says why in seconds, in one line, before anything expensive
+(docs/getting-started.md, "Failing fast").
 
 Every test runs the real command in a subprocess."""
 

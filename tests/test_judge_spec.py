@@ -1,5 +1,5 @@
-"""The argument-scoring walk (spec §5) and the progress count it feeds (spec §6), on hand-made result
-entries; every expected value comes from the quoted spec sentence above the test."""
+"""The argument-scoring walk (docs/evaluation.md §5) and the progress count it feeds (§6), on hand-made
+result entries; every expected value comes from the sentence of docs/evaluation.md quoted above the test."""
 
 from __future__ import annotations
 
@@ -81,8 +81,8 @@ def test_pseudo_action_steps_are_skipped() -> None:
 
 
 def test_ask_accepted_as_a_tool_call_is_still_a_pseudo_action_step() -> None:
-    # spec §4: a tool call named like a pseudo-action is accepted by name; its "arguments" are never
-    # checked (the tools do not even define it, which would otherwise be "tool not defined")
+    # docs/evaluation.md §4: a tool call named like a pseudo-action is accepted by name; its "arguments" are
+    # never checked (the tools do not even define it, which would otherwise be "tool not defined")
     ask_call = _step([_call(ASK, '{"anything": 1}')], [_gold(ASK, {})])
     scored = score_task(_task(ask_call, OK_F, PREPARE_STEP))
     assert "current_action_arguments_label" not in _output(scored, 0)
@@ -252,10 +252,10 @@ def test_correct_task_keeps_its_flags_and_key_order() -> None:
     )
 
 
-# spec §7: "including sessions whose `result` is an error string, each of whose tasks counts as failed"
-# spec §6: "`complete_step` adds the number of `step_<k>` entries left in the scored log (error steps
-# count; e.g. an argument error at step 0 of a 3-step task deletes `step_1`, leaving 2), `total_step` adds
-# the number of gold nodes of the task"
+# docs/evaluation.md §7: "including sessions whose `result` is an error string, each of whose tasks counts as
+# failed" docs/evaluation.md §6: "`complete_step` adds the number of `step_<k>` entries left in the scored log
+# (error steps count; e.g. an argument error at step 0 of a 3-step task deletes `step_1`, leaving 2),
+# `total_step` adds the number of gold nodes of the task"
 
 
 def _session(index: int, types: list[str], node_counts: list[int]) -> Session:
@@ -310,9 +310,9 @@ def test_progress_counts_steps_left_after_the_deletion() -> None:
     }
 
 
-# spec §7: "A step that had no candidates to compare (empty reply, unparsable calls, step beyond the
-# nodes) gets `"inference_answer": {"candidate_0_answer_function_list": {"action": []}}`"; spec §5: such
-# an error step ends the walk
+# docs/evaluation.md §7: "A step that had no candidates to compare (empty reply, unparsable calls, step beyond
+# the nodes) gets `"inference_answer": {"candidate_0_answer_function_list": {"action": []}}`";
+# docs/evaluation.md §5: such an error step ends the walk
 
 
 def test_error_step_without_candidates_gets_an_empty_one_and_ends_the_walk() -> None:

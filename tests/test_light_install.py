@@ -1,5 +1,5 @@
 """The Quickstart's demo needs only the light install (`pip install -e .`): it runs with torch,
-transformers, tokenizers and huggingface_hub unimportable (issue 12, item 8)."""
+transformers, tokenizers and huggingface_hub unimportable (README, "Quickstart")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""metric.json semantics (spec §6) on small hand-made score rows."""
+"""metric.json semantics (docs/evaluation.md §6) on small hand-made score rows."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ Path_ = tuple[Step, ...]
 def expected_candidates(
     paths: list[Path_], names: list[str] | tuple[str, ...], step: int, accepted: dict[int, Step]
 ) -> list[Step]:
-    """Candidates derived from a full path list the way the reference does (spec §2)."""
+    """Candidates derived from a full path list the way the reference does (docs/evaluation.md §2)."""
     out: list[Step] = []
     for path in paths:
         if len(path) <= step:

@@ -1,4 +1,4 @@
-"""Result files written by wtb_local have what the benchmark's reference scorer reads (spec §7).
+"""Result files written by wtb_local have what the benchmark's reference scorer reads (docs/evaluation.md §7).
 
 The reference scorer reads every session line with `json.loads`, walks each task's `step_<k>` entries in
 file order, reads `inference_answer` at every step it reaches (KeyError otherwise), asserts that an

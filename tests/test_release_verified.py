@@ -1,4 +1,4 @@
-"""The release file in the cache is verified whenever it is used (issue 12, item 0)."""
+"""The release file in the cache is verified whenever it is used (docs/getting-started.md)."""
 
 from __future__ import annotations
 

@@ -104,7 +104,8 @@ def release_check() -> Check:
     return Check(OK, "release", f"{path} (git blob sha1 {RELEASE_BLOB_SHA1})")
 
 
-def _model_file(model: str, name: str) -> Path | None:
+def model_file(model: str, name: str) -> Path | None:
+    """A file of a local model directory or of a hub model in the local cache; never downloads."""
     local = Path(model).expanduser()
     if local.is_dir():
         return local / name if (local / name).is_file() else None
@@ -119,25 +120,37 @@ def _model_file(model: str, name: str) -> Path | None:
 
 def weight_bytes(model: str, config: dict[str, Any]) -> tuple[int | None, str]:
     """Bytes of the weights and where the figure comes from."""
-    index = _model_file(model, "model.safetensors.index.json")
+    index = model_file(model, "model.safetensors.index.json")
     if index is not None:
         try:
             total = json.loads(index.read_text(encoding="utf-8"))["metadata"]["total_size"]
             return int(total), "safetensors index"
         except (OSError, ValueError, KeyError, TypeError):
             pass
-    single = _model_file(model, "model.safetensors")
+    single = model_file(model, "model.safetensors")
     if single is not None:
         return single.stat().st_size, "model.safetensors"
     params = estimate_parameters(config)
     if params is None:
         return None, "unknown"
-    dtype = str(config.get("torch_dtype") or config.get("dtype") or "bfloat16").replace("torch.", "")
+    dtype = stored_dtype(config)
     return params * _DTYPE_BYTES.get(dtype, 2), f"estimated from config.json ({params / 1e9:.1f} B parameters)"
 
 
+def stored_dtype(config: dict[str, Any]) -> str:
+    """The dtype the weights are stored in. FP8 checkpoints (DeepSeek-V3, Kimi-K2, GLM-4.5-FP8) say so in
+    `quantization_config`; their `torch_dtype` is the activations' dtype."""
+    quant = config.get("quantization_config")
+    if isinstance(quant, dict) and (str(quant.get("quant_method", "")).lower() == "fp8"
+                                    or quant.get("format") == "float-quantized"):
+        return "float8_e4m3fn"
+    return str(config.get("torch_dtype") or config.get("dtype") or "bfloat16").replace("torch.", "")
+
+
 def estimate_parameters(config: dict[str, Any]) -> int | None:
-    """A decoder's parameter count from its config (attention with grouped KV heads, gated MLP or experts)."""
+    """A decoder's parameter count from its config: attention with grouped KV heads or DeepSeek's latent
+    attention, gated MLP or experts (with shared experts, a router, and the first dense layers of
+    DeepSeek-V3/GLM-4.5)."""
     config = config.get("text_config") or config
     try:
         hidden = int(config["hidden_size"])
@@ -149,16 +162,25 @@ def estimate_parameters(config: dict[str, Any]) -> int | None:
     head_dim = int(config.get("head_dim") or hidden // heads)
     kv_heads = int(config.get("num_key_value_heads") or heads)
     attention = hidden * head_dim * heads * 2 + hidden * head_dim * kv_heads * 2
+    if config.get("kv_lora_rank"):  # latent attention: low-rank query and key/value projections
+        nope, rope = int(config.get("qk_nope_head_dim") or 0), int(config.get("qk_rope_head_dim") or 0)
+        value, rank, q_rank = int(config.get("v_head_dim") or nope), int(config["kv_lora_rank"]), config.get("q_lora_rank")
+        query = hidden * int(q_rank) + int(q_rank) * heads * (nope + rope) if q_rank else hidden * heads * (nope + rope)
+        attention = query + hidden * (rank + rope) + rank * heads * (nope + value) + heads * value * hidden
+    dense = 3 * hidden * int(config.get("intermediate_size") or 4 * hidden)
     experts = int(config.get("num_experts") or config.get("n_routed_experts") or config.get("num_local_experts") or 0)
     if experts:
         width = int(config.get("moe_intermediate_size") or config.get("intermediate_size") or 0)
         shared = int(config.get("n_shared_experts") or 0)
-        mlp = 3 * hidden * width * (experts + shared)
+        sparse = 3 * hidden * width * (experts + shared) + hidden * experts  # experts and the router
+        sparse += 3 * hidden * int(config.get("shared_expert_intermediate_size") or 0)
+        first_dense = int(config.get("first_k_dense_replace") or 0)
+        mlp = first_dense * dense + (layers - first_dense) * sparse
     else:
-        mlp = 3 * hidden * int(config.get("intermediate_size") or 4 * hidden)
+        mlp = layers * dense
     embeddings = vocab * hidden * (1 if config.get("tie_word_embeddings") else 2)
     norms = 2 * hidden  # the two RMS norms of a layer (weights only)
-    return layers * (attention + mlp + norms) + embeddings + hidden
+    return layers * (attention + norms) + mlp + embeddings + hidden
 
 
 def fit_check(model: str, config: dict[str, Any], gpu_rows: list[str]) -> Check:
@@ -187,8 +209,8 @@ def model_checks(model: str, gpu_rows: list[str], revision: str | None = None) -
     if preflight.needs_hub(model):
         problem = preflight.hub_problem(model, revision)
         checks.append(Check(WARNING, "hub", problem) if problem else Check(OK, "hub", preflight.hub_endpoint()))
-    config_path = _model_file(model, "config.json")
-    tokenizer_path = _model_file(model, "tokenizer_config.json")
+    config_path = model_file(model, "config.json")
+    tokenizer_path = model_file(model, "tokenizer_config.json")
     where = "directory" if Path(model).expanduser().is_dir() else f"hub cache {preflight.hub_cache()}"
     if config_path is None:
         checks.append(Check(WARNING, "model", f"{model}: config.json not in the {where}: it is downloaded on the "

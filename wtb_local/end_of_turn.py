@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-# tool-call-formats.md §2.1, by family.
+# By family (docs/parsers-and-templates.md, "End-of-turn tokens").
 END_OF_TURN: tuple[str, ...] = (
     "<|im_end|>", "<|endoftext|>",                          # Qwen, Hermes, Hunyuan, Kimi-K2
     "<|eot_id|>", "<|eom_id|>", "<|end_of_text|>", "<|eot|>",  # Llama 3.x, Llama 4, Granite

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-# --- dataset (spec §1) -------------------------------------------------------------------------------
+# --- dataset (docs/evaluation.md §1) ------------------------------------------------------------------------
 
 ASK_ACTION = "ask_user_for_required_parameters"
 PREPARE_ACTION = "prepare_to_answer"
@@ -78,7 +78,7 @@ class Session(BaseModel):
         return [len(nodes) for nodes in source]
 
 
-# --- model replies (spec §4) ---------------------------------------------------------------------------
+# --- model replies (docs/evaluation.md §4) ------------------------------------------------------------------
 
 
 class ParsedCall(BaseModel):

@@ -45,7 +45,7 @@ def test_python_literals_map_to_json() -> None:
         "i": None,
         "j": "Paris",
     }
-    assert result.tool_calls[0].arguments.startswith('{"a": null')  # dumps_arguments, spec §5
+    assert result.tool_calls[0].arguments.startswith('{"a": null')  # dumps_arguments, docs/evaluation.md §5
 
 
 def test_dotted_names_and_brackets_in_strings() -> None:

@@ -1,11 +1,11 @@
 """Every real completion of output_samples.jsonl through the parser auto-selected for its model.
 
-Comparison follows tool-call-formats.md §0: content null == "", whitespace stripped, arguments compared
-as parsed JSON (raw text when upstream passes unparsable arguments through), a `<think>` block that a
-tool-parser-only upstream test left in content counts as reasoning (§0.3). Where our documented policy
-differs from upstream's expectation (upstream returned the text and we recover a call, prose kept, ...),
-the sample is declared in OURS with the policy and our exact result. Every sample's errors are asserted
-exactly (ERRORS); a call recovered from an unterminated block must carry one.
+Comparison: content null == "", whitespace stripped, arguments compared as parsed JSON (raw text when
+upstream passes unparsable arguments through), and a `<think>` block that an upstream test of the tool
+parser alone left in content counts as reasoning (in a serving pipeline the reasoning parser takes it first).
+Where our documented policy differs from upstream's expectation (upstream returned the text and we recover a
+call, prose kept, ...), the sample is declared in OURS with the policy and our exact result. Every sample's
+errors are asserted exactly (ERRORS); a call recovered from an unterminated block must carry one.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ OPTIONS: dict[int, dict[str, Any]] = {
     189: {"thinking": True},  # seed_oss NO_TOKENS: thinking on, tag-less output is reasoning
 }
 
-# Our documented parser policies (README "Parser policies"), named where a sample's result follows one.
+# Our documented parser policies (docs/parsers-and-templates.md, "Parser policies"), named where a sample's
+# result follows one.
 PROSE = "prose kept as content (vLLM drops text around calls)"
 BROKEN = "a broken call is kept with its raw arguments and an error (upstream returns the text or skips it)"
 UNTERMINATED = "a call read from an unterminated block is kept with an error (upstream returns the text)"
@@ -115,7 +116,7 @@ def _expected(sample: dict[str, Any]) -> tuple[str, str, list[dict[str, Any]]]:
     exp = sample["expected"]
     content, reasoning = exp.get("content"), exp.get("reasoning")
     match = _THINK.match(content or "")
-    if reasoning is None and match:  # §0.3: tool-parser-only test, the block is reasoning in a pipeline
+    if reasoning is None and match:  # a tool-parser-only upstream test: the block is reasoning in a pipeline
         reasoning, content = match.group(2), (content or "")[match.end() :]
     return _norm(content), _norm(reasoning), exp.get("tool_calls") or []
 

@@ -1,6 +1,6 @@
 """`--protocol paper` end to end: oracle, scripted and tiny-model backends; the manifest's `protocol` key;
 resume refusing a protocol change; `rescore` equal to a fresh scoring under the same checker; `report`
-showing one run under both checkers (issue 8, "Done when")."""
+showing one run under both checkers (docs/paper-protocol.md)."""
 
 from __future__ import annotations
 

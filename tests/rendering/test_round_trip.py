@@ -86,7 +86,7 @@ REFUSED = {"deepseek-ai/DeepSeek-V3-0324::vllm": ("someone/deepseek-v3-finetune"
 
 
 def _history() -> list[dict[str, Any]]:
-    """A conversation with one earlier tool step, as the evaluator builds history (spec §3)."""
+    """A conversation with one earlier tool step, as the evaluator builds history (docs/evaluation.md §3)."""
     call = {"id": "call_0123456789abcdef01234567", "type": "function",
             "function": {"name": "get_weather", "arguments": json.dumps({"city": "Rome"})}}
     return [

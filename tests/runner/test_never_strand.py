@@ -1,5 +1,6 @@
-"""A failed start never blocks the corrected command; the README's command pairs get their own default
-run directories (issue 12, item 2). Real commands in a subprocess."""
+"""A failed start never blocks the corrected command; the command pairs of docs/gpus-and-slurm.md get
+their own default run directories (docs/files.md, "Errors are recorded, runs resume"). Real commands in a
+subprocess."""
 
 from __future__ import annotations
 

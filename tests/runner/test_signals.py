@@ -1,5 +1,5 @@
 """SIGINT and SIGTERM stop every backend promptly: no new step after the signal, one line, no traceback,
-finished sessions kept, exit 130, and the rerun resumes (issue 12, item 3)."""
+finished sessions kept, exit 130, and the rerun resumes (docs/files.md)."""
 
 from __future__ import annotations
 

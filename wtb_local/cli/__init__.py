@@ -25,6 +25,9 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
     "rescore": ("wtb_local.cli.rescore", "rescore", "Re-score a finished run with the other argument checker (lenient|strict)."),
     "report": ("wtb_local.cli.report", "report", "Print the Table 6 row(s) of scored runs next to the paper."),
     "doctor": ("wtb_local.cli.doctor", "doctor", "Check this machine (and a model) before a run: ok/warning/error."),
+    "plan": ("wtb_local.cli.plan", "plan", "Check a roster of runs offline (parser, template, memory); --submit it to Slurm."),
+    "roster-run": ("wtb_local.cli.plan", "roster_run", "Run one roster entry (a Slurm array task of plan --submit)."),
+    "roster-report": ("wtb_local.cli.plan", "roster_report", "The paper's Table 6/7 with a roster's runs, and its reproduction summary."),
 }
 
 

@@ -38,7 +38,7 @@ def levels(deps: Sequence[Sequence[int]]) -> list[int]:
     """Longest-chain level of each node (0 for nodes without dependencies). Requires an acyclic graph.
 
     Nodes of equal level form the as-soon-as-possible schedule's steps; `max(levels) + 1` is the longest
-    dependency chain, which equals the task's `min_length` (spec §2)."""
+    dependency chain, which equals the task's `min_length` (docs/evaluation.md §2)."""
     memo: list[int | None] = [None] * len(deps)
 
     def level(start: int) -> int:

@@ -1,8 +1,8 @@
 """Descriptive statistics of a dataset (what `data stats` prints).
 
 Step counts come from the gold dependency graphs: a task's depth is its longest dependency chain (the
-`min_length` of spec §2), and its as-soon-as-possible schedule puts every node on the level given by that
-chain; the tool calls on one level form one parallel step.
+`min_length` of docs/evaluation.md §2), and its as-soon-as-possible schedule puts every node on the level
+given by that chain; the tool calls on one level form one parallel step.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Validation of one dataset line against the release schema (spec §1).
+"""Validation of one dataset line against the release schema (docs/evaluation.md §1).
 
 Refuses what the reference implementation assumes and crashes without (cyclic or out-of-range
 dependencies, unknown task types, per-task lists of different lengths, malformed tool schemas, ids that
@@ -163,7 +163,7 @@ def _check_tools(tools: list[dict[str, Any]], row: _Row) -> None:
 
 
 def _check_schema(node: Any, field: str, row: _Row) -> None:
-    """The shapes the argument checker walks (spec §5): it crashes on anything else."""
+    """The shapes the argument checker walks (docs/evaluation.md §5): it crashes on anything else."""
     if not isinstance(node, dict):
         raise row.error(field, f"schema node must be an object, got {_json_type(node)}")
     kind = node.get("type")

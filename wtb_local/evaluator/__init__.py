@@ -1,4 +1,5 @@
-"""The benchmark's evaluation semantics (spec: evaluator.md). Pure Python: no I/O, no torch.
+"""The benchmark's evaluation semantics (docs/evaluation.md, sections cited as §N). Pure Python: no I/O,
+no torch.
 
 - `paths`: lazy execution-path engine (candidates per step, min_length, first optimal path), §2
 - `tools`: float -> number tool conversion, §1

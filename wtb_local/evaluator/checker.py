@@ -1,4 +1,4 @@
-"""The benchmark's argument checker (spec §5): schema check of the prediction, then match against gold.
+"""The benchmark's argument checker (docs/evaluation.md §5): schema check of the prediction, then gold match.
 
 `check_arguments` returns `"correct"` or the first failure, worded exactly as the reference words it.
 Quirks of the reference that decide verdicts are kept on purpose (each is marked where it happens).
@@ -48,7 +48,8 @@ _jieba: Any = None
 def check_arguments(
     tools: list[dict], name: str, predicted_arguments: str | Any, gold_arguments: str | Any
 ) -> str:
-    """Verdict of one predicted call against its gold call: `"correct"` or the first failure (spec §5).
+    """Verdict of one predicted call against its gold call: `"correct"` or the first failure
+    (docs/evaluation.md §5).
 
     Arguments that are not text are serialized with `json.dumps(..., ensure_ascii=False)` first.
     """

@@ -1,4 +1,5 @@
-"""The conversation given to the model for each task (spec §3): system line, gold history, user task.
+"""The conversation given to the model for each task (docs/evaluation.md §3): system line, gold history,
+user task.
 
 Nodes are read into `GoldNode`s (plain fields, release dicts or `wtb_local.schema.Node` alike) once per
 session; the history of task j is the first optimal path of task j, never the model's own output.
@@ -29,7 +30,7 @@ class GoldNode:
 
     @property
     def gold_text(self) -> str:
-        """The gold arguments as the result file stores them (spec §5: exactly this json.dumps)."""
+        """The gold arguments as the result file stores them (docs/evaluation.md §5: this json.dumps)."""
         return json.dumps(self.arguments, ensure_ascii=False)
 
 
@@ -82,7 +83,7 @@ def gold_path_messages(
     task_idx: int,
     id_style: str = "openai",
 ) -> list[dict[str, Any]]:
-    """The assistant/user/tool messages replaying one gold path as history (spec §3 step 2)."""
+    """The assistant/user/tool messages replaying one gold path as history (docs/evaluation.md §3 step 2)."""
     messages: list[dict[str, Any]] = []
     for step_idx, step in enumerate(path):
         calls: list[dict[str, Any]] = []

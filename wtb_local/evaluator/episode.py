@@ -1,8 +1,8 @@
-"""The step loop of one task as a state machine (spec §4), driven from outside.
+"""The step loop of one task as a state machine (docs/evaluation.md §4), driven from outside.
 
 The runner keeps thousands of `Episode`s in flight: `request()` gives the conversation to send now,
 `accept(reply)` judges the reply by action names, extends the conversation and records the step in the
-task's `inference_log` exactly as the reference's result file does (spec §7).
+task's `inference_log` exactly as the reference's result file does (docs/evaluation.md §7).
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ ERROR_NO_CANDIDATE = "action name not in candidate_answer_function_list"
 ERROR_PARSE = "parse tool_calls failed, error: {}"
 ERROR_BEYOND = "current step: {}, idx_list is None"
 
-# spec §7 [defined here]: a step that had no candidates to compare still carries a readable answer.
+# docs/evaluation.md §7 [defined here]: a step that had no candidates to compare still carries a readable
+# answer.
 _EMPTY_ANSWER = {"candidate_0_answer_function_list": {"action": []}}
 
 
@@ -55,7 +56,8 @@ class Episode:
         self._messages: list[dict[str, Any]] = copy.deepcopy(list(messages))
         self._label = "error"
         self._accepted: dict[int, Step] = {}  # tool steps: they narrow the paths
-        self._asked: dict[int, Step] = {}  # text steps taken as ask: they do not narrow (spec §4)
+        # text steps taken as ask: they do not narrow (docs/evaluation.md §4)
+        self._asked: dict[int, Step] = {}
         self._log: dict[str, Any] = {
             "task_idx": task_idx,
             "begin_of_current_task": copy.deepcopy(self._messages[-1]) if self._messages else None,
@@ -80,7 +82,7 @@ class Episode:
         output_tokens: int = 0,
         extra: Mapping[str, Any] | None = None,
     ) -> None:
-        """Judge the reply to the current step and advance (spec §4)."""
+        """Judge the reply to the current step and advance (docs/evaluation.md §4)."""
         if self.done:
             raise RuntimeError(f"{self.session_id} task {self.task_idx}: accept() after the task ended")
         content = reply.get("content")
@@ -154,7 +156,7 @@ class Episode:
                 call_id = call["id"]
                 function = call["function"]
                 name = function["name"]
-                _ = function["arguments"]  # a call must carry arguments (spec §4 B)
+                _ = function["arguments"]  # a call must carry arguments (docs/evaluation.md §4 B)
                 ids.append(call_id)
                 names.append(name)
         except (KeyError, TypeError, IndexError) as exc:  # reported with Python's own message ("'id'")
@@ -261,7 +263,7 @@ class Episode:
 
     @property
     def asked_steps(self) -> dict[int, Step]:
-        """Text steps taken as an ask (they do not narrow the paths, spec §4), by step."""
+        """Text steps taken as an ask (they do not narrow the paths, docs/evaluation.md §4), by step."""
         return dict(self._asked)
 
     @property
@@ -273,7 +275,7 @@ class Episode:
         return self._label == "correct" and self.step == self.graph.min_length - 1
 
     def result(self) -> dict[str, Any]:
-        """The task's result-file entry (spec §7), as fresh dicts."""
+        """The task's result-file entry (docs/evaluation.md §7), as fresh dicts."""
         return {
             "action_name_label": self._label,
             "is_optimal": self.is_optimal,

@@ -1,4 +1,4 @@
-"""Deterministic tool-call ids (spec §3: the reference draws random ids; ids never affect scoring).
+"""Deterministic tool-call ids (docs/evaluation.md §3: the reference's are random; ids never affect scoring).
 
 Stable ids keep prompts byte-identical across steps and reruns, so prefix caching hits.
 """

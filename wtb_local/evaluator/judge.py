@@ -1,4 +1,4 @@
-"""Argument scoring of result rows into score rows (spec §5, §7). Pure: no I/O.
+"""Argument scoring of result rows into score rows (docs/evaluation.md §5, §7). Pure: no I/O.
 
 The walk over a task's steps keeps the reference's quirks because they decide verdicts and the progress
 rate: the step after the first failing step is deleted from the log and the task's `action_name_label`
@@ -22,7 +22,7 @@ def score_session(result_row: dict[str, Any]) -> dict[str, Any]:
     """One result-file line -> one score-file line `{"id", "results"}`. The input is not modified.
 
     A session whose `result` is an error string (the reference's record of a crashed session) keeps it
-    as `results`; the metrics count each of its tasks as failed (spec §7).
+    as `results`; the metrics count each of its tasks as failed (docs/evaluation.md §7).
     """
     result = result_row.get("result")
     if not isinstance(result, list):
@@ -31,7 +31,8 @@ def score_session(result_row: dict[str, Any]) -> dict[str, Any]:
 
 
 def score_task(task: dict[str, Any]) -> dict[str, Any]:
-    """Score one task's result entry; returns a new entry with `label` first (spec §5). The input is not
+    """Score one task's result entry; returns a new entry with `label` first (docs/evaluation.md §5). The
+    input is not
     modified: what the walk changes is copied, the rest (messages, tools) is shared."""
     scored = dict(task)
     if isinstance(scored.get("inference_log"), dict):
@@ -63,7 +64,7 @@ def _walk_steps(task: dict[str, Any]) -> str:
         step = log[key] = _copied(log[key], "inference_output", "inference_answer")
         if "inference_answer" not in step:
             # Steps with nothing to compare get an empty candidate so the reference scorer can read
-            # the file too (spec §7).
+            # the file too (docs/evaluation.md §7).
             step["inference_answer"] = {EMPTY_CANDIDATE_KEY: {"action": []}}
         output = step.get("inference_output")
         if not isinstance(output, dict) or output.get("current_action_name_label") != CORRECT:
@@ -117,7 +118,7 @@ def _score_step(step: dict[str, Any], output: dict[str, Any]) -> str | None:
 
 def _normalized_call(call: Any) -> dict[str, Any]:
     """A predicted call with text name and arguments: arguments that are not text are serialized first
-    (spec §5: the reference crashes on them)."""
+    (docs/evaluation.md §5: the reference crashes on them)."""
     call = dict(call) if isinstance(call, dict) else {}
     function = dict(call.get("function")) if isinstance(call.get("function"), dict) else {}
     function["name"] = (

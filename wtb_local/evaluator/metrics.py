@@ -1,4 +1,4 @@
-"""metric.json exactly as the reference computes it (spec §6): key order, buckets, 0.0 when empty."""
+"""metric.json as the reference computes it (docs/evaluation.md §6): key order, buckets, 0.0 when empty."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The lazy execution-path engine of one task (spec §2).
+"""The lazy execution-path engine of one task (docs/evaluation.md §2).
 
 The reference materialises every path of its depth-first search up front, which is exponential. Moves
 from a search state depend only on the set of visited nodes, so everything here is computed over search
@@ -91,7 +91,7 @@ class TaskGraph:
     # --- search states ------------------------------------------------------------------------------
 
     def moves(self, visited: int) -> tuple[Move, ...]:
-        """The reference's moves at a state, in its order (rules 1-4 of spec §2)."""
+        """The reference's moves at a state, in its order (rules 1-4 of docs/evaluation.md §2)."""
         cached = self._moves.get(visited)
         if cached is not None:
             return cached
@@ -164,7 +164,7 @@ class TaskGraph:
 
     @cached_property
     def min_length(self) -> int:
-        """Length of the shortest path = nodes on the longest dependency chain (spec §2)."""
+        """Length of the shortest path = nodes on the longest dependency chain (docs/evaluation.md §2)."""
         return self.longest_remaining(0)
 
     @cached_property

@@ -1,4 +1,4 @@
-"""Tool conversion (spec §1): what the model sees, what the result file stores, what the checker reads."""
+"""Tool conversion (docs/evaluation.md §1): what the model sees, the result file keeps, the checker reads."""
 
 from __future__ import annotations
 

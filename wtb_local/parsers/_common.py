@@ -3,7 +3,8 @@
 Conventions (the conformance suite checks them for every parser):
 - content is the text outside call markup, joined and stripped; `None` when nothing is left;
 - reasoning is the stripped text of the thinking block; `None` when absent or empty (thinking off);
-- JSON-native formats keep each call's argument text exactly as the model wrote it (spec §5 pairs
+- JSON-native formats keep each call's argument text exactly as the model wrote it (docs/evaluation.md §5
+pairs
   same-name calls by this text); other formats build it with `dumps_arguments`;
 - a cut-off call (finish_reason "length") is reported with `TRUNCATED`, never returned half-written.
 """

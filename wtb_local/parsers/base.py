@@ -37,5 +37,6 @@ class ToolParser(ABC):
 
 
 def dumps_arguments(value: Any) -> str:
-    """Arguments text for formats that are not JSON (spec §5): json.dumps with ensure_ascii=False."""
+    """Arguments text for formats that are not JSON (docs/evaluation.md §5): json.dumps with
+    ensure_ascii=False."""
     return json.dumps(value, ensure_ascii=False)

@@ -1,7 +1,7 @@
 """Hammer2.1 format: the xLAM JSON list of `{"name": …, "arguments": {…}}`, written in a ``` fence.
 
 Hammer2.1's template asks for the list inside a ``` block and for `[]` when no call is needed
-(paper-harness §2.3, tool-call-formats §3.9); parsing is the xLAM parser's (fence optional, prose kept).
+(docs/reference/paper-harness.md §2.3); parsing is the xLAM parser's (fence optional, prose kept).
 """
 
 from __future__ import annotations

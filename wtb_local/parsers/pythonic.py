@@ -3,7 +3,7 @@
 Llama-3.2/3.3 with the pythonic prompt, ToolACE-2-8B, watt-tool-8B/70B, Gemma-3 (prompted) and Llama-4
 (optionally wrapped in `<|python_start|>…<|python_end|>`). Lists are found anywhere in the reply (prose
 around them is content) and read with `ast`, never evaluated. Argument text is `dumps_arguments` of the
-literal values (spec §5: the format is not JSON).
+literal values (docs/evaluation.md §5: the format is not JSON).
 """
 
 from __future__ import annotations

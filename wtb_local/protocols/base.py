@@ -27,6 +27,9 @@ class Protocol(ABC):
     name: ClassVar[str]
     checker: ClassVar[str]  # the argument checker its runs are scored with ("strict", "lenient")
     reproduces_paper: ClassVar[bool] = False  # runs as the paper's harness did (its numbers are comparable)
+    # renders with the project's template overrides when a model's own template cannot render the run
+    # (release); False: always the model's own template, as the paper's harness did
+    uses_template_overrides: ClassVar[bool] = True
     # The value in the run's hashed configuration (None: left out, so runs made before protocols resume).
     hash_value: ClassVar[str | None]
 
@@ -52,6 +55,11 @@ class Protocol(ABC):
     def apply(self, values: dict[str, Any], *, renderer: Any, parser: Any, selected: list[Any],
               parses_replies: bool) -> ProtocolRun:
         """The renderer, parser, episodes and manifest section of a run."""
+
+    def planned_parser(self, values: dict[str, Any], native: Any) -> tuple[str, str]:
+        """(parser name, family label) a run will read replies with, for a plan made before any run
+        (`plan`): the protocol's parser around the native one `native`."""
+        return native.name, self.name
 
     def step_episodes(self, session: Any, model: str) -> list[Any]:
         """One session's episodes for `render` (no run prepared)."""

@@ -15,6 +15,7 @@ class PaperProtocol(Protocol):
     checker = "lenient"
     hash_value = "paper"
     reproduces_paper = True
+    uses_template_overrides = False
 
     def family(self, values: dict[str, Any]) -> FamilyRule:
         """`--paper-family`, else the family of the model id (or the run's model name)."""
@@ -92,6 +93,14 @@ class PaperProtocol(Protocol):
         setup = PaperSetup(rule, dates, texts, sources, special)
         return ProtocolRun(renderer, parser, setup.episodes_for, self.section(setup, values), template_sha256,
                            parser_name, setup)
+
+    def planned_parser(self, values: dict[str, Any], native: Any) -> tuple[str, str]:
+        from wtb_local.protocols.parse_rules import PaperParser
+
+        rule = self.family(values)
+        parser = PaperParser(rule.parse_rule, special_tokens=[], native=native if rule.parse_rule == "native" else None)
+        # an inferred rule is a fact about the comparison, not a problem with the run: the label says it
+        return parser.name, f"{rule.name} ({'documented' if rule.documented else 'inferred'})"
 
     def section(self, setup: Any, values: dict[str, Any]) -> dict[str, Any]:
         """The manifest's `protocol` key: the protocol, its checker and every per-family setting applied."""

@@ -1,9 +1,9 @@
 """Reshape an OpenAI-shaped conversation into what one chat template needs, deterministically.
 
-Templates disagree on details the OpenAI shape leaves open (tool-call-formats.md §2.2-2.4): arguments as
-a dict or as JSON text, an assistant's `content` as `""` or `None`, the shape of call ids, and whether an
-assistant message may hold several calls. An `Adaptation` names one combination; `adapt_messages` applies
-it without ever dropping history and without mutating its input.
+Templates disagree on details the OpenAI shape leaves open (docs/parsers-and-templates.md, "Message
+adaptations"): arguments as a dict or as JSON text, an assistant's `content` as `""` or `None`, the shape
+of call ids, and whether an assistant message may hold several calls. An `Adaptation` names one combination;
+`adapt_messages` applies it without ever dropping history and without mutating its input.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Scoring: result file -> score rows + metric dict, and the files the reference writes (spec §5-§7).
+"""Scoring: result file -> score rows + metric dict, and the files the reference writes
+(docs/evaluation.md §5-§7).
 
 - `score_results(result_rows, sessions, model_name) -> (score_rows, metric)`
 - `score_file(path, sessions, model_name=None)`: the same from a result file (or a score file, whose

@@ -1,5 +1,5 @@
-"""Result, score and metric files (spec §7): JSON lines read with one-line errors, written like the
-reference lays them out (`score/<model>/Wild-Tool-Bench_score.jsonl`, `..._metric.json`)."""
+"""Result, score and metric files (docs/evaluation.md §7): JSON lines read with one-line errors, written
+like the reference lays them out (`score/<model>/Wild-Tool-Bench_score.jsonl`, `..._metric.json`)."""
 
 from __future__ import annotations
 
