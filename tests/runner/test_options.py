@@ -7,7 +7,9 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from wtb_local.backends import backend_choices, backend_names
 from wtb_local.cli.run import run
+from wtb_local.protocols import protocol_names
 from wtb_local.runner.config import _HASHED_WHEN_SET, HASHED_FIELDS, config_hash, hashed_config
 from wtb_local.runner.options import RunOptions, cli_fields, env_name, options_from_click
 from wtb_local.runner.resolved import ResolvedRun
@@ -28,6 +30,9 @@ def test_every_field_is_an_option_with_its_env_twin_and_help() -> None:
     for name, cli in cli_fields().items():
         assert (params[name].envvar, params[name].help, params[name].show_envvar) == (env_name(name), cli.help, True)
     assert env_name("max_new_tokens") == "WTB_MAX_NEW_TOKENS"
+    # the backend choices are the registry's, the protocol choices the protocols'
+    assert set(params["backend"].type.choices) == {"auto", *backend_names()} == set(backend_choices())
+    assert tuple(params["protocol"].type.choices) == protocol_names()
 
 
 def test_the_hashed_configuration_is_declared_by_the_options_and_unchanged() -> None:
