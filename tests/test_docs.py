@@ -15,7 +15,6 @@ EVALUATION = DOCS / "evaluation.md"
 
 # Pages other branches add; each entry goes once its file is in the tree (the test below fails on a stale one).
 PENDING_PAGES: dict[str, str] = {
-    "docs/outputs-and-reports.md": "how a run directory becomes rows, labels and notes",
     "docs/install.md": "installing from a wheel, the newest libraries",
     "docs/multinode.md": "models that need several nodes",
     "docs/runner-speed.md": "the runner's own time per step",
@@ -28,8 +27,6 @@ NOT_YET_SWEPT: dict[str, str] = {
     "wtb_local/backends/gold_replies.py": "spec §",
     "wtb_local/testing/reference_paths.py": "spec §",
     "wtb_local/rendering/probe.py": "spec §",
-    "wtb_local/scoring/taxonomy.py": "../shared, a README section now in docs/reports.md",
-    "wtb_local/reports/sections.py": "a README section now in docs/reports.md",
     "scripts/bench_paths.py": "spec §",
 }
 

@@ -108,3 +108,49 @@ def qwen_tiny_dir_for_doctor(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     return build_tiny_model(tmp_path_factory.mktemp("doctor") / "qwen", chat_template("Qwen/Qwen2.5-7B-Instruct"),
                             special_tokens=["<tool_call>", "</tool_call>"])
+
+
+def test_a_model_the_hub_cannot_give_is_an_error_when_the_hub_is_unreachable(tmp_path: Path) -> None:
+    """Hub at a closed loopback port, nothing cached (empty HF_HOME): a run could not start, so doctor says
+    so and exits 1, instead of promising a download on the first run."""
+    hub = tmp_path / "hf-home" / "hub"
+    done = _doctor(tmp_path, "--model", "Qwen/Qwen3-8B", gpus=[], HF_HUB_OFFLINE="0", HF_HOME=str(tmp_path / "hf-home"),
+                   HF_HUB_CACHE=str(hub), HF_ENDPOINT="http://127.0.0.1:9", WTB_NETWORK_TIMEOUT="2")
+    assert done.returncode == 1
+    rows = _lines(done)
+    status, detail = rows["hub"]
+    assert status == "warning" and detail.startswith("the Hugging Face hub http://127.0.0.1:9 is unreachable (")
+    assert detail.endswith(f"; Qwen/Qwen3-8B is not in the cache {hub}: download it where the hub is reachable, or "
+                           "pass a local model directory; HF_HUB_OFFLINE=1 uses only the cache")
+    assert rows["model"] == ("error", (f"Qwen/Qwen3-8B: config.json not in the hub cache {hub} and the hub is "
+                                      "unreachable: a run cannot start here; download it where the hub is reachable, "
+                                      "or pass a local model directory"))
+    assert rows["tokenizer"] == ("warning", ("Qwen/Qwen3-8B: not on disk, so the chat template cannot be probed: it "
+                                            "cannot be fetched here"))
+    assert rows["parser"] == ("ok", "hermes (from the model id)")
+    assert "downloaded on the first run" not in done.stdout
+    assert done.stderr.strip() == "Error: 1 check(s) failed; see the lines marked error"
+
+
+def test_offline_and_not_cached_is_an_error_and_a_cached_model_passes(tmp_path: Path) -> None:
+    hub = tmp_path / "hub"
+    done = _doctor(tmp_path, "--model", "Qwen/Qwen3-8B", gpus=[])
+    assert done.returncode == 1
+    rows = _lines(done)
+    assert rows["hub"] == ("ok", f"off (HF_HUB_OFFLINE=1 keeps the hub off): only the cache {hub} is read")
+    assert rows["model"] == ("error", (f"Qwen/Qwen3-8B: config.json not in the hub cache {hub} and HF_HUB_OFFLINE=1 "
+                                      "keeps the hub off: a run cannot start here; download it where the hub is "
+                                      "reachable, or pass a local model directory"))
+
+    snapshot = hub / "models--Qwen--Qwen3-8B" / "snapshots" / ("a" * 40)
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").write_text(json.dumps(QWEN3_8B))
+    (hub / "models--Qwen--Qwen3-8B" / "refs").mkdir()
+    (hub / "models--Qwen--Qwen3-8B" / "refs" / "main").write_text("a" * 40)
+    cached = _doctor(tmp_path, "--model", "Qwen/Qwen3-8B", gpus=[H100])
+    rows = _lines(cached)
+    assert rows["model"] == ("ok", f"Qwen/Qwen3-8B: config.json in the hub cache {hub}")
+    # the config is there, the tokenizer is not, and nothing can fetch it: still a run that cannot start
+    assert rows["tokenizer"] == ("error", (f"Qwen/Qwen3-8B: not in the hub cache {hub} and HF_HUB_OFFLINE=1 keeps "
+                                          "the hub off: a run cannot start here"))
+    assert cached.returncode == 1 and rows["fit"][0] == "ok"

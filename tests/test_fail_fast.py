@@ -129,3 +129,47 @@ def test_limit_zero_is_refused(tmp_path: Path) -> None:
                  "--out", str(tmp_path / "r")], _env(tmp_path), tmp_path)
     assert done.returncode == 2 and "Error: Invalid value for '--limit' (env var: 'WTB_LIMIT'): 0 is not in the range x>=1." in done.stderr
     assert not (tmp_path / "r").exists()
+
+
+def _start_up(env: dict[str, str], cwd: Path) -> float:
+    """Seconds `run --help` takes: the interpreter's and the CLI's start-up on this machine, now."""
+    started = time.monotonic()
+    assert _wtb(["run", "--help"], env, cwd).returncode == 0
+    return time.monotonic() - started
+
+
+@pytest.mark.parametrize("backend", ["transformers", "vllm"])
+def test_offline_with_a_model_not_in_the_cache_stops_in_a_second_naming_the_cache(tmp_path: Path,
+                                                                                backend: str) -> None:
+    """HF_HUB_OFFLINE=1 and an empty HF_HOME: one line naming the cache path, before the tokenizer is loaded
+    (transformers alone spends seconds and ends with "check your internet connection")."""
+    env = _env(tmp_path, HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf-home"))
+    env.pop("HF_HUB_CACHE")
+    started = time.monotonic()
+    done = _wtb(["run", "--model", "nobody/absent-model", "--backend", backend, "--dataset", "sample",
+                 "--out", str(tmp_path / "r")], env, tmp_path)
+    elapsed = time.monotonic() - started
+    assert _one_line(done) == (
+        f"Error: nobody/absent-model is not in the hub cache {tmp_path / 'hf-home' / 'hub'} and HF_HUB_OFFLINE=1 "
+        "keeps the hub off: download it where the hub is reachable, unset HF_HUB_OFFLINE, or pass a local model "
+        "directory")
+    assert "internet" not in done.stderr
+    # Within a second of the command's own start-up (interpreter and CLI, timed with `run --help` here, which a
+    # busy machine slows down as much): about 0.2 s more than `run --help`, 2.2 s in all with 2 cores shared by
+    # a dozen processes; before, about 30 s there and a multi-line transformers error.
+    start_up = max(_start_up(env, tmp_path) for _ in range(2))
+    assert elapsed < max(3.0, start_up + 1.0), (elapsed, start_up)
+    assert not (tmp_path / "r").exists()
+
+
+def test_offline_with_a_cached_model_passes_the_check(tmp_path: Path) -> None:
+    """The same check lets a cached model through: the run gets as far as the template (which the fake
+    snapshot lacks), not stopped by the cache check."""
+    snapshot = tmp_path / "hub" / "models--org--cached" / "snapshots" / ("a" * 40)
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").write_text("{}")
+    (tmp_path / "hub" / "models--org--cached" / "refs").mkdir()
+    (tmp_path / "hub" / "models--org--cached" / "refs" / "main").write_text("a" * 40)
+    done = _wtb(["render", "--model", "org/cached"], _env(tmp_path, HF_HUB_OFFLINE="1"), tmp_path)
+    assert done.returncode == 1 and done.stderr.startswith("Error: "), done.stderr
+    assert "is not in the hub cache" not in done.stderr and "tokenizer" in done.stderr  # got as far as loading it

@@ -114,7 +114,8 @@ def test_paper_rows_and_differences(oracle: Path, tmp_path: Path) -> None:
         ("Qwen_Qwen3-8B", "ours"), ("paper: Qwen3-8B", "paper"), ("diff: Qwen_Qwen3-8B", "diff")]
     assert six[1]["task_acc"] == "48.1400" and six[2]["task_acc"] == "51.8600"
     assert "diff: Qwen_Qwen3-8B  +39.84" in done.stdout
-    assert "8 of the release's 256 sessions scored" in done.stdout
+    assert ("note: Qwen_Qwen3-8B: 8 of the release's 256 sessions were scored (dataset: sample); the paper's row "
+            "is over all 256.") in done.stdout.splitlines()
     health = _csv(tmp_path / "health.csv")
     assert health[0]["tasks"] == "32" and health[0]["steps"] == "74" and health[0]["parse_failure_pct"] == "0.0000"
     assert health[0]["failed_requests"] == "0" and health[0]["status"] == "complete"

@@ -182,3 +182,84 @@ def test_score_files_carry_the_category_after_the_reference_fields() -> None:
         None: 136, "Redundant Call": 46, "Param Value Error": 26, "Call Error": 14, "Refusal": 12,
         "Early Termination": 5, "Missing Param": 5, "Wrong Refusal": 4, "Param Hallucination": 3,
         "Wrong Name": 3, "Param Type Error": 2})
+
+
+# --- one taxonomy, two scorers: what differs is the parameter record read and whether run errors exist ---------
+
+
+def _lenient_task(errors: list[dict[str, Any]]) -> dict[str, Any]:
+    """A lenient score entry whose action was right and whose arguments failed (§3.1 step 3)."""
+    task = _task(_step(["f"]), _step(["g"]), _step(text="done"), name_label="correct", args_label="error")
+    task["argument_errors"] = errors
+    return task
+
+
+@pytest.mark.parametrize(("case", "task", "gold", "release", "paper"), [
+    # §1.1: a request the harness's server failed on came back as an empty answer: one text-less step
+    ("an unserved lone step", _task(_step(text="", label="error", finish_reason="error",
+                                          error_reason="prompt too long: 9 > 8")),
+     ["f", PREP], tx.RUN_ERROR, tx.REFUSAL),
+    # §3.2 A.3: the content-filter marker is a refusal, not a hallucinated name
+    ("filter_by_prompt", _task(_step(["f"]), _step(["filter_by_prompt"], label="error")),
+     ["f", "g", PREP], tx.REFUSAL, tx.REFUSAL),
+    # §3.2 A.3: a label stops only its step; a later step's label replaces it
+    ("a wrong name, then the marker", _task(_step(["zzz"]), _step(["filter_by_prompt"], label="error")),
+     ["f", "g", PREP], tx.REFUSAL, tx.REFUSAL),
+    ("the marker, then a wrong name", _task(_step(["filter_by_prompt"]), _step(["zzz"], label="error")),
+     ["f", "g", PREP], tx.WRONG_NAME, tx.WRONG_NAME),
+    # §3.2 A.3 c: text mid-sequence counts as an ask the gold lacks
+    ("premature text", _task(_step(["f"]), _step(text="here", label="error")), ["f", "g", PREP],
+     tx.CALL_ERROR, tx.CALL_ERROR),
+])
+def test_both_scorers_classify_action_errors_by_the_papers_rules(case: str, task: dict[str, Any], gold: list[str],
+                                                                 release: str, paper: str) -> None:
+    assert classify_task(task, gold, TOOLS, tx.RELEASE) == release
+    assert classify_task(task, gold, TOOLS, tx.PAPER) == paper
+
+
+@pytest.mark.parametrize(("errors", "label"), [
+    # §3.2 B: the failing pair of the smallest step index, then miss > hallucination > type > value-halluc. > value
+    ([{"idx": 1, "error_type": ["miss required params"]}, {"idx": 0, "error_type": ["param value error", "type error"]}],
+     tx.PARAM_TYPE_ERROR),
+    ([{"idx": 0, "error_type": ["param value error", "param value hallucination"]}], tx.PARAM_VALUE_HALLUCINATION),
+    ([{"idx": 2, "error_type": ["param hallucination", "miss required params"]}], tx.MISSING_PARAM),
+    ([{"idx": 0, "error_type": ["param value error"]}], tx.PARAM_VALUE_ERROR),
+    ([], tx.UNCLASSIFIED),  # the harness asserts here (its pairing bug)
+])
+def test_the_paper_scorer_reads_the_lenient_checkers_record(errors: list[dict[str, Any]], label: str) -> None:
+    task = _lenient_task(errors)
+    assert classify_task(task, ["f", "g", PREP], TOOLS, tx.PAPER) == label
+    # the strict reader looks for the strict checker's messages on the steps: there are none
+    assert classify_task(task, ["f", "g", PREP], TOOLS, tx.RELEASE) == tx.UNCLASSIFIED
+
+
+def test_the_harness_labels_are_the_taxonomys_in_the_scripts_order() -> None:
+    from wtb_local.protocols.harness_scoring import ERROR_TYPES
+
+    assert ERROR_TYPES == tuple(tx.HARNESS_LABELS.values())
+    assert list(tx.HARNESS_LABELS) == [label for label in tx.LABELS if label not in (tx.RUN_ERROR, tx.UNCLASSIFIED)]
+    # §3.3: a hallucinated value goes with hallucinated parameters in the paper's columns (an inference)
+    assert tx.PAPER_COLUMNS["param_hallucination"] == (tx.PARAM_HALLUCINATION, tx.PARAM_VALUE_HALLUCINATION)
+
+
+def test_report_counts_a_paper_runs_categories_as_its_scorer_did(tmp_path: Path) -> None:
+    """A --protocol paper run: `report`'s every-label section equals the harness's own counts in the run's
+    metric file (`error_type_info`), not the release rules applied to lenient verdicts."""
+    import csv
+
+    from click.testing import CliRunner
+
+    from tests.runner.conftest import invoke, scripted_args
+    from wtb_local.cli import cli
+
+    assert invoke(scripted_args(tmp_path / "paper", "--protocol", "paper")).exit_code == 0
+    metric = json.loads((tmp_path / "paper" / "score" / "scripted" / "Wild-Tool-Bench_metric.json").read_text())
+    counts = {label: metric["error_type_info"][name]["count"] for label, name in tx.HARNESS_LABELS.items()}
+    failed = metric["total_info"]["task"]["total_count"] - metric["total_info"]["task"]["correct_count"]
+    assert sum(counts.values()) == failed and counts[tx.PARAM_VALUE_ERROR] > 0
+    done = CliRunner().invoke(cli, ["report", str(tmp_path / "paper"), "--out", str(tmp_path / "r"), "--format", "csv"])
+    assert done.exit_code == 0, done.output
+    with (tmp_path / "r" / "errors.csv").open(encoding="utf-8") as handle:
+        row = next(csv.DictReader(handle))
+    assert row["model"] == "scripted [paper-lenient]" and int(row["failed"]) == failed
+    assert {label: round(float(row[label] or 0) * failed / 100) for label in counts} == counts

@@ -1,7 +1,8 @@
 """`doctor`: what this machine can run, one line per check with ok / warning / error and what to do.
 
 Checks are cheap and local (no model weights are loaded; the only network access is the hub check of
-preflight.py, skipped with HF_HUB_OFFLINE=1). The fit estimate compares the model's weight bytes (from the
+preflight.py, skipped with HF_HUB_OFFLINE=1). A hub model that is not cached while the hub cannot be read
+(unreachable, or turned off) is an error: a run could not start. The fit estimate compares the model's weight bytes (from the
 safetensors files or their index on disk, else estimated from config.json) with the visible GPUs' memory.
 """
 
@@ -206,16 +207,28 @@ def model_checks(model: str, gpu_rows: list[str], revision: str | None = None) -
     from wtb_local.runner import preflight
 
     checks = []
-    if preflight.needs_hub(model):
+    hub_id = not preflight.looks_local(model)
+    hub_down = None  # why the hub cannot be read: turned off, or unreachable
+    if hub_id and preflight.hub_offline():
+        hub_down = f"{preflight.offline_variable()}=1 keeps the hub off"
+        checks.append(Check(OK, "hub", f"off ({hub_down}): only the cache {preflight.hub_cache()} is read"))
+    elif hub_id:
         problem = preflight.hub_problem(model, revision)
+        hub_down = "the hub is unreachable" if problem else None
         checks.append(Check(WARNING, "hub", problem) if problem else Check(OK, "hub", preflight.hub_endpoint()))
     config_path = model_file(model, "config.json")
     tokenizer_path = model_file(model, "tokenizer_config.json")
-    where = "directory" if Path(model).expanduser().is_dir() else f"hub cache {preflight.hub_cache()}"
-    if config_path is None:
+    where = "directory" if not hub_id else f"hub cache {preflight.hub_cache()}"
+    if config_path is None and hub_down:
+        # Nothing can fetch it: a run would stop at its first check (preflight.require_hub).
+        checks.append(Check(ERROR, "model", f"{model}: config.json not in the {where} and {hub_down}: a run cannot "
+                                            "start here; download it where the hub is reachable, or pass a local "
+                                            "model directory"))
+        config: dict[str, Any] = {}
+    elif config_path is None:
         checks.append(Check(WARNING, "model", f"{model}: config.json not in the {where}: it is downloaded on the "
                                               "first run (or pass a local model directory)"))
-        config: dict[str, Any] = {}
+        config = {}
     else:
         checks.append(Check(OK, "model", f"{model}: config.json in the {where}"))
         try:
@@ -223,8 +236,13 @@ def model_checks(model: str, gpu_rows: list[str], revision: str | None = None) -
         except (OSError, ValueError):
             config = {}
     if tokenizer_path is None:
-        checks.append(Check(WARNING, "tokenizer", f"{model}: not on disk, so the chat template cannot be "
-                                                  "probed: the first run downloads it"))
+        if hub_down and config_path is not None:  # the model line said nothing is missing
+            checks.append(Check(ERROR, "tokenizer", f"{model}: not in the {where} and {hub_down}: a run cannot "
+                                                    "start here"))
+        else:
+            later = "it cannot be fetched here" if hub_down else "the first run downloads it"
+            checks.append(Check(WARNING, "tokenizer", f"{model}: not on disk, so the chat template cannot be "
+                                                      f"probed: {later}"))
         checks.append(_parser_check(model, None, config))
     else:
         checks.append(Check(OK, "tokenizer", f"{model}: on disk"))

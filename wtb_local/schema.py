@@ -105,6 +105,9 @@ class ParseResult(BaseModel):
     content: str | None = None
     tool_calls: list[ParsedCall] = Field(default_factory=list)
     errors: list[str] = Field(default_factory=list)
+    # Calls written inside the reasoning block (docs/parser-policies.md §1): not in `tool_calls` under the
+    # release protocol (vLLM drops them too), kept by the paper protocol's rules; counted either way.
+    calls_in_reasoning: int = 0
 
 
 # --- generation (backends) -------------------------------------------------------------------------------

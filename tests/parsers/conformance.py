@@ -8,7 +8,8 @@ Families add what only they can write through hooks:
 - `malformed_samples()`: {case: text} replies that attempt a call that cannot be read; each must come
   back with errors (never as a clean plain-text answer);
 - `bad_then_good_sample()`: one reply with a broken call followed by a good call to `search`; the good
-  call must survive.
+  call must survive;
+- `call_inside_reasoning(outer)`: a closed reasoning block holding a call (built from `format`).
 Declared limitations go in `xfail_cases = {"test_name": "reason"}` (applied as pytest.xfail, so an
 unexpected pass is visible in the report and nothing is skipped silently).
 """
@@ -86,6 +87,7 @@ class ParserConformance:
     parser_options: ClassVar[dict[str, Any]] = {}
     supports_reasoning: ClassVar[bool] = False  # `format` writes a thinking block and `parse` splits it
     reasoning_open_tag: ClassVar[str] = "<think>"  # removed to test a prompt that pre-filled it
+    reasoning_close_tag: ClassVar[str] = "</think>"
     xfail_cases: ClassVar[dict[str, str]] = {}
 
     # --- hooks ----------------------------------------------------------------------------------------
@@ -95,6 +97,14 @@ class ParserConformance:
 
     def bad_then_good_sample(self) -> str | None:
         return None
+
+    def call_inside_reasoning(self, outer: list[ParsedCall]) -> str:
+        """A reply whose closed reasoning block holds a call to `search` in the family's own markup, then
+        the answer "Done." and the `outer` calls."""
+        inner = self.parser.format(None, [call("search", {"query": "inside"})])
+        if self.reasoning_close_tag in inner:  # formats that always open with a (here empty) reasoning block
+            inner = inner.split(self.reasoning_close_tag, 1)[1]
+        return self.parser.format("Done.", outer, f"Let me see. {inner.strip()} No, not yet.")
 
     # --- helpers --------------------------------------------------------------------------------------
 
@@ -224,6 +234,20 @@ class ParserConformance:
         assert result.reasoning == "Thinking it over.", (text, result)
         self.assert_calls(result, [call("search", {"query": "x"})], text)
         assert same_content(result.content, "Answer."), result
+
+    @pytest.mark.parametrize("outer", [[], [call("get_weather", {"city": "Paris"})]], ids=["alone", "then-a-call"])
+    def test_call_inside_closed_reasoning_is_dropped_and_counted(self, outer: list[ParsedCall]) -> None:
+        """docs/parser-policies.md §1, release protocol: reasoning is split off first and a call inside it
+        is part of the reasoning, not a call (as vLLM's reasoning + tool parsers do); it is counted."""
+        if not self.supports_reasoning:
+            return
+        text = self.call_inside_reasoning(outer)
+        result = parse_completion(self.parser, text, tools=TOOLS, finish_reason="stop")
+        assert result.errors == [], (text, result)
+        self.assert_calls(result, outer, text)
+        assert result.calls_in_reasoning == 1, (text, result)
+        assert "search" in (result.reasoning or "") and "No, not yet." in (result.reasoning or ""), result
+        assert same_content(result.content, "Done."), result
 
     def test_truncated_call(self) -> None:
         full = self.parser.format(

@@ -6,7 +6,7 @@ import json
 from typing import ClassVar
 
 from tests.parsers.conformance import ParserConformance
-from wtb_local.parsers import select_parser
+from wtb_local.parsers import parse_completion, select_parser
 
 CALL = "<|channel|>commentary to=functions.{name} <|constrain|>json<|message|>{args}<|call|>"
 
@@ -17,6 +17,10 @@ class TestGptOss(ParserConformance):
     xfail_cases: ClassVar[dict[str, str]] = {
         "test_reasoning_prefilled_open_tag": "Harmony has no pre-filled reasoning tag: the prompt ends with "
                                              "<|start|>assistant and the model writes the analysis header",
+        "test_call_inside_closed_reasoning_is_dropped_and_counted": "Harmony has no reasoning block a call could sit "
+                                                                    "in: writing a call's header ends the analysis "
+                                                                    "message (test_a_call_between_analysis_messages_"
+                                                                    "is_a_call)",
     }
 
     def malformed_samples(self) -> dict[str, str]:
@@ -36,6 +40,18 @@ class TestGptOss(ParserConformance):
         result = self.parse(text)
         assert result.reasoning == "Need weather." and result.content is None
         assert [(c.name, c.arguments) for c in result.tool_calls] == [("get_weather", '{"city":"SF"}')]
+
+    def test_a_call_between_analysis_messages_is_a_call(self) -> None:
+        """docs/parser-policies.md §1: in Harmony, reasoning is a channel, not a block; a call message between
+        two analysis messages is a call, and nothing is counted as a call inside reasoning."""
+        text = ("<|channel|>analysis<|message|>Let me see.<|end|><|start|>assistant"
+                + CALL.format(name="search", args='{"query": "inside"}')
+                + "<|start|>assistant<|channel|>analysis<|message|>No, not yet.<|end|>"
+                "<|start|>assistant<|channel|>final<|message|>Done.<|return|>")
+        result = parse_completion(self.parser, text)
+        assert result.reasoning == "Let me see.\nNo, not yet." and result.content == "Done."
+        assert [(c.name, c.arguments) for c in result.tool_calls] == [("search", '{"query": "inside"}')]
+        assert result.calls_in_reasoning == 0 and result.errors == []
 
     def test_preamble_is_content(self) -> None:
         text = ("<|channel|>commentary<|message|>Plan: look it up.<|end|><|start|>assistant"

@@ -63,6 +63,7 @@ class TestMistralV11(MistralFamilyCases, ParserConformance):
     parser_name = "mistral_v11"
     supports_reasoning = True
     reasoning_open_tag = "[THINK]"
+    reasoning_close_tag = "[/THINK]"
 
     def test_selection(self) -> None:
         for model in ("mistralai/Mistral-Small-3.2-24B-Instruct-2506", "mistralai/Magistral-Small-2506",

@@ -18,6 +18,7 @@ class TestSeedOss(ParserConformance):
     parser_name = "seed_oss"
     supports_reasoning = True
     reasoning_open_tag = "<seed:think>"
+    reasoning_close_tag = "</seed:think>"
 
     def malformed_samples(self) -> dict[str, str]:
         return {

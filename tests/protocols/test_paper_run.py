@@ -39,7 +39,7 @@ def test_paper_oracle_run_rescore_and_report_in_subprocesses(tmp_path: Path) -> 
     run_dir = tmp_path / "qwen-paper"
     done = _cli(*_oracle(run_dir, QWEN, "--protocol", "paper"))
     assert done.returncode == 0, done.stderr
-    assert "Qwen_Qwen2.5-7B-Instruct [paper]  100.00" in done.stdout  # labelled as `report` labels it
+    assert "Qwen_Qwen2.5-7B-Instruct [paper-lenient]  100.00" in done.stdout  # labelled as `report` labels it
     assert "note: this run: --protocol paper; the paper's open-model rows come from the authors' older harness" in done.stdout
 
     manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
@@ -60,7 +60,7 @@ def test_paper_oracle_run_rescore_and_report_in_subprocesses(tmp_path: Path) -> 
 
     strict = _cli("rescore", str(run_dir), "--checker", "strict")
     assert strict.returncode == 0, strict.stderr
-    assert "Qwen/Qwen2.5-7B-Instruct [paper-strict]  100.00" in strict.stdout
+    assert "Qwen_Qwen2.5-7B-Instruct [paper-strict]  100.00" in strict.stdout
     report = _cli("report", str(run_dir), "--table", "7")
     assert report.returncode == 0, report.stderr
     rows = {line.split("  ")[0]: line.split()[-10:] for line in report.stdout.splitlines()[2:]}
@@ -232,15 +232,16 @@ def test_oracle_replies_in_each_familys_format_pass_its_parse_rule(tmp_path: Pat
     protocol = json.loads((tmp_path / "r" / "manifest.json").read_text(encoding="utf-8"))["protocol"]
     assert (protocol["family"]["name"], protocol["documented"], bool(protocol["inferred"])) == (
         family, documented, not documented)
-    # the main job and `report` say when the rule is inferred
-    note = f"note: {model}: the paper-protocol rule `{family}` is inferred, not documented by the paper's harness"
+    # the main job and `report` say when the rule is inferred (report: after the row's label)
+    note = f"note: the paper-protocol rule `{family}` is inferred, not documented by the paper's harness"
     assert (note in done.output) is not documented
     from click.testing import CliRunner
 
     from wtb_local.cli import cli
 
     report = CliRunner().invoke(cli, ["report", str(tmp_path / "r"), "--table", "6", "--no-paper"])
-    assert (f"note: {name}: the paper-protocol rule `{family}` is inferred" in report.output) is not documented
+    assert (f"note: {name} [paper-lenient]: the paper-protocol rule `{family}` is inferred" in report.output) \
+        is not documented
 
 
 def test_paper_family_option_lists_every_rule_and_needs_the_paper_protocol(tmp_path: Path) -> None:

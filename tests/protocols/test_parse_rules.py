@@ -139,6 +139,25 @@ def test_generic_rule_keeps_think_and_reads_broken_calls_as_text() -> None:
     assert ok.content.startswith("<think>reasoning here</think>")
 
 
+INSIDE = '<tool_call>\n{"name": "search", "arguments": {"query": "inside"}}\n</tool_call>'
+OUTSIDE = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+
+
+@pytest.mark.parametrize("rule", ["qwen", "native"])
+def test_a_call_inside_the_think_block_is_read_and_counted(rule: str) -> None:
+    """docs/parser-policies.md §1, paper protocol: the harness strips no think block, so its rules read a
+    call written inside it like any other (the release protocol drops it); think text stays content."""
+    parser = PaperParser(rule, native=get_parser("hermes") if rule == "native" else None)
+    text = f"<think>\nLet me see. {INSIDE} No, not yet.\n</think>\n\nDone.\n{OUTSIDE}"
+    result = parser.parse(text)
+    assert _calls(result) == [("search", '{"query": "inside"}'), ("get_weather", '{"city": "Paris"}')]
+    assert result.calls_in_reasoning == 1 and result.errors == [] and result.reasoning is None
+    assert result.content.startswith("<think>") and "Let me see." in result.content
+    alone = parser.parse(f"<think>\nLet me see. {INSIDE} No, not yet.\n</think>\n\nDone.")
+    assert _calls(alone) == [("search", '{"query": "inside"}')] and alone.calls_in_reasoning == 1
+    assert parser.parse(f"<think>\nhmm\n</think>\n\n{OUTSIDE}").calls_in_reasoning == 0
+
+
 @pytest.mark.parametrize("rule", ["qwen", "hammer", "pythonic", "xlam2"])
 def test_format_reads_back_through_its_rule(rule: str) -> None:
     parser = PaperParser(rule)

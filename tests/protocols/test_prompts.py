@@ -277,3 +277,45 @@ def test_gorilla_one_user_prompt_with_the_date_as_its_system_part() -> None:
         "<<user>>And tomorrow in Paris?<<user>>\n\n<<function>>" + json.dumps(TOOLS)
         + "\n<<question>>And tomorrow in Paris?\n### Response: ")}]
     assert (tools, kwargs) == (None, {})
+
+
+# --- the dataset's own tool schemas (§2.12: converting types is the API handlers' step, not the local models') --
+
+FLOAT_TOOLS = [{"type": "function", "function": {"name": "getWeather", "description": "Weather of a city.", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string", "description": "City"},
+                                     "min_temp": {"type": "float", "description": "Lowest temperature"}},
+    "required": ["city"]}}}]
+FLOAT_SESSION = Session.model_validate({**SESSION.model_dump(mode="json"), "english_tools": FLOAT_TOOLS})
+FLOAT_FUNCTION = FLOAT_TOOLS[0]["function"]
+
+
+def _float_step() -> tuple[list[dict], list[dict]]:
+    dates, _ = task_dates(FLOAT_SESSION)
+    texts, _ = task_texts(FLOAT_SESSION)
+    messages, tools = paper_episodes(FLOAT_SESSION, dates=dates, texts=texts, tool_results="per_call")[1].request()
+    return messages, tools
+
+
+def test_paper_episodes_hand_the_dataset_schemas_over_unconverted() -> None:
+    from wtb_local.evaluator.tools import convert_tools
+
+    _, tools = _float_step()
+    assert tools == FLOAT_TOOLS
+    assert tools != convert_tools(FLOAT_TOOLS)  # the release evaluator's request says "number"
+
+
+@pytest.mark.parametrize("family", ["qwen", "qwen3", "llama", "hammer", "toolace", "watt", "xlam2", "fcm", "gorilla",
+                                    "generic"])
+def test_every_family_shows_the_schema_type_as_the_dataset_wrote_it(family: str) -> None:
+    messages, tools = _float_step()
+    shaped, family_tools, _ = build_prompt(family, messages, tools)
+    expected_tools = {"llama": [FLOAT_FUNCTION], "hammer": [FLOAT_FUNCTION], "toolace": None, "watt": None,
+                      "gorilla": None}.get(family, FLOAT_TOOLS)
+    assert family_tools == expected_tools
+    text = json.dumps(shaped, ensure_ascii=False)
+    if family in ("toolace", "watt"):  # the functions as a Python repr in the system prompt
+        assert shaped[0]["content"].startswith(toolace_system(FLOAT_TOOLS, indent=family == "toolace"))
+        assert "'min_temp': {'type': 'float', 'description': 'Lowest temperature'}" in shaped[0]["content"]
+    elif family == "gorilla":  # the wrapped tools as JSON inside the one user prompt
+        assert "<<function>>" + json.dumps(FLOAT_TOOLS) + "\n<<question>>" in shaped[0]["content"]
+    assert '"number"' not in text and "'number'" not in text

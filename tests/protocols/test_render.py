@@ -61,3 +61,15 @@ def test_render_command_prints_the_paper_prompt(tmp_path) -> None:
                                   "assistant\n\nCurrent Date:2025-01-08 10:00:00 Wednesday\n\n# Tools")
     assert done.stdout.count("<tool_response>") == 1  # task 0's parallel step: one JSON array
     assert "reason: paper protocol: the model's own template (qwen prompt builder)" in done.stderr
+
+
+def test_qwen25_prompt_shows_a_float_parameter_as_the_dataset_wrote_it() -> None:
+    """§2.1 + §2.12: the template gets the dataset's tools; its tools block is their JSON, `"float"` kept."""
+    import json
+
+    from tests.protocols.test_prompts import FLOAT_TOOLS, _float_step
+
+    messages, tools = _float_step()
+    text = _renderer("Qwen/Qwen2.5-7B-Instruct", "qwen").render_text(messages, tools)
+    assert ("<tools>\n" + json.dumps(FLOAT_TOOLS[0], ensure_ascii=False) + "\n</tools>") in text
+    assert '"type": "float"' in text and '"type": "number"' not in text

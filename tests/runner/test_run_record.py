@@ -91,3 +91,22 @@ def test_an_older_manifest_still_resumes(tmp_path: Path) -> None:
     again = _wtb([*args[:-4], "--limit", "2", "--out", str(out)], tmp_path)
     assert again.returncode == 0, again.stderr
     assert "1 finished session(s) skipped, 1 to run" in again.stderr
+
+
+def test_a_rerun_that_runs_nothing_keeps_the_throughput_of_the_run(tmp_path: Path) -> None:
+    """The same command again on a finished run: every session is skipped, and the summary keeps the
+    figures of the invocation that ran them (not zeros); the no-op invocation is recorded as such."""
+    out = tmp_path / "run"
+    args = ["--model", "Qwen/Qwen3-8B", "--backend", "oracle", "--dataset", "sample", "--limit", "2", "--out", str(out)]
+    first = _wtb(args, tmp_path)
+    assert first.returncode == 0, first.stderr
+    before = json.loads((out / "manifest.json").read_text())
+    assert before["summary"]["throughput"]["steps"] > 0
+    again = _wtb(args, tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert f"resuming {out}: 2 finished session(s) skipped, 0 to run" in again.stderr
+    after = json.loads((out / "manifest.json").read_text())
+    assert after["status"] == "complete"
+    assert after["summary"]["throughput"] == before["summary"]["throughput"]
+    assert after["invocations"][0] == before["invocations"][0]
+    assert after["invocations"][1]["sessions_run"] == 0 and after["invocations"][1]["throughput"]["steps"] == 0

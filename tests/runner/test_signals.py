@@ -155,3 +155,72 @@ def test_no_step_is_started_after_the_stop_flag(tmp_path: Path, scheduling: str)
     if scheduling == "continuous":
         assert info.group_contains(StopRequested)
     assert backend.calls == 5 if scheduling == "continuous" else backend.calls == 32  # one wave: every episode
+
+
+# Stand-ins for the slow parts of a shutdown, loaded before the CLI: each touches $WTB_TEST_MARK when it
+# starts (the test sends its second signal then) and blocks the main thread for a while, as vLLM's engine
+# shutdown (a synchronous call) and an fsync on a slow disk do.
+_SLOW_SHUTDOWN = {
+    "engine shutdown": (
+        "import os, pathlib, time\n"
+        "from wtb_local.backends.oracle import OracleBackend\n"
+        "async def close(self):\n"
+        "    pathlib.Path(os.environ['WTB_TEST_MARK']).touch(); time.sleep(3)\n"
+        "OracleBackend.close = close\n"),
+    "record written": (
+        "import os, pathlib, time\n"
+        "from wtb_local.runner.store import ResultStore\n"
+        "_finalize = ResultStore.finalize\n"
+        "def finalize(self):\n"
+        "    pathlib.Path(os.environ['WTB_TEST_MARK']).touch(); time.sleep(3); return _finalize(self)\n"
+        "ResultStore.finalize = finalize\n"),
+}
+
+
+@pytest.mark.parametrize(("slow", "second"), [("record written", signal.SIGINT), ("record written", signal.SIGTERM),
+                                              ("engine shutdown", signal.SIGTERM)],
+                         ids=["record-SIGINT", "record-SIGTERM", "shutdown-SIGTERM"])
+def test_a_second_signal_during_shutdown_leaves_the_run_interrupted_and_its_invocation_kept(
+        tmp_path: Path, slow: str, second: int) -> None:
+    """Ctrl-C, then a second Ctrl-C (or SLURM's SIGTERM) while the run shuts down: the manifest says
+    "interrupted", never "running", and the invocation that wrote the sessions stays in it through the
+    resumed rerun (docs/reproducibility.md §3)."""
+    dataset = replicated_sample(64, tmp_path / "big.jsonl")
+    out = tmp_path / "run"
+    mark = tmp_path / "shutting-down"
+    args = ["--model", "Qwen/Qwen3-8B", "--backend", "oracle", "--dataset", str(dataset), "--out", str(out),
+            "--progress", "none"]
+    code = _SLOW_SHUTDOWN[slow] + "import sys\nfrom wtb_local.cli import main\nmain(sys.argv[1:])\n"
+    result_file = out / "result" / "Qwen_Qwen3-8B" / RESULT_NAME
+    proc = subprocess.Popen([sys.executable, "-c", code, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**_env(), "WTB_TEST_MARK": str(mark)})
+    try:
+        _wait_for(lambda: result_file.exists() and result_file.stat().st_size > 0, proc, 120)
+        proc.send_signal(signal.SIGINT)
+        _wait_for(mark.exists, proc, 60)
+        proc.send_signal(second)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    kept = [row["id"] for row in read_jsonl(result_file)]
+    assert 1 <= len(kept) < 512
+    if slow == "record written":  # held until the record is on disk: the run's own one line
+        assert stderr.strip().splitlines() == [(f"interrupted by SIGINT: {len(kept)} finished session(s) kept in "
+                                               f"{result_file}; rerun the same command to resume")]
+    else:  # raised in the engine's shutdown, before the record is written
+        assert stderr.strip().splitlines() == [("interrupted: finished sessions are kept; rerun the same command "
+                                               "to resume")]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "interrupted"
+    [stopped] = manifest["invocations"]
+    assert stopped["sessions_run"] == 512 and stopped["finished"] and stopped["throughput"]["steps"] > 0
+
+    resumed = subprocess.run([sys.executable, "-m", "wtb_local", *args], check=False, capture_output=True, text=True,
+                             env=_env(), timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "complete"
+    assert manifest["invocations"][0] == stopped and manifest["invocations"][1]["sessions_run"] == 512 - len(kept)

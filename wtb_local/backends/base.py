@@ -94,6 +94,17 @@ class Backend(ABC):
         return None
 
     @classmethod
+    def rerun_claim(cls, described: dict[str, Any], scheduling: str | None) -> dict[str, Any]:
+        """Whether a rerun with the same seed writes identical files, and why (docs/reproducibility.md §1);
+        `described`: the run's `describe()`. A backend that does not sample gives fixed replies; a server
+        decides for itself."""
+        if not cls.capabilities.samples:
+            return {"identical": True, "why": f"the {cls.name} backend does not sample: its replies are fixed"}
+        from wtb_local.runner.reproducibility import SERVER
+
+        return {"identical": None, "why": SERVER}
+
+    @classmethod
     def from_run(cls, run: Any, *, parser: Any, renderer: Any) -> Backend:
         """The backend for a resolved run (runner/resolved.py)."""
         raise SetupError(f"--backend {cls.name}: cannot be built from the run options")

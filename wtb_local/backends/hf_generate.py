@@ -228,6 +228,14 @@ class TransformersBackend(Backend):
         )
 
     @classmethod
+    def rerun_claim(cls, described: dict[str, Any], scheduling: str | None) -> dict[str, Any]:
+        if scheduling == "waves":
+            return {"identical": True, "why": "step-synchronous waves hold the same requests in every run (sorted "
+                                              "ids, --batch-size at a time), each seeded from its request ids"}
+        return {"identical": False, "why": "continuous scheduling: a wave holds whatever is pending, which "
+                                           "depends on timing; --scheduling waves makes reruns identical"}
+
+    @classmethod
     def from_run(cls, run: Any, *, parser: Any, renderer: Any) -> TransformersBackend:
         return cls(TransformersConfig(model=run.model, revision=run.revision, dtype=run.dtype,
                                       trust_remote_code=run.trust_remote_code, batch_size=run.batch_size,

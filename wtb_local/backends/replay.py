@@ -344,6 +344,12 @@ class ReplayBackend(Backend):
         return effective if isinstance(effective, bool) else None
 
     @classmethod
+    def rerun_claim(cls, described: dict[str, Any], scheduling: str | None) -> dict[str, Any]:
+        return {"identical": True, "why": "the recorded completions are parsed and judged again: the score and "
+                                          "metric files are byte-identical, the result file differs only in "
+                                          "each step's runner_ms"}
+
+    @classmethod
     def from_run(cls, run: Any, *, parser: Any, renderer: Any) -> ReplayBackend:
         try:
             return cls(run.replay)

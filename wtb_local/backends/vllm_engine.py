@@ -44,6 +44,7 @@ class VLLMBackend(Backend):
         self._eos_text: list[str] = []
         self._eos_ids: frozenset[int] = frozenset()
         self._max_model_len = 0
+        self._scheduler: dict[str, Any] = {}
         self._counter = itertools.count()
 
     async def start(self) -> None:
@@ -62,6 +63,7 @@ class VLLMBackend(Backend):
         self._engine = AsyncLLM.from_engine_args(args, usage_context=batch_usage_context())
         model_config = self._engine.model_config
         self._max_model_len = int(model_config.max_model_len)
+        self._scheduler = scheduler_settings(self._engine)  # kept: the manifest is written after close()
         tokenizer = self._engine.get_tokenizer()
         # Older vLLM releases (< 0.11) made get_tokenizer a coroutine.
         self._tokenizer = await tokenizer if inspect.isawaitable(tokenizer) else tokenizer
@@ -156,6 +158,17 @@ class VLLMBackend(Backend):
         return count
 
     @classmethod
+    def rerun_claim(cls, described: dict[str, Any], scheduling: str | None) -> dict[str, Any]:
+        from wtb_local.runner.reproducibility import BATCH_INVARIANT, BATCHED, ONE_SEQUENCE
+
+        scheduler = described.get("scheduler") or {}
+        if described.get("batch_invariant"):
+            return {"identical": True, "why": BATCH_INVARIANT}
+        if scheduler.get("max_num_seqs") == 1 and scheduler.get("enable_prefix_caching") is False:
+            return {"identical": True, "why": ONE_SEQUENCE}
+        return {"identical": False, "why": BATCHED}
+
+    @classmethod
     def from_run(cls, run: Any, *, parser: Any, renderer: Any) -> VLLMBackend:
         return cls(VLLMConfig(
             model=run.model, revision=run.revision, dtype=run.dtype,
@@ -164,7 +177,7 @@ class VLLMBackend(Backend):
             data_parallel_size=run.data_parallel_size, gpu_memory_utilization=run.gpu_memory_utilization,
             quantization=run.quantization, trust_remote_code=run.trust_remote_code,
             max_num_seqs=run.max_num_seqs, max_num_batched_tokens=run.max_num_batched_tokens,
-            enforce_eager=run.enforce_eager, seed=run.seed))
+            enable_prefix_caching=run.enable_prefix_caching, enforce_eager=run.enforce_eager, seed=run.seed))
 
     def describe(self) -> dict[str, Any]:
         info: dict[str, Any] = {"backend": self.name, "settings": self.config.model_dump()}
@@ -174,13 +187,14 @@ class VLLMBackend(Backend):
 
             info["vllm_version"] = vllm.__version__
             info["device"] = current_platform.device_name
+            info["batch_invariant"] = batch_invariant()
             if current_platform.device_name != "cpu":
                 info["device_name"] = current_platform.get_device_name(0)
         except Exception as exc:  # noqa: BLE001 - describe() must not fail a run that already finished
             info["vllm_version"] = f"unavailable: {exc}"
         if self._max_model_len:  # set at start, kept after close (the manifest is written after it)
             info["max_model_len"] = self._max_model_len
-            info["scheduler"] = scheduler_settings(self._engine)
+            info["scheduler"] = self._scheduler
             info["generation_defaults"] = dict(sorted(self._defaults.items()))
         return info
 
@@ -227,6 +241,8 @@ def _platform_engine_args(config: VLLMConfig) -> dict[str, Any]:
     args = config.engine_args()
     if not current_platform.is_cpu():
         return args
+    if batch_invariant():
+        raise ValueError(BATCH_INVARIANT_ON_CPU)
 
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")  # GiB; the CPU build's own default is too small
     args.setdefault("gpu_memory_utilization", 0.2)
@@ -235,6 +251,23 @@ def _platform_engine_args(config: VLLMConfig) -> dict[str, Any]:
         if config.max_num_batched_tokens is None:
             args["max_num_batched_tokens"] = max(config.max_model_len or _context_window(config), 2048)
     return args
+
+
+# vLLM 0.32's batch-invariant kernels are Triton kernels; the CPU build has no Triton, and its engine dies at
+# the first forward pass ("'function' object is not subscriptable" in mean_batch_invariant).
+BATCH_INVARIANT_ON_CPU = ("VLLM_BATCH_INVARIANT=1: vLLM's batch-invariant mode needs a GPU (its kernels are Triton "
+                          "kernels, which vLLM's CPU build lacks); unset it, and for identical reruns here use "
+                          "--max-num-seqs 1 --no-enable-prefix-caching (docs/reproducibility.md)")
+
+
+def batch_invariant() -> bool:
+    """Whether vLLM's batch-invariant mode is on, as vLLM reads it (False on releases without it)."""
+    from vllm import envs
+
+    try:
+        return bool(getattr(envs, "VLLM_BATCH_INVARIANT", False))
+    except ValueError:  # a value vLLM cannot read as an integer: vLLM itself would fail on it
+        return False
 
 
 def _context_window(config: VLLMConfig) -> int:

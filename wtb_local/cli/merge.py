@@ -18,7 +18,8 @@ import click
               help="Dataset file the shards ran on (default: the one their manifests name; its sha256 is "
                    "checked either way).")
 @click.option("--thinking/--no-thinking", default=None, envvar="WTB_THINKING",
-              help="Which of a Qwen3 model's paper rows to show next to the merged run.")
+              help="Which of a Qwen3 model's paper rows to show next to the merged run when its manifest "
+                   "records no thinking mode (the recorded effective mode decides otherwise).")
 def merge(run_dir: str, dataset: str | None, thinking: bool | None) -> None:
     """Merge the shards of RUN_DIR and score the whole run."""
     from wtb_local.runner.errors import RunError
@@ -31,17 +32,15 @@ def merge(run_dir: str, dataset: str | None, thinking: bool | None) -> None:
     except OSError as exc:
         raise click.ClickException(f"{exc.filename or run_dir}: {exc.strerror or exc}") from None
 
-    from wtb_local.reports import metric_row, paper_row, print_tables
+    from wtb_local.reports.present import present
 
     paths = outcome.paths
     click.echo(f"merged {len(outcome.shards)} shards, {len(outcome.result_rows)} sessions")
     click.echo(f"result:   {paths.result_file}")
     click.echo(f"score:    {paths.score_dir}")
     click.echo(f"manifest: {paths.run_dir / 'manifest.json'}")
-    model = (outcome.manifest.get("model") or {}).get("id") or paths.model_name
-    rows = [metric_row(outcome.metric, paths.model_name)]
-    paper = paper_row(model, thinking)
-    print_tables(rows + ([paper] if paper else []), stream=sys.stdout)
+    # the paper's row by the thinking mode the shards recorded; --thinking only for manifests without one
+    present(paths.run_dir, outcome.metric, manifest=outcome.manifest, thinking=thinking).show(sys.stdout)
 
 
 for _param in merge.params:

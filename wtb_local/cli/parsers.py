@@ -102,6 +102,7 @@ def result_row(parser_name: str, result: ParseResult) -> dict[str, Any]:
         "content": result.content,
         "tool_calls": calls,
         "errors": result.errors,
+        "calls_in_reasoning": result.calls_in_reasoning,  # docs/parser-policies.md §1
     }
 
 

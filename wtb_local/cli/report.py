@@ -62,11 +62,14 @@ import click
 def report(paths: tuple[str, ...], tables: tuple[str, ...], paper: bool, thinking: bool | None,
            dataset: str | None, out_dir: str | None, formats: str) -> None:
     """Print the tables of scored runs and optionally write the full report."""
-    from wtb_local.reports import diff_row, metric_row, paper_row, print_tables
+    from wtb_local.reports import diff_row, metric_row, print_tables
     from wtb_local.reports.build import parse_formats, run_notes, write_report
+    from wtb_local.reports.present import paper_row_of, row_label
+    from wtb_local.reports.protocols import protocol_notes
     from wtb_local.reports.render import section_plain
     from wtb_local.reports.runs import ReportError, load_runs
     from wtb_local.reports.sections import build_sections
+    from wtb_local.runner.repeats import error_bar_line
     from wtb_local.scoring import ScoringError
 
     try:
@@ -74,27 +77,26 @@ def report(paths: tuple[str, ...], tables: tuple[str, ...], paper: bool, thinkin
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--format") from None
     try:
+        # labelled as every command labels them; a --repeats run adds its mean row
         runs = load_runs(paths, dataset, thinking)
     except (ReportError, ScoringError) as exc:
         raise click.ClickException(str(exc)) from None
-    from wtb_local.reports.protocols import label_runs, protocol_notes
-
-    label_runs(runs)  # `model [protocol-checker]`; lenient runs keep the harness's metric
 
     rows = []
     shown_paper: set[str] = set()
     for run in runs:
         ours = metric_row(run.metric, run.label)
         rows.append(ours)
-        known = (paper_row(run.model_id, run.thinking) or paper_row(run.model_name, run.thinking)) if paper \
-            else None
+        known = paper_row_of(run.facts) if paper else None  # by the run's recorded thinking mode
         if known is not None:
             if known.label not in shown_paper:
                 shown_paper.add(known.label)
                 rows.append(known)
             rows.append(diff_row(ours, known))
     print_tables(rows, tuple(int(t) for t in tables) or (6, 7))
-    _error_bars(paths)
+    for run in runs:  # a --repeats run: mean ± standard error, as `run --repeats` prints it
+        if run.summary is not None:
+            click.echo(error_bar_line(row_label(run.facts), run.summary))
     _warn_length_cuts(runs)
     for note in protocol_notes(runs, paper):
         click.echo(note)
@@ -115,16 +117,6 @@ def report(paths: tuple[str, ...], tables: tuple[str, ...], paper: bool, thinkin
     for note in written.notes:
         click.echo(f"note: {note}")
     click.echo(f"report: {len(written.files)} file(s) in {out_dir}")
-
-
-def _error_bars(paths: tuple[str, ...]) -> None:
-    """A `--repeats` run (its repeats are rows above): mean ± standard error of task and session accuracy."""
-    from wtb_local.runner.repeats import error_bar_line, read_summary
-
-    for path in paths:
-        summary = read_summary(path)
-        if summary:
-            click.echo(error_bar_line(str(summary["mean_metric"].get("model_name")), summary))
 
 
 def _warn_length_cuts(runs: list) -> None:

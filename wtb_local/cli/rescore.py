@@ -28,9 +28,7 @@ def rescore(run_dir: str, checker: str, dataset: str | None) -> None:
     """Re-score RUN_DIR's result file with another argument checker (no generation)."""
     from wtb_local.dataset import DatasetError, dataset_sha256, read_dataset, resolve_dataset
     from wtb_local.protocols import score_with
-    from wtb_local.reports import print_tables
-    from wtb_local.reports.protocols import protocol_label, run_protocol
-    from wtb_local.reports.table import metric_row
+    from wtb_local.reports.present import present, run_facts
     from wtb_local.runner.manifest import ManifestError, read_manifest, write_manifest
     from wtb_local.scoring import ScoringError, read_result_rows, write_score_files
 
@@ -62,7 +60,8 @@ def rescore(run_dir: str, checker: str, dataset: str | None) -> None:
     except OSError as exc:
         raise click.ClickException(f"{exc.filename or run_dir}: {exc.strerror or exc}") from None
 
-    protocol, own = run_protocol(run_dir)
+    facts = run_facts(manifest)
+    protocol, own = facts.protocol, facts.checker
     # The re-scoring's own manifest: the run's, saying which checker scored these files (report reads it).
     derived = {**manifest, "status": "rescored",
                "protocol": {"name": protocol, "checker": checker, "rescore_of": str(Path(run_dir).resolve())}}
@@ -73,4 +72,5 @@ def rescore(run_dir: str, checker: str, dataset: str | None) -> None:
     write_manifest(run_dir, manifest)
     click.echo(f"score:  {score_path}")
     click.echo(f"metric: {metric_path}")
-    print_tables([metric_row(metric, protocol_label(model_name, protocol, checker))])
+    # labelled `model [protocol-checker]`, with the paper's row, as `report` shows this re-scoring
+    present(run_dir, metric, manifest=manifest, checker=checker).show()

@@ -47,8 +47,6 @@ def run(ctx: click.Context, **params: Any) -> None:
         where = f"{exc.filename}: " if exc.filename else ""
         raise click.ClickException(f"{where}{exc.strerror or exc}") from None
 
-    from wtb_local.reports import metric_row, paper_row, print_tables
-
     paths = outcome.paths
     click.echo(f"result:   {paths.result_file}")
     click.echo(f"score:    {paths.score_dir}")
@@ -69,15 +67,10 @@ def run(ctx: click.Context, **params: Any) -> None:
         more = f", {len(failed) - 3} other reason(s)" if len(failed) > 3 else ""
         click.echo(f"warning: {sum(failed.values())} request(s) failed and were scored as step errors: "
                    f"{reasons}{more}", err=True)
-    from wtb_local.protocols import protocol_named
+    from wtb_local.reports.present import present
     from wtb_local.runner.length_cuts import cuts_line, cuts_warning
-    from wtb_local.runner.thinking import recorded_thinking
 
     run_settings = outcome.settings
-    protocol = protocol_named(run_settings.protocol)
-    # labelled by the metric's model name (`/` as `_`), as `score` and `report` label the run
-    name = str(outcome.metric.get("model_name") or run_settings.model_name)
-    label = protocol.label(name)
     cuts = (outcome.manifest.get("summary") or {}).get("length_cuts")
     if cuts and cuts.get("steps"):
         click.echo(f"steps cut at the token limit: {cuts_line(cuts)} "
@@ -85,34 +78,15 @@ def run(ctx: click.Context, **params: Any) -> None:
         warning = cuts_warning(cuts, run_settings.sampling.max_new_tokens)
         if warning:
             click.echo(warning, err=True)
-    rows = [metric_row(outcome.metric, label)]
-    # The paper's row follows the thinking mode the prompts had, not the flag (Qwen3 thinks by default).
-    thinking = recorded_thinking(outcome.manifest)
-    paper = paper_row(run_settings.model or run_settings.model_name,
-                      thinking if thinking is not None else run_settings.thinking)
-    print_tables(rows + ([paper] if paper else []), stream=sys.stdout)
-    from wtb_local.reports.protocols import inferred_note, paper_row_note
+    from wtb_local.reports.health import reasoning_calls_line
 
-    notes: list[str] = []  # printed under the tables and saved with them (summary.md, summary.json)
-    if paper:
-        notes.append(paper_row_note(protocol.name))
-    inferred = inferred_note(outcome.paths.run_dir, str(run_settings.model_name))
-    if inferred:
-        notes.append(inferred)
-    sessions = outcome.metric.get("total_info", {}).get("session", {}).get("total_count", 0)
-    if paper and sessions > RELEASE_SESSIONS:
-        notes.append(f"note: {sessions} sessions were scored (dataset: {run_settings.dataset}), not the "
-                     f"release's {RELEASE_SESSIONS}; the paper's row is over the release.")
-    elif paper and sessions != RELEASE_SESSIONS:
-        # The paper's row is over the whole release; a partial or sample run is not comparable with it.
-        notes.append(f"note: {sessions} of the release's {RELEASE_SESSIONS} sessions were scored "
-                     f"(dataset: {run_settings.dataset}); the paper's row is over all {RELEASE_SESSIONS}.")
-    for note in notes:
-        click.echo(note)
-    _save_summary(outcome, rows + ([paper] if paper else []), notes)
-
-
-RELEASE_SESSIONS = 256
+    hidden = reasoning_calls_line(outcome.result_rows, run_settings.protocol)
+    if hidden:
+        click.echo(hidden)
+    # label, paper row (by the recorded thinking mode) and notes as every command shows this run
+    shown = present(paths.run_dir, outcome.metric, manifest=outcome.manifest)
+    shown.show(sys.stdout)
+    _save_summary(outcome, shown.rows, [f"note: {note}" for note in shown.notes])
 
 
 def _save_summary(outcome: Any, rows: list[Any], notes: list[str]) -> None:
@@ -144,4 +118,3 @@ def failed_requests(result_rows: list[dict[str, Any]], sessions: set[str],
                     examples.setdefault(masked, reason)
                     reasons[masked] += 1
     return reasons
-

@@ -43,8 +43,8 @@ from wtb_local.resources import DEFAULT_DATASET
     "--thinking/--no-thinking",
     default=None,
     envvar="WTB_THINKING",
-    help="Which of a Qwen3 model's paper rows to show next to ours [default: the thinking mode the run's "
-    "manifest records].",
+    help="Which of a Qwen3 model's paper rows to show next to ours when no run manifest records the "
+    "thinking mode (a recorded effective mode always decides).",
 )
 def score(
     result_file: str, dataset: str | None, out_dir: str | None, model_name: str | None, thinking: bool | None
@@ -53,14 +53,13 @@ def score(
     from pathlib import Path
 
     from wtb_local.dataset import DatasetError, dataset_sha256, read_dataset, resolve_dataset
-    from wtb_local.reports import metric_row, paper_row, print_tables
+    from wtb_local.reports.present import present, run_facts
     from wtb_local.runner.naming import read_run_manifest, recorded_model, run_dir_of
-    from wtb_local.scoring import ScoringError, score_file, write_score_files
+    from wtb_local.scoring import ScoringError, model_dir_name, score_file, write_score_files
 
     result_file = _result_file(result_file, model_name)
     manifest = read_run_manifest(result_file)
     run_dir = run_dir_of(result_file) if manifest is not None else None
-    model_id = recorded_model(manifest)[0] if manifest is not None else None
     if manifest is not None and model_name is None:
         model_name = recorded_model(manifest)[1]
     if dataset is None:
@@ -74,7 +73,8 @@ def score(
             click.echo(f"warning: {warning}", err=True)
         if manifest is not None:
             _check_recorded_dataset(result_file, manifest, dataset_sha256(dataset_path), dataset)
-        scored = score_file(result_file, sessions, model_name)
+        # a run is scored with the checker it records (a --protocol paper run: the lenient one)
+        scored = score_file(result_file, sessions, model_name, checker=run_facts(manifest).checker)
         if out_dir is None and run_dir is not None:
             target, nested = run_dir, True  # RUN/score/<model>/, where `run` writes them
         else:
@@ -100,16 +100,10 @@ def score(
         click.echo(f"note: {len(scored.score_rows)} of {len(sessions)} sessions in {result_file}", err=True)
     click.echo(f"score:  {score_path}")
     click.echo(f"metric: {metric_path}")
-    if thinking is None:
-        from wtb_local.runner.manifest import manifest_near
-        from wtb_local.runner.thinking import recorded_thinking
-
-        thinking = recorded_thinking(manifest_near(result_file))
-    # labelled by the metric's model name, as `run` and `report` label it; the paper's row by the model
-    rows = [metric_row(scored.metric)]
-    paper = paper_row(model_id or scored.model_name, thinking)
-    print_tables(rows + ([paper] if paper else []))
-
+    # label, paper row (by the recorded thinking mode; --thinking where none is recorded) and notes as
+    # every command shows this run
+    present(run_dir, scored.metric, manifest=manifest, name=None if manifest else model_dir_name(scored.model_name),
+            thinking=thinking).show()
 
 def _result_file(path: str, model_name: str | None) -> str:
     """A run directory's result file (like `report` and `--replay` take a run directory), or `path`."""

@@ -27,6 +27,7 @@ __all__ = [
     "parse_completion",
     "parser_class",
     "parser_names",
+    "reasoning_calls",
     "select_parser",
 ]
 
@@ -158,6 +159,20 @@ def select_parser(
     )
 
 
+def reasoning_calls(parser: ToolParser, reasoning: str | None,
+                    tools: list[dict[str, Any]] | None = None) -> list[Any]:
+    """The tool calls written inside a reasoning block (docs/parser-policies.md §1): the block's text read
+    by the same parser with thinking off. Empty for parsers not built from options alone (the paper
+    protocol's rules count their own)."""
+    if not reasoning:
+        return []
+    try:
+        plain = type(parser)(**{**parser.options, "thinking": False})
+        return list(plain.parse(reasoning, tools=tools, finish_reason="stop").tool_calls)
+    except Exception:  # noqa: BLE001 - a count, never a reason for a step to fail
+        return []
+
+
 def parse_completion(
     parser: ToolParser,
     text: str,
@@ -171,6 +186,10 @@ def parse_completion(
         result = parser.parse(text, tools=tools, finish_reason=finish_reason)
         if not isinstance(result, ParseResult):
             raise TypeError(f"parser returned {type(result).__name__}, not ParseResult")
+        if result.reasoning and not result.calls_in_reasoning:
+            hidden = reasoning_calls(parser, result.reasoning, tools)
+            if hidden:
+                result = result.model_copy(update={"calls_in_reasoning": len(hidden)})
         return result
     except Exception as exc:  # noqa: BLE001 - defence in depth, the error becomes data
         where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None

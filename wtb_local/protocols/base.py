@@ -26,6 +26,8 @@ class ProtocolRun:
 class Protocol(ABC):
     name: ClassVar[str]
     checker: ClassVar[str]  # the argument checker its runs are scored with ("strict", "lenient")
+    # what happens to a tool call written inside the reasoning block (docs/parser-policies.md §1)
+    calls_in_reasoning: ClassVar[str] = "not executed, as vLLM's reasoning parsers drop them"
     reproduces_paper: ClassVar[bool] = False  # runs as the paper's harness did (its numbers are comparable)
     # renders with the project's template overrides when a model's own template cannot render the run
     # (release); False: always the model's own template, as the paper's harness did

@@ -24,6 +24,7 @@ from wtb_local.evaluator.metrics import (
 )
 from wtb_local.protocols.lenient import PASS_THRESHOLD, LenientCheckError, check_call
 from wtb_local.schema import PSEUDO_ACTIONS, Session
+from wtb_local.scoring.taxonomy import HARNESS_LABELS, PAPER, action_category
 
 CORRECT, ERROR = "correct", "error"
 # structure bucket -> the Table 7 column it feeds (paper-harness.md §3.4)
@@ -126,73 +127,18 @@ def progress_calls(label: str, steps: Sequence[dict[str, Any]], node_count: int,
 
 
 # the harness's 12 failure labels in its summary order (§3.3); the first seven are Table 8's action columns
-ERROR_TYPES = (
-    "reject tool calling", "function name hallucination", "missing information in tool calling",
-    "call function without reject", "redundant tool calling", "call the wrong function", "early stop",
-    "miss required params", "param hallucination", "type error", "param value hallucination", "param value error",
-)
-_PARAM_PRECEDENCE = ERROR_TYPES[7:]
-ASK = "ask_user_for_required_parameters"
-PREPARE = "prepare_to_answer"
-
-
-def _valid_calls(step: dict[str, Any]) -> bool:
-    calls = step.get("tool_calls")
-    return (isinstance(calls, list) and len(calls) > 0 and isinstance(calls[0], dict)
-            and isinstance(calls[0].get("function"), dict) and "name" in calls[0]["function"])
-
-
-def _multiset_minus(left: Sequence[str], right: Sequence[str]) -> list[str]:
-    rest = list(right)
-    out = []
-    for name in left:
-        if name in rest:
-            rest.remove(name)
-        else:
-            out.append(name)
-    return out
+ERROR_TYPES = tuple(HARNESS_LABELS.values())
 
 
 def error_type(action_label: str, steps: Sequence[dict[str, Any]], nodes: Sequence[dict[str, Any]],
                tool_names: set[str], argument_errors: Sequence[dict[str, Any]]) -> str:
-    """The one failure category of a failed task (§3.2 `check_error_type`)."""
+    """The one failure category of a failed task in the harness's words (§3.2 `check_error_type`): the
+    shared taxonomy (scoring/taxonomy.py) with the paper scorer's rules."""
     if action_label == ERROR:
-        if len(steps) == 1 and not _valid_calls(steps[0]):
-            return "reject tool calling"
-        if len(nodes) == 1 and nodes[0]["action"]["name"] == PREPARE:
-            return "call function without reject"
-        found: str | None = None
-        already: list[str] = []
-        for step in steps:
-            if not _valid_calls(step):
-                already.append(ASK)  # a text (or malformed) step counts as an ask
-                continue
-            for call in step["tool_calls"]:
-                name = (call.get("function") or {}).get("name")
-                if name == "filter_by_prompt":
-                    found = "reject tool calling"
-                    break
-                if name not in tool_names:
-                    found = "function name hallucination"
-                    break
-                already.append(name)
-        if found is not None:
-            return found
-        gold = [node["action"]["name"] for node in nodes]
-        if ASK in gold and ASK not in already:
-            return "missing information in tool calling"
-        if len(already) > len(nodes) - 1:
-            return "redundant tool calling"
-        if ASK in _multiset_minus(gold, already):
-            return "missing information in tool calling"
-        if _multiset_minus(already, gold):
-            return "call the wrong function" if any(n not in gold for n in already) else "redundant tool calling"
-        return "early stop"
-    first = min(argument_errors, key=lambda e: e["idx"])["error_type"] if argument_errors else []
-    for label in _PARAM_PRECEDENCE:
-        if label in first:
-            return label
-    return "unclassified"  # the harness asserts here (its pairing bug can leave the list empty)
+        label = action_category(steps, [node["action"]["name"] for node in nodes], tool_names)
+    else:
+        label = PAPER.parameter_category({"argument_errors": list(argument_errors)})
+    return HARNESS_LABELS.get(label, "unclassified")  # unclassified: the harness asserts there
 
 
 def score_task(task: dict[str, Any], nodes: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -233,13 +179,13 @@ def score_task(task: dict[str, Any], nodes: Sequence[dict[str, Any]], tools: Seq
 
 def score_rows_lenient(result_rows: Sequence[dict[str, Any]], sessions: Sequence[Session]) -> list[dict[str, Any]]:
     """Score rows `{"id", "results": [task entries]}` sorted by session number."""
-    from wtb_local.evaluator.tools import convert_tools
+    from wtb_local.protocols.history import paper_tools
 
     by_index = {session.index: session for session in sessions}
     rows = []
     for row in sorted(result_rows, key=lambda r: session_index(r["id"])):
         session = by_index[session_index(row["id"])]
-        tools = convert_tools(session.english_tools)
+        tools = paper_tools(session)  # the harness checks against the dataset's own schemas (§3.1)
         answers = [[node.model_dump(mode="json") for node in nodes] for nodes in session.english_answer_list]
         tasks = row.get("result") if isinstance(row.get("result"), list) else []
         results = [score_task(task, answers[i], tools) if isinstance(task, dict) else

@@ -24,7 +24,6 @@ from typing import Any
 from wtb_local.evaluator.conversation import GoldNode, gold_nodes
 from wtb_local.evaluator.episode import Episode
 from wtb_local.evaluator.paths import Step, TaskGraph
-from wtb_local.evaluator.tools import convert_tools
 from wtb_local.protocols.dates import DATE_MARKER
 from wtb_local.schema import ASK_ACTION, PREPARE_ACTION, Session
 
@@ -148,9 +147,16 @@ class PaperEpisode(Episode):
             self._messages[before + 1:] = shaped
 
 
+def paper_tools(session: Session) -> list[dict[str, Any]]:
+    """The tools a local model's template is handed under the paper protocol: the dataset's own schemas,
+    unconverted. Turning `"float"` into `"number"` (and the like) is the API handlers' step
+    (docs/reference/paper-harness.md §2.12), the release evaluator's, never the local models' (§2.1-§2.11)."""
+    return copy.deepcopy(session.english_tools)
+
+
 def paper_episodes(session: Session, *, dates: Sequence[str], texts: Sequence[str], tool_results: str,
                    id_style: str = "openai") -> list[PaperEpisode]:
-    tools = convert_tools(session.english_tools)
+    tools = paper_tools(session)
     nodes_per_task = [gold_nodes(nodes) for nodes in session.english_answer_list]
     graphs = [TaskGraph([n.name for n in nodes], [n.dependency_list for n in nodes]) for nodes in nodes_per_task]
     prefixes = session_prefixes(session, dates, texts, nodes_per_task, graphs)

@@ -15,6 +15,7 @@ class PaperProtocol(Protocol):
     checker = "lenient"
     hash_value = "paper"
     reproduces_paper = True
+    calls_in_reasoning = "read as calls, as the paper harness does"
     uses_template_overrides = False
 
     def family(self, values: dict[str, Any]) -> FamilyRule:

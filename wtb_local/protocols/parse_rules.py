@@ -230,14 +230,25 @@ class PaperParser(ToolParser):
 
     def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
               finish_reason: str | None = None) -> ParseResult:
+        """A call written inside `<think>…</think>` is read like any other (the harness strips no think
+        block) and counted in `calls_in_reasoning` (docs/parser-policies.md §1)."""
         text = self.skip_special(text or "")
         if self.rule != "native":
-            return RULES[self.rule](text)
+            result = RULES[self.rule](text)
+            close = text.find("</think>")
+            if result.tool_calls and close > 0:  # the calls the same rule reads before the block closes
+                inside = len(RULES[self.rule](text[:close]).tool_calls)
+                result = result.model_copy(update={"calls_in_reasoning": inside})
+            return result
+        from wtb_local.parsers import reasoning_calls
+
         parsed = self.native.parse(text, tools=tools, finish_reason=finish_reason)
-        if not parsed.tool_calls or parsed.errors:
-            return ParseResult(content=text)  # think text and broken calls stay as text
+        inside = reasoning_calls(self.native, parsed.reasoning, tools)
+        calls = inside + parsed.tool_calls
+        if not calls or parsed.errors:
+            return ParseResult(content=text, calls_in_reasoning=len(inside))  # think text and broken calls stay as text
         think = f"<think>{parsed.reasoning}</think>" if parsed.reasoning else ""
-        return ParseResult(content=think + (parsed.content or ""), tool_calls=parsed.tool_calls)
+        return ParseResult(content=think + (parsed.content or ""), tool_calls=calls, calls_in_reasoning=len(inside))
 
     def format(self, content: str | None, tool_calls: list[ParsedCall], reasoning: str | None = None) -> str:
         """What this family's model writes for a reply (oracle backend)."""

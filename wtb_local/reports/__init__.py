@@ -2,6 +2,8 @@
 
 - `report_rows(metric, label=None, thinking=None)`, `print_tables(rows)`, `format_plain(rows, table)`
 - `paper_name(model_id, thinking=None)`, `paper_rows(table)`: the paper's names and printed values
+- present.py: what every command shows for a run directory (label, paper row by the recorded thinking
+  mode, notes; docs/outputs-and-reports.md)
 - the full report (runs.py -> sections.py -> render.py / plots.py / html.py) is driven by
   `wtb_local.reports.build.write_report`; imported lazily by the `report` command
 """

@@ -10,7 +10,6 @@ from wtb_local.reports.runs import Run
 from wtb_local.reports.sections import Section, build_sections
 
 FORMATS = ("md", "csv", "json", "html", "png")
-RELEASE_SESSIONS = 256
 NO_MATPLOTLIB = "png skipped: matplotlib is not installed (pip install 'wtb-local[report]')"
 
 
@@ -30,18 +29,21 @@ def parse_formats(text: str) -> tuple[str, ...]:
 
 
 def run_notes(runs: Sequence[Run], paper: bool) -> list[str]:
-    """What a reader must know before comparing: metric-only runs, partial runs next to the paper."""
-    from wtb_local.reports.paper import paper_name
+    """What a reader must know before comparing, per row: the notes every command gives its run
+    (reports/present.py), each after the row's label."""
+    from wtb_local.reports.present import paper_row_of
+    from wtb_local.reports.present import run_notes as notes_of
 
     notes = []
     for run in runs:
         if run.note:
             notes.append(f"{run.label}: {run.note}")
-        sessions = run.metric.get("total_info", {}).get("session", {}).get("total_count", 0)
-        if paper and sessions != RELEASE_SESSIONS and (paper_name(run.model_id, run.thinking)
-                                                        or paper_name(run.model_name, run.thinking)):
-            notes.append(f"{run.label}: {sessions} of the release's {RELEASE_SESSIONS} sessions scored; the "
-                         "paper's row is over all of them")
+        if run.facts.rescore:
+            continue  # a re-scoring: its run's notes apply
+        shown = paper and paper_row_of(run.facts) is not None
+        # the protocol line is the report's legend; the rest as `run` prints it
+        notes += [f"{run.label}: {note}" for note in notes_of(run.facts, run.metric, paper_shown=shown,
+                                                                    protocol_note=False)]
     return notes
 
 

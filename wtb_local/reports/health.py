@@ -1,8 +1,8 @@
 """A run's health, per model: is a low score the model or the run? Parse failures, completions cut by the
-token limit (inside the reasoning or not), requests that failed and why, tokens per task, latency per
-step, wall time.
+token limit (inside the reasoning or not), steps with a tool call written inside the reasoning block,
+requests that failed and why, tokens per task, latency per step, wall time.
 
-Read from the result file's steps (`raw`, `parse_errors`, `finish_reason`, `error_reason`,
+Read from the result file's steps (`raw`, `parse_errors`, `calls_in_reasoning`, `finish_reason`, `error_reason`,
 `reasoning_content`/`content`/`tool_calls`) and per-task `latency`/`input_token_count`/
 `output_token_count` lists, and from the manifest's `invocations[].wall_s` and `status`. Whatever a file
 lacks (the benchmark harness's files have no raw completions) shows as None ("n/a").
@@ -23,6 +23,7 @@ HEALTH_COLUMNS: tuple[tuple[str, str], ...] = (
     ("parse_failure_pct", "parse failures %"),
     ("length_steps", "ended by length"),
     ("length_in_reasoning", "…inside reasoning"),
+    ("calls_in_reasoning", "calls in reasoning"),
     ("failed_requests", "failed requests"),
     ("failed_reasons", "failure reasons"),
     ("prompt_tokens_per_task", "prompt tok/task"),
@@ -91,6 +92,8 @@ def run_health(result_rows: list[dict[str, Any]] | None, score_rows: list[dict[s
                               if served else None),
         "length_steps": len(length) if completions else None,
         "length_in_reasoning": len(in_reasoning) if completions else None,
+        # steps with a call written inside the reasoning block (docs/parser-policies.md §1)
+        "calls_in_reasoning": sum(1 for s in served if s.get("calls_in_reasoning")) if completions else None,
         "failed_requests": sum(reasons.values()) if completions or crashed else None,
         "failed_reasons": "; ".join(f"{reason} ×{n}" for reason, n in sorted(reasons.items())) or "",
         "prompt_tokens_per_task": sum(prompt) / len(prompt) if prompt and any(prompt) else None,
@@ -100,3 +103,18 @@ def run_health(result_rows: list[dict[str, Any]] | None, score_rows: list[dict[s
         "wall_s": sum(walls) if walls else None,
         "status": str((manifest or {}).get("status") or "n/a"),
     }
+
+
+def reasoning_calls_line(result_rows: list[dict[str, Any]], protocol: str | None) -> str | None:
+    """The run's one line about steps with a tool call written inside the reasoning block, None when there
+    is none; the policy it states is the protocol's (docs/parser-policies.md §1)."""
+    steps = [s for s in _steps(result_rows) if s.get("calls_in_reasoning")]
+    if not steps:
+        return None
+    calls = sum(int(s["calls_in_reasoning"]) for s in steps)
+    from wtb_local.protocols import find_protocol
+
+    policy = (find_protocol(protocol) or find_protocol(None)).calls_in_reasoning
+    return (f"steps with a tool call inside the reasoning block: {len(steps)} ({calls} call(s), {policy}; "
+            "docs/parser-policies.md)")
+

@@ -1,8 +1,9 @@
-"""Protocol labels and notes for `report`: every run row says which protocol and argument checker
-produced it (a legend line for all; rows other than the default release/strict also in their label,
-`model [paper-lenient]`); a run's re-scorings (`rescore`, `RUN/score-<checker>/`) are shown
-next to it; a note splits a run's gap to the paper into the checker's part and the rest, and says when a
-paper-protocol family rule is inferred rather than documented."""
+"""Protocol lines of `report` (docs/outputs-and-reports.md): a legend naming every row's protocol and
+argument checker (when any row is not a run's own release/strict scoring), and one gap line per paper row
+that splits the distance between the report's runs of that model and the paper's row into the argument
+checker's part (lenient minus strict, from `rescore`), the protocol's part (`--protocol paper` minus
+release, same checker) and the rest. Every run in the report is seen: a release run and a paper run of
+one model make one line."""
 
 from __future__ import annotations
 
@@ -10,31 +11,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from wtb_local.protocols import default_scoring, find_protocol
+from wtb_local.protocols import protocol_named, protocol_names
 from wtb_local.scoring.files import METRIC_FILE_NAME
 
-PAPER_PROTOCOL_NOTE = ("the paper's open-model rows come from the authors' older harness (per-family prompts, "
-                       "transformers generate, lenient argument checker): --protocol paper reproduces it")
-
-
-def paper_row_note(protocol: str) -> str:
-    """The line printed under the paper's row by the main job."""
-    return f"note: this run: --protocol {protocol}; {PAPER_PROTOCOL_NOTE}."
-
-
-def _section(manifest: Any) -> dict[str, Any]:
-    section = manifest.get("protocol") if isinstance(manifest, dict) else None
-    return section if isinstance(section, dict) else {}
-
-
-def run_protocol(run_dir: str | Path) -> tuple[str, str]:
-    """(protocol, checker) of a run directory from its manifest; a run without the key is release/strict."""
-    try:
-        manifest = json.loads((Path(run_dir) / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        manifest = None
-    section = _section(manifest)
-    return str(section.get("name", "release")), str(section.get("checker", "strict"))
+# the protocol that reproduces the paper's harness (protocols/paper.py)
+PAPER = next(name for name in protocol_names() if protocol_named(name).reproduces_paper)
+_ORDER = (("release", "strict"), ("release", "lenient"), ("paper", "strict"), ("paper", "lenient"))
 
 
 def rescored_metrics(run_dir: str | Path) -> list[tuple[str, dict[str, Any]]]:
@@ -46,96 +28,87 @@ def rescored_metrics(run_dir: str | Path) -> list[tuple[str, dict[str, Any]]]:
     return found
 
 
-def protocol_label(name: str, protocol: str, checker: str) -> str:
-    """`model [release-strict]`: every report row says which protocol and checker produced it."""
-    return f"{name} [{protocol}-{checker}]"
-
-
-def _base_dir(run: Any) -> Path:
-    """The run directory a loaded run belongs to (a re-scoring's is its parent)."""
-    return Path(run.source).parent if _section(run.manifest).get("rescore_of") else Path(run.source)
-
-
-def label_runs(runs: list[Any]) -> None:
-    """Label each loaded report run with its protocol and checker (in place). Runs scored with the lenient
-    checker take their own metric file: re-counting their labels with the release metric would lose the
-    harness's buckets, AP and OP."""
-    bases: dict[str, set[Path]] = {}
-    for run in runs:
-        bases.setdefault(run.model_name, set()).add(_base_dir(run))
-    for run in runs:
-        section = _section(run.manifest)
-        if run.manifest is None and isinstance(run.metric.get("protocol"), dict):  # a lenient metric file alone
-            section = {"name": "paper?", **run.metric["protocol"]}
-        protocol, checker = str(section.get("name", "release")), str(section.get("checker", "strict"))
-        metric_file = Path(run.source) / "score" / run.model_name / METRIC_FILE_NAME
-        if checker == "lenient" and metric_file.is_file():
-            run.metric = json.loads(metric_file.read_text(encoding="utf-8"))
-        run.protocol = (protocol, checker)
-        name = run.model_name if len(bases[run.model_name]) == 1 else f"{run.model_name} ({_base_dir(run)})"
-        if (protocol, checker) == default_scoring() and not section.get("rescore_of"):
-            if len(bases[run.model_name]) == 1:
-                run.label = name  # one run directory: its re-scorings do not need paths to tell them apart
-            continue  # the default keeps a plain label (the legend line names it)
-        run.label = protocol_label(name, protocol, checker)
-
-
 def protocol_legend(runs: list[Any]) -> str:
     """One line naming every row's protocol and checker (plain labels are release, strict checker)."""
-    parts = []
-    for run in runs:
-        protocol, checker = getattr(run, "protocol", default_scoring())
-        parts.append(f"{run.label} = {protocol}, {checker} checker")
+    parts = [f"{run.label} = {run.facts.protocol}, {run.facts.checker} checker" for run in runs]
     return "protocols: " + "; ".join(parts)
 
 
-def gap_note(path: str | Path, name: str, metric: dict[str, Any], paper_task_acc: float) -> str | None:
-    """One line splitting a run's task-accuracy gap to the paper's row into the argument checker's part
-    (lenient minus strict, from `rescore`) and the rest (prompts, generation, sampling, parse rules); None
-    when the run has not been scored with both checkers."""
-    if not Path(path).is_dir():
-        return None
-    protocol, checker = run_protocol(path)
-    by_checker = {checker: metric, **dict(rescored_metrics(path))}
-    if not {"strict", "lenient"} <= set(by_checker):
-        return None
-    strict, lenient = (100.0 * float(by_checker[c]["total_info"]["task"]["accuracy"]) for c in ("strict", "lenient"))
-    return (f"gap to the paper ({name}, --protocol {protocol}, task accuracy): {protocol}-strict {strict:.2f}, "
-            f"{protocol}-lenient {lenient:.2f} (checker: {lenient - strict:+.2f}); paper {paper_task_acc:.2f} "
-            f"(the rest: {paper_task_acc - lenient:+.2f}, prompts/generation/sampling/parse rules"
-            f"{'' if getattr(find_protocol(protocol), 'reproduces_paper', False) else ' — run --protocol paper to measure them'})")
+def _task_accuracy(metric: dict[str, Any]) -> float:
+    return 100.0 * float(metric["total_info"]["task"]["accuracy"])
 
 
-def inferred_note(path: str | Path, name: str) -> str | None:
-    """A line for a paper-protocol run whose family rule is inferred, not documented by the harness."""
-    try:
-        section = _section(json.loads((Path(path) / "manifest.json").read_text(encoding="utf-8")))
-    except (OSError, ValueError):
+def gap_line(name: str, scorings: dict[tuple[str, str], float], paper_task_acc: float) -> str | None:
+    """One line splitting the task-accuracy gap between a model's scorings (protocol, checker) and the
+    paper's row; None with fewer than two scorings (nothing to split)."""
+    shown = [key for key in _ORDER if key in scorings]
+    if len(shown) < 2:
         return None
-    # only a paper-protocol section names a family rule
-    if "family" not in section or section.get("documented", True) or section.get("rescore_of"):
-        return None
-    family = section.get("family") or {}
-    return (f"note: {name}: the paper-protocol rule `{family.get('name')}` is inferred, not documented by the "
-            f"paper's harness ({family.get('source')})")
+    protocols = [p for p in ("release", "paper") if any(key[0] == p for key in shown)]
+    groups = []
+    for protocol in protocols:
+        keys = [key for key in shown if key[0] == protocol]
+        parts = []
+        if len(keys) == 2:
+            parts.append(f"checker: {scorings[(protocol, 'lenient')] - scorings[(protocol, 'strict')]:+.2f}")
+        if protocol == PAPER and len(protocols) == 2:
+            same = [c for c in ("lenient", "strict") if ("release", c) in scorings and ("paper", c) in scorings]
+            if same:
+                parts.append(f"protocol: {scorings[('paper', same[0])] - scorings[('release', same[0])]:+.2f}")
+            else:
+                last_release = [key for key in shown if key[0] == "release"][-1]
+                parts.append(f"protocol and checker: {scorings[keys[0]] - scorings[last_release]:+.2f}")
+        text = ", ".join(f"{p}-{c} {scorings[(p, c)]:.2f}" for p, c in keys)
+        groups.append(text + (f" ({'; '.join(parts)})" if parts else ""))
+    closest = scorings[shown[-1]]
+    hint = "" if PAPER in protocols else " — run --protocol paper to measure them"
+    return (f"gap to the paper ({name}, --protocol {' and '.join(protocols)}, task accuracy): "
+            f"{'; '.join(groups)}; paper {paper_task_acc:.2f} (the rest: {paper_task_acc - closest:+.2f}, "
+            f"prompts/generation/sampling/parse rules{hint})")
+
+
+def gap_notes(runs: list[Any], paper: bool) -> list[str]:
+    """Gap lines over every run of the report: per paper row, the scorings of all its runs (their own
+    and their re-scorings). Two run directories with the same protocol and checker for one paper row
+    cannot be combined: each then gets its own line."""
+    from wtb_local.reports.present import paper_row_of
+
+    if not paper:
+        return []
+    # paper row label -> run directory -> (protocol, checker) -> task accuracy
+    groups: dict[str, dict[Path, dict[tuple[str, str], float]]] = {}
+    named: dict[str, tuple[str, float]] = {}
+    for run in runs:
+        if run.summary is not None or not Path(run.source).is_dir():
+            continue
+        known = paper_row_of(run.facts)
+        if known is None or 6 not in known.values:
+            continue
+        named.setdefault(known.label, (run.facts.name, known.values[6]["task_acc"]))
+        scorings = groups.setdefault(known.label, {}).setdefault(run.base, {})
+        scorings[(run.facts.protocol, run.facts.checker)] = _task_accuracy(run.metric)
+        if not run.facts.rescore:
+            for checker, metric in rescored_metrics(run.source):
+                scorings.setdefault((run.facts.protocol, checker), _task_accuracy(metric))
+    notes = []
+    for label, by_base in groups.items():
+        keys = [key for scorings in by_base.values() for key in scorings]
+        combined = len(keys) == len(set(keys))
+        parts = [{k: v for scorings in by_base.values() for k, v in scorings.items()}] if combined \
+            else list(by_base.values())
+        name, paper_task_acc = named[label]
+        for scorings in parts:
+            line = gap_line(name, scorings, paper_task_acc)
+            if line:
+                notes.append(line)
+    return notes
 
 
 def protocol_notes(runs: list[Any], paper: bool) -> list[str]:
-    """The report's protocol lines: every row's protocol, inferred family rules, and gap splits for runs
-    the paper has."""
-    from wtb_local.reports import paper_row
+    """The report's protocol lines: the legend (unless every row is a run's own release/strict scoring,
+    which plain labels say) and the gap lines."""
+    from wtb_local.reports.present import DEFAULT_SCORING
 
-    defaults = all(getattr(run, "protocol", default_scoring()) == default_scoring() for run in runs)
-    notes = [] if defaults else [protocol_legend(runs)]  # release/strict only: plain labels say it
-    for run in runs:
-        if _section(run.manifest).get("rescore_of") or not Path(run.source).is_dir():
-            continue
-        inferred = inferred_note(run.source, run.model_name)
-        if inferred:
-            notes.append(inferred)
-        known = (paper_row(run.model_id, run.thinking) or paper_row(run.model_name, run.thinking)) if paper else None
-        if known is not None:
-            note = gap_note(run.source, run.model_name, run.metric, known.values[6]["task_acc"])
-            if note:
-                notes.append(note)
-    return notes
+    plain = all((run.facts.protocol, run.facts.checker) == DEFAULT_SCORING and not run.facts.rescore
+                for run in runs)
+    return ([] if plain else [protocol_legend(runs)]) + gap_notes(runs, paper)

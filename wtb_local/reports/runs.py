@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +70,18 @@ class Run:
     sessions: list[Any] | None = None
     tasks: list[TaskRecord] = field(default_factory=list)
     note: str | None = None
+    facts: Any = None  # reports.present.RunFacts: protocol, checker, recorded thinking mode
+    summary: dict[str, Any] | None = None  # a `--repeats` run's mean row: its repeats.json
+
+    @property
+    def protocol(self) -> tuple[str, str]:
+        """(protocol, checker) that produced the row."""
+        return (self.facts.protocol, self.facts.checker) if self.facts is not None else ("release", "strict")
+
+    @property
+    def base(self) -> Path:
+        """The run directory this row belongs to (a re-scoring's is its parent)."""
+        return self.source.parent if self.facts is not None and self.facts.rescore else self.source
 
     @property
     def detailed(self) -> bool:
@@ -166,46 +178,75 @@ def _read_manifest(folder: Path) -> dict[str, Any] | None:
 def load_runs(paths: Sequence[str | Path], dataset: str | None = None,
               thinking: bool | None = None) -> list[Run]:
     """Every run under the paths, scored and broken down per task where a dataset is known (`dataset`,
-    else the one the run's manifest records)."""
-    runs = [_load(found, dataset, thinking) for path in paths for found in find_runs(path)]
-    names = [run.model_name for run in runs]
-    for run in runs:
-        # runs of one model (sample vs release, two parsers) share a model name: tell them apart by path
-        run.label = f"{run.model_name} ({run.source})" if names.count(run.model_name) > 1 else run.model_name
+    else the one the run's manifest records), each `--repeats` run followed by its mean row; labelled as
+    every command labels them (reports/present.py)."""
+    runs: list[Run] = []
+    for path in paths:
+        runs += [_load(found, dataset, thinking) for found in find_runs(path)]
+        mean = _mean_run(Path(path), thinking)
+        if mean is not None:
+            runs.append(mean)
+    label_runs(runs)
     return runs
 
 
+def label_runs(runs: Sequence[Run]) -> None:
+    """`name`, `name [protocol-checker]`; runs of one model from several run directories (sample vs
+    release, two parsers) also say which: `name (run dir) ...`; a mean row says `(mean of K)`."""
+    from wtb_local.reports.present import row_label
+
+    bases: dict[str, set[Path]] = {}
+    for run in runs:
+        if run.summary is None:
+            bases.setdefault(run.facts.name, set()).add(run.base)
+    means = [run.facts.name for run in runs if run.summary is not None]
+    for run in runs:
+        if run.summary is not None:
+            where = f", {run.source}" if means.count(run.facts.name) > 1 else ""
+            run.label = row_label(run.facts, f"mean of {run.summary['repeats']}{where}")
+        else:
+            run.label = row_label(run.facts, str(run.base) if len(bases[run.facts.name]) > 1 else None)
+
+
+def _mean_run(path: Path, thinking: bool | None) -> Run | None:
+    """The mean row of a `--repeats` run directory (repeats.json), as `run --repeats` prints it."""
+    from wtb_local.reports.present import read_run_manifest, run_facts
+    from wtb_local.runner.repeats import read_summary
+
+    summary = read_summary(path) if path.is_dir() else None
+    if summary is None:
+        return None
+    manifest = read_run_manifest(path)
+    metric = summary["mean_metric"]
+    facts = run_facts(manifest, name=str(metric.get("model_name") or path.name), thinking=thinking)
+    return Run(facts.name, facts.name, facts.model_id, path, metric, facts.thinking, manifest,
+               note=f"the mean of {summary['repeats']} repeats ({', '.join(summary['runs'])})", facts=facts,
+               summary=summary)
+
+
 def _load(found: _Found, dataset: str | None, thinking: bool | None) -> Run:
-    from wtb_local.scoring import compute_metrics
-    from wtb_local.scoring.files import model_dir_name
+    from wtb_local.reports.present import run_facts
 
-    manifest = found.manifest or {}
-    model = manifest.get("model") if isinstance(manifest.get("model"), dict) else {}  # older manifests
-    config = manifest.get("config") if isinstance(manifest.get("config"), dict) else {}
-    settings = manifest.get("settings") if isinstance(manifest.get("settings"), dict) else {}
-    model_id = str(config.get("model") or model.get("id") or found.model_name)
-    from wtb_local.runner.thinking import recorded_thinking
-
-    # the mode the run's prompts had (runner/thinking.py), else the one it asked for, else --thinking
-    run_thinking = recorded_thinking(manifest)
-    if run_thinking is None:
-        run_thinking = settings.get("thinking") if isinstance(settings.get("thinking"), bool) else thinking
     if found.score is None and found.result is None:
         metric = read_metric(found.metric)  # type: ignore[arg-type]
         name = str(metric.get("model_name") or found.model_name)
-        return Run(name, name, model_id if found.manifest else name, found.source, metric, run_thinking,
-                   found.manifest, note="metric file only: no per-task breakdowns, taxonomy or browser")
+        facts = run_facts(found.manifest, name=name, thinking=thinking)
+        if found.manifest is None and isinstance(metric.get("protocol"), dict):  # a lenient metric file alone
+            facts = replace(facts, protocol="paper?", checker=str(metric["protocol"].get("checker", "lenient")))
+        return Run(name, name, facts.model_id, found.source, metric, facts.thinking, found.manifest,
+                   note="metric file only: no per-task breakdowns, taxonomy or browser", facts=facts)
+    facts = run_facts(found.manifest, name=found.model_name, thinking=thinking)
     sessions = _sessions(found, dataset)
     result_rows = [row for _, row in read_jsonl(found.result)] if found.result else None
     from wtb_local.scoring import score_file
 
-    # a score file is re-counted (not scored twice); a result file alone is scored here
-    scored = score_file(found.score or found.result, sessions, found.model_name)  # type: ignore[arg-type]
-    metric = compute_metrics(scored.score_rows, sessions, model_dir_name(found.model_name))
-    # labelled like the metric file names the model (the folder's name), as a metric-only run is
-    run = Run(found.model_name, found.model_name, model_id, found.source, metric, run_thinking,
-              found.manifest, scored.score_rows, result_rows, sessions)
-    run.tasks = task_records(scored.score_rows, sessions)
+    # a score file is re-counted (not scored twice); a result file alone is scored here, with the checker
+    # the run records (a lenient run keeps the harness's buckets, AP and OP)
+    scored = score_file(found.score or found.result, sessions, found.model_name,  # type: ignore[arg-type]
+                        checker=facts.checker)
+    run = Run(found.model_name, found.model_name, facts.model_id, found.source, scored.metric, facts.thinking,
+              found.manifest, scored.score_rows, result_rows, sessions, facts=facts)
+    run.tasks = task_records(scored.score_rows, sessions, facts.checker)
     return run
 
 
@@ -235,8 +276,10 @@ def _sessions(found: _Found, dataset: str | None) -> list[Any]:
     return sessions
 
 
-def task_records(score_rows: Sequence[dict[str, Any]], sessions: Sequence[Any]) -> list[TaskRecord]:
-    """One record per dataset task of each scored session, in file order (sorted by numeric id)."""
+def task_records(score_rows: Sequence[dict[str, Any]], sessions: Sequence[Any],
+                 checker: str = "strict") -> list[TaskRecord]:
+    """One record per dataset task of each scored session, in file order (sorted by numeric id); error
+    categories by the rules of the scorer that judged them (`checker`)."""
     from wtb_local.evaluator.metrics import session_index
     from wtb_local.scoring.taxonomy import row_categories
 
@@ -247,7 +290,7 @@ def task_records(score_rows: Sequence[dict[str, Any]], sessions: Sequence[Any]) 
         results = row.get("results")
         types = [getattr(t, "value", str(t)) for t in session.english_task_types]
         subtypes = ["First Turn", *(getattr(t, "value", str(t)) for t in session.english_turn_subtypes)]
-        categories = row_categories(row, session)
+        categories = row_categories(row, session, checker)
         transitions = 0
         for i, task_type in enumerate(types):
             if i and COARSE_TYPE.get(task_type) != COARSE_TYPE.get(types[i - 1]):
@@ -263,5 +306,5 @@ def task_records(score_rows: Sequence[dict[str, Any]], sessions: Sequence[Any]) 
     return records
 
 
-__all__ = ["COARSE_TYPE", "ReportError", "Run", "ScoringError", "TaskRecord", "find_runs", "load_runs",
-           "task_records"]
+__all__ = ["COARSE_TYPE", "ReportError", "Run", "ScoringError", "TaskRecord", "find_runs", "label_runs",
+           "load_runs", "task_records"]

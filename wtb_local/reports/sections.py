@@ -108,7 +108,7 @@ def category_counts(run: Run) -> Counter[str]:
 def error_section(runs: Sequence[Run]) -> Section:
     columns = [("failed", "failed tasks"), *((label, label) for label in LABELS)]
     section = Section("errors", "Error categories, every label: % of failed tasks", columns,
-                      note="One category per failed task (README, 'Error taxonomy'); Run Error = the "
+                      note="One category per failed task (docs/outputs-and-reports.md, 'Error categories'); Run Error = the "
                       "request was never served, not the model's fault.")
     for run in _detailed(runs):
         counts = category_counts(run)
@@ -138,7 +138,8 @@ def health_section(runs: Sequence[Run]) -> Section:
     section = Section("health", "Run health: is a low score the model or the run?", list(HEALTH_COLUMNS),
                       note="n/a: the files do not record it (the benchmark harness keeps no raw "
                       "completions). Ended by length: finish_reason 'length'; inside reasoning: with "
-                      "reasoning but no content, calls or parse errors.", percent=False)
+                      "reasoning but no content, calls or parse errors. Calls in reasoning: steps with a tool "
+                      "call written inside the reasoning block (docs/parser-policies.md).", percent=False)
     for run in runs:
         if run.score_rows is None and run.result_rows is None:
             continue

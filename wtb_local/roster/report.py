@@ -41,8 +41,7 @@ class RosterReport:
 
 
 def load_entry(entry: Entry, runs_dir: Path) -> EntryResult:
-    from wtb_local.reports.protocols import label_runs
-    from wtb_local.reports.runs import ReportError, load_runs
+    from wtb_local.reports.runs import ReportError, label_runs, load_runs
     from wtb_local.scoring import ScoringError
 
     folder = runs_dir / entry.row

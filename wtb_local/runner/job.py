@@ -26,6 +26,7 @@ from wtb_local.runner.options import RunOptions
 from wtb_local.runner.paths import RunPaths
 from wtb_local.runner.prepare import PreparedRun, prepare
 from wtb_local.runner.progress import ProgressStats, make_progress
+from wtb_local.runner.reproducibility import rerun_claim
 from wtb_local.runner.resume import check_resume
 from wtb_local.runner.steps import StepDriver
 from wtb_local.runner.stopping import RunInterrupted, StopSignal
@@ -143,7 +144,8 @@ async def run_job_async(options: RunOptions, *, backend: Backend | None = None, 
     settings, paths = prep.run, prep.paths
     config = hashed_config(settings)
     resume = check_resume(settings, paths, config)
-    manifest = _new_manifest(prep, paths, config, read_manifest(paths.run_dir) if resume else None)
+    previous = read_manifest(paths.run_dir) if resume else None
+    manifest = _new_manifest(prep, paths, config, previous)
     store = _open_store(paths, resume=resume, err=err)
     finished = store.finished()
     pending = [s for s in prep.selected if s.id not in finished]
@@ -158,7 +160,8 @@ async def run_job_async(options: RunOptions, *, backend: Backend | None = None, 
         try:
             backend = prep.build_backend()
         except BaseException as exc:  # a start that fails leaves a manifest saying so, not "running"
-            manifest.update(status="failed", invocations=[*manifest["invocations"], {
+            stopped = isinstance(exc, KeyboardInterrupt)
+            manifest.update(status="interrupted" if stopped else "failed", invocations=[*manifest["invocations"], {
                 "started": started_at, "finished": _now(), "failure": f"{type(exc).__name__}: {exc}"}])
             write_manifest(paths.run_dir, manifest)
             raise
@@ -171,6 +174,9 @@ async def run_job_async(options: RunOptions, *, backend: Backend | None = None, 
     failure: str | None = None
     meter = ThroughputMeter()
     stop = current_stop() or StopSignal()  # run_job installs the handlers; a direct caller has none
+    # On disk before any session runs: a process killed outright still leaves this invocation recorded.
+    manifest["invocations"].append(invocation)
+    write_manifest(paths.run_dir, manifest)
     try:
         if pending:
             with stop.armed():
@@ -191,17 +197,19 @@ async def run_job_async(options: RunOptions, *, backend: Backend | None = None, 
                        f"{len(store.rows)} finished session(s) kept in {paths.result_file}: "
                        "rerun the same command to resume") from exc
     finally:
-        result_rows = store.finalize()
-        invocation.update(finished=_now(), wall_s=round(time.monotonic() - started, 3),
-                          requests=stats.requests, request_errors=stats.request_errors,
-                          prompt_tokens=stats.prompt_tokens, generated_tokens=stats.generated_tokens)
-        if failure:
-            invocation["failure"] = failure
-        invocation["throughput"] = meter.summary(stats.tasks_this_run)
-        manifest["invocations"].append(invocation)
-        manifest.update(backend=backend.describe(), scheduling=scheduling,
-                        status="failed" if failure else "interrupted")
-        write_manifest(paths.run_dir, manifest)
+        with stop.holding():  # a second signal waits until the record is on disk (stopping.py)
+            result_rows = store.finalize()
+            invocation.update(finished=_now(), wall_s=round(time.monotonic() - started, 3),
+                              requests=stats.requests, request_errors=stats.request_errors,
+                              prompt_tokens=stats.prompt_tokens, generated_tokens=stats.generated_tokens)
+            if failure:
+                invocation["failure"] = failure
+            invocation["throughput"] = meter.summary(stats.tasks_this_run)
+            described = backend.describe()
+            manifest.update(backend=described, scheduling=scheduling, rerun=rerun_claim(described, scheduling),
+                            status="failed" if failure else "interrupted")
+            write_manifest(paths.run_dir, manifest)
+    stop.raise_held()
 
     score_rows, metric = score_run(result_rows, prep.sessions, paths.model_name, paths,
                                    checker=prep.protocol.checker)
@@ -209,11 +217,19 @@ async def run_job_async(options: RunOptions, *, backend: Backend | None = None, 
     manifest["status"] = "complete" if complete else "incomplete"
     manifest["summary"] = {"sessions_scored": len(score_rows), "task_accuracy": metric["total_info"]["task"],
                            "session_accuracy": metric["total_info"]["session"],
-                           "throughput": invocation["throughput"],
+                           "throughput": _throughput(invocation, pending, previous),
                            "length_cuts": length_cuts(result_rows)}
     write_manifest(paths.run_dir, manifest)
     return RunOutcome(paths, settings, metric, score_rows, result_rows, manifest, skipped,
                       [s.id for s in pending])
+
+
+def _throughput(invocation: dict[str, Any], pending: list[Any], previous: dict[str, Any] | None) -> Any:
+    """This invocation's throughput; a rerun that ran nothing keeps the figures of the run before it."""
+    if pending:
+        return invocation["throughput"]
+    earlier = ((previous or {}).get("summary") or {}).get("throughput")
+    return earlier if earlier is not None else invocation["throughput"]
 
 
 def _first_cause(exc: BaseException) -> BaseException:

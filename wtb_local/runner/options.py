@@ -166,6 +166,10 @@ class RunOptions(BaseModel):
                                             type=_POSITIVE)] = None
     max_num_batched_tokens: Annotated[int | None, Cli(
         "vLLM: tokens per engine step (default: vLLM's offline default for the device).", type=_POSITIVE)] = None
+    enable_prefix_caching: Annotated[bool, Cli(
+        "vLLM: reuse the KV cache of shared prompt prefixes. Off, with --max-num-seqs 1, a rerun with the same seed "
+        "is identical (docs/reproducibility.md).", decl="--enable-prefix-caching/--no-enable-prefix-caching",
+        show_default=True)] = True
     enforce_eager: Annotated[bool, Cli("vLLM: no CUDA graphs (less memory, slower decoding).",
                                        is_flag=True)] = False
     batch_size: Annotated[int, Cli("transformers: prompts per generate call.", type=_POSITIVE,

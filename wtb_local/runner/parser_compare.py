@@ -3,8 +3,11 @@
 Two views, each parser against the first one named (the baseline):
 - the recorded completions: every step the run recorded a raw completion for is parsed by each parser
   (with the tools that step offered and its finish reason): calls extracted, parse failures (errors and no
-  call), partial parses (errors but calls kept), and disagreements with the baseline (another list of
-  calls, names and arguments compared as parsed JSON, or a failure where the baseline parsed);
+  call), partial parses (errors but calls kept), and disagreements with the baseline: another list of
+  calls (names and arguments compared as parsed JSON), a failure where the baseline parsed, or, where
+  both parsed, other content (whitespace collapsed). Content counts because a parser reading a foreign format leniently can
+  take the same calls and leave the other format's markup (`<tool_call>\n</tool_call>`) as the reply's
+  text (docs/parser-policies.md §2);
 - the task verdicts: the run is replayed through the replay backend with each parser, then judged. A parser
   that accepts a different reply leads the conversation to steps the run never recorded: such a task is
   "not comparable" (no completion exists to judge), not a failure, and is left out of the accuracy.
@@ -45,7 +48,22 @@ def _normalized_calls(result: Any) -> list[tuple[str, str]]:
 def _parsed_view(result: Any) -> dict[str, Any]:
     return {"calls": [{"name": name, "arguments": json.loads(args)}
                       for name, args in _normalized_calls(result)],
-            "errors": list(result.errors)}
+            "content": result.content, "errors": list(result.errors)}
+
+
+def _content(result: Any) -> str:
+    return " ".join((result.content or "").split())
+
+
+def differences(result: Any, reference: Any) -> list[str]:
+    """What differs between two parses of one completion: `calls`, `failure`, `content` (in that order).
+    Content is compared only where both parses are replies (a failed parse makes the step an error)."""
+    failed = bool(result.errors) and not result.tool_calls
+    reference_failed = bool(reference.errors) and not reference.tool_calls
+    found = [("calls", _normalized_calls(result) != _normalized_calls(reference)),
+             ("failure", failed != reference_failed),
+             ("content", not (failed or reference_failed) and _content(result) != _content(reference))]
+    return [name for name, differs in found if differs]
 
 
 def _recorded_steps(result_file: Path) -> list[tuple[str, dict[str, Any]]]:
@@ -89,13 +107,11 @@ def compare_completions(steps: list[tuple[str, dict[str, Any]]], parsers: list[A
             entry["steps_with_calls"] += bool(result.tool_calls)
             entry["parse_failures"] += bool(result.errors) and not result.tool_calls
             entry["partial_parses"] += bool(result.errors) and bool(result.tool_calls)
-            failed = bool(result.errors) and not result.tool_calls
-            reference_failed = bool(reference.errors) and not reference.tool_calls
-            if name != baseline and (_normalized_calls(result) != _normalized_calls(reference)
-                                     or failed != reference_failed):
+            differs = differences(result, reference) if name != baseline else []
+            if differs:
                 entry["disagreements"] += 1
                 if len(entry["examples"]) < _EXAMPLES:
-                    entry["examples"].append({"request": request, "raw": step["raw"][:_RAW_SHOWN],
+                    entry["examples"].append({"request": request, "raw": step["raw"][:_RAW_SHOWN], "differs": differs,
                                               baseline: _parsed_view(reference), name: _parsed_view(result)})
     return stats
 
@@ -204,7 +220,8 @@ def to_markdown(report: dict[str, Any]) -> str:
         for name, items in examples:
             lines += ["", f"### {name} vs {base}", ""]
             for item in items:
-                lines.append(f"- `{item['request']}` raw {json.dumps(item['raw'], ensure_ascii=False)}: "
+                lines.append(f"- `{item['request']}` ({', '.join(item['differs'])} differ) raw "
+                             f"{json.dumps(item['raw'], ensure_ascii=False)}: "
                              f"{base} {json.dumps(item[base], ensure_ascii=False)}; "
                              f"{name} {json.dumps(item[name], ensure_ascii=False)}")
     return "\n".join(lines) + "\n"

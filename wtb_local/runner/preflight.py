@@ -1,8 +1,8 @@
 """Cheap checks before expensive ones, so a run that cannot work says why in seconds, in one line.
 
 Order (each backend's `check`, called by runner/prepare.py): the backend's packages are importable, `--model` is given, an OpenAI
-server answers, the Hugging Face hub answers (only when a hub id has to be read and the hub is not turned
-off with HF_HUB_OFFLINE=1). The dataset is fetched and the tokenizer loaded only after these pass. Each
+server answers, the Hugging Face hub answers when a hub id has to be read (with HF_HUB_OFFLINE=1: the model
+is in the hub cache). The dataset is fetched and the tokenizer loaded only after these pass. Each
 network check is one attempt with a short timeout: an unreachable host would otherwise cost a minute of
 the hub library's retries before its own (multi-line) error.
 """
@@ -52,8 +52,14 @@ def require_packages(what: str, spec: tuple[tuple[str, ...], str]) -> None:
                        f"not installed: {install}")
 
 
+def offline_variable() -> str | None:
+    """The variable that turns the hub off (HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE), None when none does."""
+    return next((var for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+                 if os.environ.get(var, "").strip().lower() in _TRUE), None)
+
+
 def hub_offline() -> bool:
-    return any(os.environ.get(var, "").strip().lower() in _TRUE for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+    return offline_variable() is not None
 
 
 def hub_endpoint() -> str:
@@ -122,11 +128,24 @@ def hub_problem(model: str, revision: str | None = None) -> str | None:
     return f"the Hugging Face hub {endpoint} is unreachable ({reason}); {todo}"
 
 
+def offline_problem(model: str, revision: str | None = None) -> str | None:
+    """With the hub turned off: None when `model` is in the hub cache; else the one line that says so
+    (transformers would otherwise spend seconds before its own multi-line "check your internet" error)."""
+    if in_hub_cache(model, revision):
+        return None
+    at = f" at revision {revision}" if revision else ""
+    var = offline_variable() or "HF_HUB_OFFLINE"
+    return (f"{model}{at} is not in the hub cache {hub_cache()} and {var}=1 keeps the hub off: download it where "
+            f"the hub is reachable, unset {var}, or pass a local model directory")
+
+
 def require_hub(model: str | None, revision: str | None = None) -> None:
-    if model and needs_hub(model):
-        problem = hub_problem(model, revision)
-        if problem:
-            raise RunError(problem)
+    """A hub id must be readable: from the hub, or from the cache when the hub is turned off."""
+    if not model or looks_local(str(model)):
+        return
+    problem = offline_problem(model, revision) if hub_offline() else hub_problem(model, revision)
+    if problem:
+        raise RunError(problem)
 
 
 def server_problem(base_url: str, api_key: str | None = None) -> str | None:

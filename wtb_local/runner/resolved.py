@@ -50,6 +50,7 @@ class ResolvedRun(BaseModel):
     gpu_memory_utilization: float | None = None
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
+    enable_prefix_caching: bool = True  # vLLM; not hashed: numerics only (docs/reproducibility.md)
     enforce_eager: bool = False
     batch_size: int = 16
     scheduling: str = "auto"

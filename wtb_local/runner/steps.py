@@ -133,6 +133,8 @@ class StepDriver:
             extra["cached_tokens"] = completion.cached_tokens
         if result.errors:
             extra["parse_errors"] = list(result.errors)
+        if result.calls_in_reasoning:  # docs/parser-policies.md §1: counted in run health
+            extra["calls_in_reasoning"] = result.calls_in_reasoning
         episode.accept(reply, error_reason=error_reason, extra=extra, **counts)
         outcome.error = error_reason
         return outcome

@@ -7,7 +7,9 @@ without ever yielding to the event loop (oracle, scripted, replay). While sessio
 cancels the run's task, so requests already waiting on an engine or a server are abandoned (vLLM aborts
 them; a transformers wave in progress finishes first, since a thread cannot be interrupted). Before the
 sessions start (dataset, tokenizer, engine set-up) the signal raises KeyboardInterrupt at once. A second
-signal always raises KeyboardInterrupt.
+signal raises KeyboardInterrupt, except while the run's record (result file and manifest) is being written:
+there it is held until the record is on disk (`holding`), so a second Ctrl-C or a SIGTERM during shutdown
+never leaves a manifest that says "running" (docs/reproducibility.md §3).
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ class StopSignal:
         self.signal_name: str | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[Any] | None = None
+        self._holding = False
+        self._held: str | None = None  # a signal that came while the record was written
 
     @property
     def requested(self) -> bool:
@@ -46,11 +50,30 @@ class StopSignal:
 
     def handle(self, signum: int, _frame: Any = None) -> None:
         first = self.signal_name is None
-        self.signal_name = signal.Signals(signum).name
+        name = signal.Signals(signum).name
+        self.signal_name = self.signal_name or name
+        if self._holding:
+            self._held = name
+            return
         if first and self._task is not None and self._loop is not None:
             self._loop.call_soon_threadsafe(self._task.cancel)
             return
-        raise KeyboardInterrupt(self.signal_name)
+        raise KeyboardInterrupt(name)
+
+    @contextlib.contextmanager
+    def holding(self) -> Iterator[None]:
+        """While the run's record is written: a signal is held (see `raise_held`), never raised midway."""
+        self._holding = True
+        try:
+            yield
+        finally:
+            self._holding = False
+
+    def raise_held(self) -> None:
+        """KeyboardInterrupt for a signal held while the record was written (the run stops there)."""
+        if self._held is not None:
+            name, self._held = self._held, None
+            raise KeyboardInterrupt(name)
 
     @contextlib.contextmanager
     def armed(self) -> Iterator[None]:

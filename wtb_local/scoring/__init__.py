@@ -80,9 +80,11 @@ class ScoredFile:
     already_scored: bool
 
 
-def score_file(path: str | Path, sessions: Sequence[Session], model_name: str | None = None) -> ScoredFile:
-    """Score a result file. A score file (rows with `results`) is not scored twice (the reference's
-    walk is not idempotent): its labels are re-counted into the metric."""
+def score_file(path: str | Path, sessions: Sequence[Session], model_name: str | None = None,
+               checker: str = "strict") -> ScoredFile:
+    """Score a result file with the release's checker, or the paper harness's (`lenient`,
+    docs/reference/paper-harness.md §3.1). A score file (rows with `results`) is not scored twice (the
+    reference's walk is not idempotent): its labels are re-counted into the metric."""
     rows = read_jsonl(path)
     if not rows:
         raise ScoringError(f"{path}: no rows (empty file)")
@@ -90,9 +92,19 @@ def score_file(path: str | Path, sessions: Sequence[Session], model_name: str | 
     if all("results" in row and "result" not in row for _, row in rows):
         check_rows(rows, sessions, str(path), "results")
         score_rows = sorted((row for _, row in rows), key=lambda row: session_index(row["id"]))
+        if checker == "lenient":
+            from wtb_local.protocols.harness_scoring import harness_metrics
+
+            return ScoredFile(score_rows, harness_metrics(score_rows, sessions, model_dir_name(name)), name, True)
         annotate_categories(score_rows, sessions)
         return ScoredFile(score_rows, compute_metrics(score_rows, sessions, model_dir_name(name)), name, True)
     check_rows(rows, sessions, str(path), "result")
+    if checker == "lenient":
+        from wtb_local.protocols.harness_scoring import harness_metrics, score_rows_lenient
+
+        ordered = sorted((row for _, row in rows), key=lambda row: session_index(row["id"]))
+        score_rows = score_rows_lenient(ordered, sessions)
+        return ScoredFile(score_rows, harness_metrics(score_rows, sessions, model_dir_name(name)), name, False)
     score_rows, metric = _score(rows, sessions, name)
     return ScoredFile(score_rows, metric, name, False)
 

@@ -1,5 +1,12 @@
 """Error taxonomy: one category per failed task, by the rules of the paper's own analysis script
-(`../shared/reference/paper-harness.md` §3.2-3.3, summarised in the README's "Error taxonomy").
+(docs/reference/paper-harness.md §3.2-3.3). One implementation for both scorers; `Rules` holds what
+differs between the release's (strict checker) and the paper harness's (lenient checker, --protocol paper):
+
+- the parameter category is read from the record of the checker that failed the arguments: the strict
+  checker's messages on the failing step (first failing call of the first failing step), or the lenient
+  checker's error lists (the failing pair of the earliest step, by the §3.2 B precedence);
+- `Run Error` (a step whose request was never served) exists for the release scorer only: the harness has
+  no such notion, an unserved request was an empty answer there (§1.1) and is classified like one.
 
 Pure: a scored task entry (score-file layout) plus the task's gold node names and the offered tool names
 in, a label out. `annotate_categories` writes the label into score rows as `error_category` (null for a
@@ -10,7 +17,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from wtb_local.schema import ASK_ACTION, PREPARE_ACTION
@@ -26,6 +34,8 @@ MISSING_PARAM = "Missing Param"
 PARAM_HALLUCINATION = "Param Hallucination"
 PARAM_TYPE_ERROR = "Param Type Error"
 PARAM_VALUE_ERROR = "Param Value Error"
+# The lenient checker's extra optional argument whose value its description does not mention (§3.1).
+PARAM_VALUE_HALLUCINATION = "Param Value Hallucination"
 # Not the paper's: a step whose request was never served (engine error, prompt too long, template
 # failure) or a session recorded as an error string says nothing about the model; and a checker message
 # this module does not know is shown as such rather than guessed.
@@ -34,11 +44,12 @@ UNCLASSIFIED = "Unclassified"
 
 ACTION_LABELS = (REFUSAL, WRONG_NAME, MISSING_INFO, WRONG_REFUSAL, REDUNDANT_CALL, CALL_ERROR,
                  EARLY_TERMINATION)
-PARAM_LABELS = (MISSING_PARAM, PARAM_HALLUCINATION, PARAM_TYPE_ERROR, PARAM_VALUE_ERROR)
+PARAM_LABELS = (MISSING_PARAM, PARAM_HALLUCINATION, PARAM_TYPE_ERROR, PARAM_VALUE_HALLUCINATION, PARAM_VALUE_ERROR)
 LABELS = (*ACTION_LABELS, *PARAM_LABELS, RUN_ERROR, UNCLASSIFIED)
 
 # The paper's Table 4/8 columns (its CSV names) and the labels counted in each: Wrong Name and Missing
-# Info share a column; a missing parameter counts as a value error. Run errors and unclassified tasks
+# Info share a column; a missing parameter counts as a value error, a hallucinated value as a hallucinated
+# parameter (both inferences, §3.3). Run errors and unclassified tasks
 # have no column (the paper dropped timeouts from its counts), so such a row sums to less than 100.
 PAPER_COLUMNS: dict[str, tuple[str, ...]] = {
     "refusal": (REFUSAL,),
@@ -48,7 +59,7 @@ PAPER_COLUMNS: dict[str, tuple[str, ...]] = {
     "call_error": (CALL_ERROR,),
     "early_termination": (EARLY_TERMINATION,),
     "param_type_error": (PARAM_TYPE_ERROR,),
-    "param_hallucination": (PARAM_HALLUCINATION,),
+    "param_hallucination": (PARAM_HALLUCINATION, PARAM_VALUE_HALLUCINATION),
     "param_value_error": (PARAM_VALUE_ERROR, MISSING_PARAM),
 }
 PAPER_HEADERS = ("Refusal", "Wrong Name / Missing Info", "Wrong Refusal", "Redundant Call", "Call Error",
@@ -58,7 +69,23 @@ CATEGORY_KEY = "error_category"
 CORRECT = "correct"
 _KEYS = re.compile(r"error_match: args keys mismatch \((?P<detail>.*)\)")
 
-# Checker messages (spec §5) -> label, by prefix; keys mismatch is split into missing/extra below.
+# The harness script's labels (§3.3, its summary order) for ours; the lenient scorer writes these.
+HARNESS_LABELS: dict[str, str] = {
+    REFUSAL: "reject tool calling", WRONG_NAME: "function name hallucination",
+    MISSING_INFO: "missing information in tool calling", WRONG_REFUSAL: "call function without reject",
+    REDUNDANT_CALL: "redundant tool calling", CALL_ERROR: "call the wrong function", EARLY_TERMINATION: "early stop",
+    MISSING_PARAM: "miss required params", PARAM_HALLUCINATION: "param hallucination",
+    PARAM_TYPE_ERROR: "type error", PARAM_VALUE_HALLUCINATION: "param value hallucination",
+    PARAM_VALUE_ERROR: "param value error",
+}
+# §3.2 B: the precedence among the lenient checker's labels of one failing pair.
+_LENIENT_PRECEDENCE = (MISSING_PARAM, PARAM_HALLUCINATION, PARAM_TYPE_ERROR, PARAM_VALUE_HALLUCINATION,
+                       PARAM_VALUE_ERROR)
+# An API handler's content-filter marker (§3.2 A.3): a refusal, not a wrong name.
+FILTER_CALL = "filter_by_prompt"
+
+# Strict checker messages (docs/evaluation.md §5) -> label, by prefix; keys
+# mismatch is split into missing/extra below.
 _MESSAGE_PREFIXES: tuple[tuple[str, str], ...] = (
     ("error_schema: required args missing", MISSING_PARAM),
     ("error_schema: required nested args missing", MISSING_PARAM),
@@ -132,27 +159,9 @@ def _run_failure(output: dict[str, Any]) -> bool:
     return isinstance(reason, str) and (reason.startswith("render failed") or reason == "no completion")
 
 
-def classify_task(task: Any, gold_names: Sequence[str], offered: Iterable[str]) -> str | None:
-    """The category of one scored task (None when it is correct).
-
-    `task` is a score-file task entry, or anything else for a session recorded as an error string;
-    `gold_names` the action names of the task's gold nodes (pseudo-actions included), `offered` the
-    names of the tools offered to the model."""
-    if not isinstance(task, dict):
-        return RUN_ERROR
-    if task.get("label") == CORRECT:
-        return None
-    steps = _steps(task)
-    if steps and _run_failure(_output(steps[-1])):
-        return RUN_ERROR
-    if task.get("action_name_label") == CORRECT:
-        return _param_category(steps)
-    return _action_category(steps, list(gold_names), set(offered))
-
-
-def _param_category(steps: list[dict[str, Any]]) -> str:
-    """First failing call of the first failing step, mapped from the checker's message."""
-    for step in steps:
+def _strict_parameter_category(task: dict[str, Any]) -> str:
+    """First failing call of the first failing step, mapped from the strict checker's message."""
+    for step in _steps(task):
         output = _output(step)
         if output.get("current_action_arguments_label") != "error":
             continue
@@ -163,21 +172,76 @@ def _param_category(steps: list[dict[str, Any]]) -> str:
     return UNCLASSIFIED
 
 
-def _action_category(steps: list[dict[str, Any]], gold: list[str], offered: set[str]) -> str:
-    """The script's `check_error_type`, action branch; the first rule that fires wins."""
-    if len(steps) == 1 and _valid_calls(_output(steps[0])) is None:
+_FROM_HARNESS = {name: label for label, name in HARNESS_LABELS.items()}
+
+
+def _lenient_parameter_category(task: dict[str, Any]) -> str:
+    """§3.2 B: the failing pair with the smallest step index, its first label by precedence. The
+    harness asserts on an empty list (its pairing bug); that is Unclassified here."""
+    errors = [e for e in task.get("argument_errors") or [] if isinstance(e, dict)]
+    if not errors:
+        return UNCLASSIFIED
+    first = min(errors, key=lambda e: e.get("idx", 0)).get("error_type") or []
+    found = {_FROM_HARNESS.get(str(name)) for name in first}
+    return next((label for label in _LENIENT_PRECEDENCE if label in found), UNCLASSIFIED)
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What differs between the two scorers' taxonomies (module docstring)."""
+
+    checker: str
+    parameter_category: Callable[[dict[str, Any]], str]
+    run_errors: bool
+
+
+RELEASE = Rules("strict", _strict_parameter_category, run_errors=True)
+PAPER = Rules("lenient", _lenient_parameter_category, run_errors=False)
+
+
+def rules_for(checker: str) -> Rules:
+    """The taxonomy rules of the scorer with this argument checker (`strict` or `lenient`)."""
+    return PAPER if checker == "lenient" else RELEASE
+
+
+def classify_task(task: Any, gold_names: Sequence[str], offered: Iterable[str], rules: Rules = RELEASE) -> str | None:
+    """The category of one scored task (None when it is correct).
+
+    `task` is a score-file task entry, or anything else for a session recorded as an error string;
+    `gold_names` the action names of the task's gold nodes (pseudo-actions included), `offered` the
+    names of the tools offered to the model; `rules` the scorer's (RELEASE or PAPER)."""
+    if not isinstance(task, dict):
+        return RUN_ERROR  # nothing was recorded to classify, with either scorer
+    if task.get("label") == CORRECT:
+        return None
+    steps = _steps(task)
+    if rules.run_errors and steps and _run_failure(_output(steps[-1])):
+        return RUN_ERROR
+    if task.get("action_name_label") == CORRECT:
+        return rules.parameter_category(task)
+    return action_category([_output(step) for step in steps], list(gold_names), set(offered))
+
+
+def action_category(outputs: Sequence[dict[str, Any]], gold: Sequence[str], offered: set[str]) -> str:
+    """§3.2 A (`check_error_type`, action branch) over the steps' outputs (`tool_calls` read); the
+    first rule that fires wins."""
+    gold = list(gold)
+    if len(outputs) == 1 and _valid_calls(outputs[0]) is None:
         return REFUSAL
     if gold == [PREPARE_ACTION]:
         return WRONG_REFUSAL
     called: list[str] = []
     label: str | None = None
-    for step in steps:
-        calls = _valid_calls(_output(step))
+    for output in outputs:
+        calls = _valid_calls(output)
         if calls is None:
             called.append(ASK_ACTION)  # a text turn counts as asking the user
             continue
-        for call in calls:
+        for call in calls:  # a label stops this step's calls; later steps still run (and may set another)
             name = _call_name(call)
+            if name == FILTER_CALL:
+                label = REFUSAL
+                break
             if name not in offered:
                 label = WRONG_NAME
                 break
@@ -198,7 +262,8 @@ def _action_category(steps: list[dict[str, Any]], gold: list[str], offered: set[
 
 
 def annotate_categories(score_rows: Sequence[dict[str, Any]], sessions: Sequence[Any]) -> None:
-    """Set `error_category` on every task of the score rows (in place). A session recorded as an error
+    """Set `error_category` on every task of the release scorer's score rows (in place; the lenient
+    scorer writes the harness's `error_type` instead). A session recorded as an error
     string keeps its string; its tasks are counted as run errors by `row_categories`."""
     from wtb_local.evaluator.metrics import session_index
 
@@ -215,14 +280,16 @@ def annotate_categories(score_rows: Sequence[dict[str, Any]], sessions: Sequence
                 task[CATEGORY_KEY] = classify_task(task, gold_names(session, i), offered)
 
 
-def row_categories(row: dict[str, Any], session: Any) -> list[str | None]:
-    """Per dataset task of a score row: its category (computed, whatever the file says)."""
+def row_categories(row: dict[str, Any], session: Any, checker: str = "strict") -> list[str | None]:
+    """Per dataset task of a score row: its category by the rules of the scorer with `checker` (computed,
+    whatever the file says)."""
+    rules = rules_for(checker)
     results = row.get("results")
     offered = session_tool_names(session)
     out: list[str | None] = []
     for i in range(len(session.english_tasks)):
         task = results[i] if isinstance(results, list) and i < len(results) else None
-        out.append(classify_task(task, gold_names(session, i), offered))
+        out.append(classify_task(task, gold_names(session, i), offered, rules))
     return out
 
 
