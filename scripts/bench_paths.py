@@ -3,7 +3,7 @@
 Task shape: n independent calls with distinct names, then prepare_to_answer (the worst case for the
 reference: 7 calls -> 47,293 paths). Timed per task: build the TaskGraph, min_length, first optimal path,
 and the candidates of every step along the first optimal path (what one episode asks for). Baseline
-(n = 6, 7 only): a literal enumeration of all paths (spec §2), then the same answers from the list.
+(n = 6, 7 only): a literal enumeration of all paths (docs/evaluation.md §2), then the same answers from the list.
 
     .venv/bin/python scripts/bench_paths.py [--repeat 3]
 """

@@ -189,12 +189,26 @@ def _settings(model_dir: Path, dataset: Path, out: Path, backend: str, limit: in
                        max_new_tokens=8192, temperature=0.0, seed=0)
 
 
+RUNNER_BOUND_SHARE = 0.8  # the event loop busy with the runner's own work for this share of the wall time
+
+
+def pace(block: dict[str, Any]) -> dict[str, Any]:
+    """Who set the pace (docs/runner-speed.md §4): `runner_headroom` is the step rate the runner alone could
+    have fed over the rate the run made; a runner busy for most of the wall time set the pace itself."""
+    ceiling, made, share = (block.get("runner_ceiling_steps_per_s"), block.get("steps_per_s"),
+                            block.get("runner_busy_share"))
+    if not ceiling or not made or share is None:
+        return {"runner_headroom": None, "paced_by": None}
+    return {"runner_headroom": round(ceiling / made, 2),
+            "paced_by": "runner" if share >= RUNNER_BOUND_SHARE else "engine"}
+
+
 async def _run(label: str, settings: Any, backend: Any, renderer: Any, total_tasks: int) -> dict[str, Any]:
     from wtb_local.runner import run_job_async
 
     outcome = await run_job_async(settings, backend=backend, renderer=renderer)
     block = outcome.manifest["summary"]["throughput"]
-    figures = {"mode": label, "sessions": len(outcome.result_rows), **block}
+    figures = {"mode": label, "sessions": len(outcome.result_rows), **block, **pace(block)}
     failed = failed_steps(outcome.result_rows)
     if failed:
         # a throughput figure of failed requests means nothing: stop with the reason

@@ -2,11 +2,11 @@
 
 The public API is small and imported lazily (no torch, no vllm on import):
 
-- `check_arguments(tools, name, predicted_arguments, gold_arguments) -> str`: the argument checker (spec §5).
+- `check_arguments(tools, name, predicted_arguments, gold_arguments) -> str`: the argument checker (docs/evaluation.md §5).
 - `load_dataset(path_or_name)`: read and validate a dataset file (`"sample"` for the embedded sample).
-- `TaskGraph`: the lazy execution-path engine of one task (spec §2).
-- `Episode`, `session_episodes`: the per-task step loop driven by the runner (spec §3-4).
-- `score_results`: score result rows into score rows and a metric dict (spec §5-7).
+- `TaskGraph`: the lazy execution-path engine of one task (docs/evaluation.md §2).
+- `Episode`, `session_episodes`: the per-task step loop driven by the runner (docs/evaluation.md §3-4).
+- `score_results`: score result rows into score rows and a metric dict (docs/evaluation.md §5-7).
 - `get_parser(name)`, `select_parser(model_id)`: native tool-call parsers.
 """
 

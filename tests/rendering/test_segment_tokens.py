@@ -72,3 +72,39 @@ def test_a_tokenizer_that_is_not_piecewise_runs_uncached_with_exact_ids() -> Non
                             "cache off, prompts tokenised whole")
     assert encoder.encode("the weather<|sep|>call") == list(
         tokenizer("the weather<|sep|>call", add_special_tokens=False)["input_ids"])
+
+
+@pytest.mark.parametrize("model_id", ["Qwen/Qwen3-0.6B", "meta-llama/Llama-3.1-8B-Instruct",
+                                      "deepseek-ai/DeepSeek-V3.1"])
+def test_continuing_a_conversation_reuses_its_prefix_with_the_same_ids(model_id: str) -> None:
+    """Every step's prompt tokenised with its conversation key (the previous step's ids reused up to the
+    last shared special token) equals whole-prompt tokenisation, and most characters are reused."""
+    from wtb_local.dataset.loader import load_dataset
+    from wtb_local.evaluator.episode import session_episodes
+
+    renderer = PromptRenderer(make_tokenizer(real_templates()[model_id]["chat_template"], name=model_id),
+                              model_id=model_id)
+    assert renderer.segments.reuse
+    total = prompts = 0
+    for session in load_dataset("sample"):
+        for episode in session_episodes(session):
+            while not episode.done:
+                text = renderer.render_text(*episode.conversation())
+                key = (episode.session_id, episode.task_idx)
+                assert renderer.encode_prompt(text, key, episode.session_id) == renderer.encode(text)
+                total, prompts = total + len(text), prompts + 1
+                episode.accept(episode.gold_reply())
+            renderer.forget((episode.session_id, episode.task_idx))
+        renderer.forget(None, session.id)
+    assert renderer.segments.enabled and renderer.segments.note == ""
+    assert renderer.segments._last == {}  # every finished conversation was forgotten
+    first_prompts = 8  # one per session: nothing to reuse there
+    assert prompts > first_prompts and renderer.segments.reused_chars > 0.5 * total
+
+
+def test_a_special_token_inside_another_turns_prefix_reuse_off() -> None:
+    tokenizer = make_tokenizer("{{ '<|a|>' }}{{ '<|a|>x' }}")
+    tokenizer.add_special_tokens({"additional_special_tokens": ["<|a|>", "<|a|>x"]})
+    encoder = SegmentEncoder(tokenizer)
+    assert not encoder.reuse
+    assert encoder.encode("hi<|a|>xy", key="k") == encoder.whole("hi<|a|>xy") and encoder._last == {}

@@ -35,6 +35,10 @@ def test_gpu_check_runs_tiny_on_cpu(tmp_path: Path) -> None:
     modes = {m["mode"]: m for m in report["modes"]}
     assert list(modes) == ["continuous", "one-at-a-time", "server"]
     assert (modes["continuous"]["tasks"], modes["one-at-a-time"]["tasks"], modes["server"]["tasks"]) == (16, 4, 16)
+    for mode in modes.values():  # the runner's ceiling next to the engine (docs/runner-speed.md §4)
+        assert mode["runner_ceiling_steps_per_s"] >= mode["steps_per_s"] > 0
+        assert mode["runner_headroom"] == round(mode["runner_ceiling_steps_per_s"] / mode["steps_per_s"], 2)
+        assert mode["paced_by"] == ("runner" if mode["runner_busy_share"] >= 0.8 else "engine")
     one = modes["one-at-a-time"]
     assert one["extrapolated_wall_s"] == round(16 / one["tasks_per_s"], 1)
     assert one["note"] == "measured on 4 of 16 tasks; extrapolated_wall_s is the full workload at this rate"

@@ -39,10 +39,14 @@ def test_meter_counts_busy_time_as_the_union_of_requests_in_flight() -> None:
     meter.request_sent()
     clock.t = 106.0
     meter.request_done()  # 1 s more
-    meter.step(render_s=0.001, parse_judge_s=0.002, prompt_tokens=100, generated_tokens=10, cached_tokens=80)
-    meter.step(render_s=0.003, parse_judge_s=0.002, prompt_tokens=300, generated_tokens=30, cached_tokens=None)
-    meter.step(render_s=0.001, parse_judge_s=0.001, prompt_tokens=100, generated_tokens=20, cached_tokens=20)
+    meter.step(render_s=0.001, tokenise_s=0.0005, parse_s=0.0005, judge_s=0.001, prompt_tokens=100,
+               generated_tokens=10, cached_tokens=80)
+    meter.step(render_s=0.002, tokenise_s=0.001, parse_s=0.001, judge_s=0.001, prompt_tokens=300,
+               generated_tokens=30, cached_tokens=None)
+    meter.step(render_s=0.001, parse_s=0.0005, judge_s=0.0005, prompt_tokens=100, generated_tokens=20,
+               cached_tokens=20)
     meter.session_written(0.006)
+    meter.writer_busy_s = 0.0123
     clock.t = 110.0
     summary = meter.summary(tasks=2)
     assert summary == {
@@ -52,18 +56,23 @@ def test_meter_counts_busy_time_as_the_union_of_requests_in_flight() -> None:
         # hits over the prompts whose hits were reported: 100 of 200 tokens
         "prefix_cache_hit_rate": 0.5,
         "runner_ms_per_step": 5.3333, "runner_ms_per_step_max": 5.0,
-        "runner_ms_breakdown": {"render": 1.6667, "parse_judge": 1.6667, "write": 2.0},
+        "runner_ms_breakdown": {"render": 1.3333, "tokenise": 0.5, "parse": 0.6667, "judge": 0.8333,
+                                "write": 2.0},
+        # 16 ms of the runner's own work in 10 s: it could have fed 3 steps / 0.016 s
+        "runner_busy_s": 0.016, "runner_busy_share": 0.0016, "steps_per_s": 0.3,
+        "runner_ceiling_steps_per_s": 187.5, "writer_busy_s": 0.012,
     }
     assert summary_line(summary) == (
         "throughput: 0.20 tasks/s, 6.0 generated tok/s, 50.0 prompt tok/s, prefix cache 50.0% of prompt "
-        "tokens, engine busy 40% of 10.0 s, runner 5.333 ms/step"
+        "tokens, engine busy 40% of 10.0 s, runner 5.333 ms/step, runner busy 0%, could feed 188 steps/s "
+        "(ran 0.3)"
     )
 
 
 def test_meter_without_cache_reports_says_so() -> None:
     clock = FakeClock()
     meter = ThroughputMeter(clock)
-    meter.step(render_s=0.0, parse_judge_s=0.001, prompt_tokens=10, generated_tokens=1, cached_tokens=None)
+    meter.step(render_s=0.0, parse_s=0.001, prompt_tokens=10, generated_tokens=1, cached_tokens=None)
     meter.request_sent()  # still in flight when the summary is taken: counted up to now
     clock.t = 102.0
     summary = meter.summary(tasks=0)
@@ -116,10 +125,26 @@ def test_run_records_cache_hits_per_step_and_sums_them_in_the_manifest(tmp_path:
     assert block["prefix_cache_hit_rate"] == round(cached / sum(prompt_tokens), 4)
     assert 0 < block["engine_busy_s"] <= block["wall_s"]
     parts = block["runner_ms_breakdown"]
-    assert abs(block["runner_ms_per_step"] - (parts["render"] + parts["parse_judge"] + parts["write"])) < 1e-3
-    assert abs(parts["render"] + parts["parse_judge"] - sum(s["runner_ms"] for s in steps) / len(steps)) < 1e-2
+    assert list(parts) == ["render", "tokenise", "parse", "judge", "write"]
+    assert all(parts[stage] > 0 for stage in parts)  # the oracle asks for prompts: every stage runs
+    assert abs(block["runner_ms_per_step"] - sum(parts.values())) < 1e-3
+    per_step = sum(parts[stage] for stage in ("render", "tokenise", "parse", "judge"))
+    assert abs(per_step - sum(s["runner_ms"] for s in steps) / len(steps)) < 1e-2
+    _assert_ceiling_consistent(block)
     on_disk = json.loads((tmp_path / "manifest.json").read_text(encoding="utf-8"))
     assert on_disk["summary"]["throughput"] == block
+
+
+def _assert_ceiling_consistent(block: dict[str, Any]) -> None:
+    """The runner's ceiling fields agree with the rest of the block (docs/runner-speed.md §4)."""
+    steps, wall, busy = block["steps"], block["wall_s"], block["runner_busy_s"]
+    assert abs(busy - block["runner_ms_per_step"] * steps / 1000) < 2e-3
+    assert 0 < busy <= wall and abs(block["runner_busy_share"] - busy / wall) < 5e-3  # rounded parts
+    assert abs(block["runner_ceiling_steps_per_s"] - steps / busy) / (steps / busy) < 0.01
+    # the runner cannot have fed more steps than its own time allowed
+    assert abs(block["steps_per_s"] - steps / wall) / (steps / wall) < 0.01
+    assert block["steps_per_s"] <= block["runner_ceiling_steps_per_s"]
+    assert block["writer_busy_s"] is not None and 0 < block["writer_busy_s"] <= wall
 
 
 def test_cli_prints_the_throughput_line(tmp_path: Path) -> None:
@@ -136,3 +161,32 @@ def test_cli_prints_the_throughput_line(tmp_path: Path) -> None:
     line = next(x for x in proc.stdout.splitlines() if x.startswith("throughput: "))
     assert line == summary_line(block)
     assert "prefix cache not reported" in line and f"runner {block['runner_ms_per_step']:.3f} ms/step" in line
+    assert f"could feed {block['runner_ceiling_steps_per_s']:.0f} steps/s" in line
+
+
+def test_cli_instant_backend_runs_every_stage_and_records_the_runner_ceiling(tmp_path: Path) -> None:
+    """`--backend instant` (docs/runner-speed.md §1) through the real CLI: real template, tokenizer, parser,
+    judge and store, no engine; every task is answered with its gold reply, so the run scores 100%, and
+    the manifest's throughput block carries the runner's busy share and ceiling, consistent."""
+    from wtb_local.testing import build_tiny_tokenizer
+
+    templates = Path(__file__).resolve().parents[1] / "fixtures" / "rendering" / "chat_templates.json"
+    template = json.loads(templates.read_text(encoding="utf-8"))["Qwen/Qwen3-0.6B"]["chat_template"]
+    model = build_tiny_tokenizer(tmp_path / "tokenizer", template, special_tokens=["<tool_call>", "</tool_call>"],
+                                 vocab_size=1024, max_position_embeddings=1 << 17)
+    out = tmp_path / "run"
+    proc = subprocess.run(
+        [sys.executable, "-m", "wtb_local", "--model", str(model), "--backend", "instant", "--parser", "hermes",
+         "--dataset", "sample", "--out", str(out), "--progress", "none"],
+        env={**os.environ, "HF_HUB_OFFLINE": "1"}, capture_output=True, text=True, timeout=600, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["backend"]["backend"] == "instant" and manifest["backend"]["format_fallbacks"] == 0
+    assert manifest["summary"]["task_accuracy"]["accuracy"] == 1.0
+    block = manifest["summary"]["throughput"]
+    assert block["tasks"] == 32 and block["steps"] == manifest["backend"]["written"]
+    assert all(block["runner_ms_breakdown"][stage] > 0 for stage in block["runner_ms_breakdown"])
+    _assert_ceiling_consistent(block)
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("throughput: "))
+    assert line == summary_line(block)

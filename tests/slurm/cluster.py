@@ -1,6 +1,6 @@
-"""A private single-node Slurm cluster on localhost, for tests: its own munged socket, ports, state and
-configuration (clients find it through SLURM_CONF), so it never touches a system cluster. Started and
-stopped by the test (every daemon by its pid, also when the test fails)."""
+"""A private Slurm cluster on localhost (one node, or several slurmd on this host), for tests: its own
+munged socket, ports, state and configuration (clients find it through SLURM_CONF), so it never touches a
+system cluster. Started and stopped by the test (every daemon by its pid, also when the test fails)."""
 
 from __future__ import annotations
 
@@ -39,8 +39,16 @@ def _memory_mb() -> int:
     return 2048
 
 
-def _config(tmp: Path, host: str, gpus: int) -> str:
+def _config(tmp: Path, host: str, gpus: int, nodes: list[str]) -> str:
     ports = (_free_port(), _free_port())
+    several = nodes != [host]  # per-node slurmd files: Slurm puts the node name for %n
+    slurmd = "-%n" if several else ""
+    if not several:
+        node_lines = [f"NodeName={host} CPUs={os.cpu_count() or 1} RealMemory={_memory_mb()} Gres=gpu:{gpus} State=UNKNOWN"]
+    else:  # several slurmd on this host (slurmd -N NAME), each its own port: several nodes on one machine
+        node_lines = [f"NodeName={name} NodeHostname={host} NodeAddr=127.0.0.1 Port={_free_port()} "
+                      f"CPUs={os.cpu_count() or 1} RealMemory={_memory_mb() // len(nodes)} Gres=gpu:{gpus} "
+                      "State=UNKNOWN" for name in nodes]
     return "\n".join([
         "ClusterName=wtbtest",
         f"SlurmctldHost={host}",
@@ -51,11 +59,11 @@ def _config(tmp: Path, host: str, gpus: int) -> str:
         f"SlurmctldPort={ports[0]}",
         f"SlurmdPort={ports[1]}",
         f"StateSaveLocation={tmp / 'state'}",
-        f"SlurmdSpoolDir={tmp / 'spool'}",
+        f"SlurmdSpoolDir={tmp / 'spool'}{'/%n' if several else ''}",
         f"SlurmctldPidFile={tmp / 'slurmctld.pid'}",
-        f"SlurmdPidFile={tmp / 'slurmd.pid'}",
+        f"SlurmdPidFile={tmp / f'slurmd{slurmd}.pid'}",
         f"SlurmctldLogFile={tmp / 'slurmctld.log'}",
-        f"SlurmdLogFile={tmp / 'slurmd.log'}",
+        f"SlurmdLogFile={tmp / f'slurmd{slurmd}.log'}",
         "ProctrackType=proctrack/pgid",
         "TaskPlugin=task/none",
         "JobAcctGatherType=jobacct_gather/none",
@@ -66,7 +74,7 @@ def _config(tmp: Path, host: str, gpus: int) -> str:
         "JobRequeue=1",
         "GresTypes=gpu",
         # GPUs are declared only so that the templates' --gpus=1 is scheduled as on a GPU cluster.
-        f"NodeName={host} CPUs={os.cpu_count() or 1} RealMemory={_memory_mb()} Gres=gpu:{gpus} State=UNKNOWN",
+        *node_lines,
         "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP",
         "SchedulerParameters=sched_interval=2,bf_interval=1",
         "",
@@ -111,26 +119,32 @@ class Cluster:
                 tails.append(f"--- {name}: " + " | ".join(path.read_text(errors="replace").splitlines()[-8:]))
         return "\n".join(tails)
 
-    def start(self, gpus: int) -> None:
+    def start(self, gpus: int, nodes: int = 1) -> None:
         host = socket.gethostname().split(".")[0]
+        names = [host] if nodes == 1 else [f"node{i}" for i in range(1, nodes + 1)]
         for sub in ("state", "spool", "munge"):
             (self.tmp / sub).mkdir(mode=0o700)
-        self.conf.write_text(_config(self.tmp, host, gpus))
+        for name in names if nodes > 1 else ():
+            (self.tmp / "spool" / name).mkdir(mode=0o700)
+        self.conf.write_text(_config(self.tmp, host, gpus, names))
         # Slurm drops file-less GPUs: two harmless character devices stand in for the device files.
         devices = ("/dev/null", "/dev/zero")[:gpus]
         (self.tmp / "gres.conf").write_text("AutoDetect=off\n" + "".join(
-            f"NodeName={host} Name=gpu File={device}\n" for device in devices))
+            f"NodeName={name} Name=gpu File={device}\n" for name in names for device in devices))
         munge = self.tmp / "munge"
         self._start("munged", "--foreground", "--force", f"--socket={munge / 'munge.socket'}",
                     f"--pid-file={munge / 'munged.pid'}", f"--log-file={self.tmp / 'munged.log'}",
                     f"--seed-file={munge / 'munged.seed'}", log="munged.out")
         self.wait_until("munged", lambda: (munge / "munge.socket").exists(), 20)
         self._start("slurmctld", "-D", "-c", "-f", str(self.conf), log="slurmctld.out")
-        self._start("slurmd", "-D", "-c", "-f", str(self.conf), log="slurmd.out")
+        if nodes == 1:
+            self._start("slurmd", "-D", "-c", "-f", str(self.conf), log="slurmd.out")
+        for name in names if nodes > 1 else ():
+            self._start("slurmd", "-D", "-c", "-f", str(self.conf), "-N", name, log=f"slurmd-{name}.out")
 
         def idle() -> bool:
-            proc = self.run("sinfo", "-h", "-o", "%T", check=False, timeout=10)
-            return proc.returncode == 0 and proc.stdout.strip() == "idle"
+            proc = self.run("sinfo", "-h", "-N", "-o", "%T", check=False, timeout=10)
+            return proc.returncode == 0 and proc.stdout.split() == ["idle"] * nodes
 
         self.wait_until("the Slurm node", idle, 90)
 
@@ -177,12 +191,13 @@ class Cluster:
 
 
 @contextmanager
-def local_slurm(gpus: int = 2) -> Iterator[Cluster]:
-    """A running cluster; always stopped and removed afterwards."""
+def local_slurm(gpus: int = 2, nodes: int = 1) -> Iterator[Cluster]:
+    """A running cluster; always stopped and removed afterwards. `nodes` > 1: that many Slurm nodes
+    (node1, node2, ...), each its own slurmd on this host, `gpus` on each."""
     tmp = Path(tempfile.mkdtemp(prefix="wtb-slurm-"))
     cluster = Cluster(tmp)
     try:
-        cluster.start(gpus)
+        cluster.start(gpus, nodes)
         yield cluster
     finally:
         cluster.stop()

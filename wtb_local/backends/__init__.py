@@ -13,6 +13,7 @@ from wtb_local.backends.base import Backend, Capabilities, SetupError
 _REGISTRY: dict[str, str] = {
     "scripted": "wtb_local.backends.scripted:ScriptedBackend",
     "oracle": "wtb_local.backends.oracle:OracleBackend",
+    "instant": "wtb_local.backends.instant:InstantBackend",
     "replay": "wtb_local.backends.replay:ReplayBackend",
     "vllm": "wtb_local.backends.vllm_engine:VLLMBackend",
     "transformers": "wtb_local.backends.hf_generate:TransformersBackend",

@@ -20,6 +20,9 @@ class VLLMConfig(BaseModel):
     # None: not passed (vLLM releases before data parallelism reject the name); N: N engine replicas in one
     # process group, requests balanced by vLLM itself.
     data_parallel_size: int | None = Field(None, ge=1)
+    # None: not passed (vLLM picks: mp on one node). "ray": workers on the nodes of a running Ray cluster,
+    # the only way one engine spans several nodes (docs/multinode.md §2).
+    distributed_executor_backend: Literal["mp", "ray", "uni", "external_launcher"] | None = None
     max_model_len: int | None = Field(None, ge=1)
     # None: vLLM's 0.9 on a GPU; 0.2 on vLLM's CPU build, where it is the share of host RAM reserved.
     gpu_memory_utilization: float | None = Field(None, gt=0.0, le=1.0)

@@ -3,7 +3,7 @@ task in the fewest steps.
 
 This is the oracle backend's half of the step loop; the evaluator (`wtb_local.evaluator.episode`) only
 judges replies. The loop compares action names only, takes the first matching candidate, and ask steps
-answered in text do not narrow the paths (spec §4), so the gold step to answer is chosen among those the
+answered in text do not narrow the paths (docs/evaluation.md §4), so the gold step to answer is chosen among those the
 loop will actually take, by a small branch-and-bound search over the loop's own states.
 """
 

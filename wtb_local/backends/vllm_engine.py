@@ -174,7 +174,8 @@ class VLLMBackend(Backend):
             model=run.model, revision=run.revision, dtype=run.dtype,
             tensor_parallel_size=run.tensor_parallel_size, pipeline_parallel_size=run.pipeline_parallel_size,
             max_model_len=run.max_model_len or run.default_max_model_len,
-            data_parallel_size=run.data_parallel_size, gpu_memory_utilization=run.gpu_memory_utilization,
+            data_parallel_size=run.data_parallel_size,
+            distributed_executor_backend=run.distributed_executor_backend, gpu_memory_utilization=run.gpu_memory_utilization,
             quantization=run.quantization, trust_remote_code=run.trust_remote_code,
             max_num_seqs=run.max_num_seqs, max_num_batched_tokens=run.max_num_batched_tokens,
             enable_prefix_caching=run.enable_prefix_caching, enforce_eager=run.enforce_eager, seed=run.seed))
@@ -239,6 +240,11 @@ def _platform_engine_args(config: VLLMConfig) -> dict[str, Any]:
     from vllm.platforms import current_platform
 
     args = config.engine_args()
+    if args.get("distributed_executor_backend") == "ray" and not getattr(current_platform, "ray_device_key", ""):
+        # vLLM's own test (initialize_ray_cluster), made before the engine process starts: one line
+        # instead of a failed engine core. The CPU build has no Ray device (docs/multinode.md §4).
+        raise ValueError(f"--distributed-executor-backend ray: vLLM's {current_platform.device_name} platform "
+                         "does not support Ray (it has no Ray device key); use mp or leave it unset")
     if not current_platform.is_cpu():
         return args
     if batch_invariant():

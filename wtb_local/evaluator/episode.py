@@ -72,6 +72,12 @@ class Episode:
         """(messages, tools) to send now: fresh message dicts, the same converted tools every step."""
         return copy.deepcopy(self._messages), self.tools
 
+    def conversation(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """`request()` without the copy, for a caller that only reads it (the runner renders it): a fresh
+        list of the episode's own message dicts, which must not be changed. Message dicts are never
+        changed once appended, so this is the conversation of the current step (docs/runner-speed.md §2)."""
+        return list(self._messages), self.tools
+
     def accept(
         self,
         reply: Mapping[str, Any],
@@ -94,7 +100,8 @@ class Episode:
             "tool_calls": copy.deepcopy(tool_calls),
         }
         record: dict[str, Any] = {
-            "inference_input": {"messages": copy.deepcopy(self._messages), "tools": self.tools},
+            # The step's input shares the message dicts (never changed once appended); `result()` copies.
+            "inference_input": {"messages": list(self._messages), "tools": self.tools},
             "inference_output": output,
         }
         self._log[f"step_{self.step}"] = record
@@ -274,12 +281,13 @@ class Episode:
     def is_optimal(self) -> bool:
         return self._label == "correct" and self.step == self.graph.min_length - 1
 
-    def result(self) -> dict[str, Any]:
-        """The task's result-file entry (docs/evaluation.md §7), as fresh dicts."""
+    def result(self, *, fresh: bool = True) -> dict[str, Any]:
+        """The task's result-file entry (docs/evaluation.md §7), as fresh dicts; `fresh=False` shares the
+        episode's own (for a finished episode whose entry is only serialised, docs/runner-speed.md §2)."""
         return {
             "action_name_label": self._label,
             "is_optimal": self.is_optimal,
-            "inference_log": copy.deepcopy(self._log),
+            "inference_log": copy.deepcopy(self._log) if fresh else self._log,
             "latency": list(self._latency),
             "input_token_count": list(self._input_tokens),
             "output_token_count": list(self._output_tokens),
@@ -307,7 +315,9 @@ def session_episodes(session: Session, *, id_style: str = "openai") -> list[Epis
     ]
 
 
-def session_result(session: Session, episodes: Sequence[Episode], model_name: str) -> dict[str, Any]:
-    """One result-file line: {"id", "model_name", "result": [task results in task order]}."""
+def session_result(session: Session, episodes: Sequence[Episode], model_name: str, *,
+                   fresh: bool = True) -> dict[str, Any]:
+    """One result-file line: {"id", "model_name", "result": [task results in task order]} (`fresh`: see
+    `Episode.result`)."""
     ordered = sorted(episodes, key=lambda episode: episode.task_idx)
-    return {"id": session.id, "model_name": model_name, "result": [e.result() for e in ordered]}
+    return {"id": session.id, "model_name": model_name, "result": [e.result(fresh=fresh) for e in ordered]}

@@ -78,9 +78,23 @@ class PromptRenderer:
 
     # --- rendering -------------------------------------------------------------------------------------
 
+    reads_only = True  # never changes the messages it is given (adapt_messages copies what it reshapes)
+
     def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> RenderedPrompt:
         text = self.render_text(messages, tools)
-        return RenderedPrompt(text=text, token_ids=self.segments.encode(text))
+        return RenderedPrompt.model_construct(text=text, token_ids=self.encode_prompt(text))
+
+    def encode_prompt(self, text: str, key: Any = None, family: Any = None) -> list[int]:
+        """A rendered prompt's token ids (`render`'s): equal to `encode(text)`, computed piecewise; `key`
+        names the conversation, whose previous prompt's ids are reused as far as the texts agree, and
+        `family` conversations sharing a beginning (SegmentEncoder.encode)."""
+        return self.segments.encode(text, key, family)
+
+    def forget(self, key: Any, family: Any = None) -> None:
+        """The conversation `key` (and, given, the whole `family`) has ended: no need to remember it."""
+        self.segments.forget(key)
+        if family is not None:
+            self.segments.forget(("family", family))
 
     @property
     def segments(self) -> SegmentEncoder:
@@ -92,7 +106,9 @@ class PromptRenderer:
     def render_text(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, *,
                     add_generation_prompt: bool = True) -> str:
         adapted = adapt_messages(messages, self.choice.adaptation)
-        return self._render_with(self.template, adapted, tools or [], add_generation_prompt=add_generation_prompt)
+        if getattr(self, "_fast", None) is None:
+            self._fast = FastTemplate(self._render_with, self.tokenizer, self.template, self.template_kwargs)
+        return self._fast.render(adapted, tools or [], add_generation_prompt=add_generation_prompt)
 
     def encode(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
@@ -150,3 +166,116 @@ class PromptRenderer:
 
     def _strip_end(self, text: str) -> str:
         return strip_end_of_turn(text, self._end_markers()).rstrip()
+
+
+class FastTemplate:
+    """`apply_chat_template(..., tokenize=False)` of one template without its per-call overhead, byte for
+    byte (docs/runner-speed.md §2).
+
+    The same compiled template renders in the same sandbox with the same variables; two things differ
+    only in cost: the call goes straight to the compiled template, and attribute access on a plain dict
+    (`message.role`), which the sandbox answers by first trying `getattr` and catching AttributeError,
+    goes straight to the item when the name is not an attribute of dict (so that getattr would fail).
+    Checked, not assumed, as `SegmentEncoder` checks its ids: the first `VERIFY_FIRST` renderings and
+    every `VERIFY_EVERY`-th are also rendered by `apply_chat_template` and compared; on any difference (or
+    a transformers without the compiled-template helper) the fast path is off for good and `note` says
+    so. A rendering that raises is rendered again the slow way, so errors are transformers' own.
+    """
+
+    VERIFY_FIRST = 4
+    VERIFY_EVERY = 64
+
+    def __init__(self, slow: Any, tokenizer: Any, template: str, template_kwargs: dict[str, Any]) -> None:
+        self._slow = slow  # PromptRenderer._render_with
+        self._template_text = template
+        self.renders = 0
+        self.note = ""
+        try:
+            from transformers.utils.chat_template_utils import _compile_jinja_template
+
+            compiled = _compile_jinja_template(template)
+        except Exception as exc:  # noqa: BLE001 - any trouble here only means the slow path
+            self._template, self.note = None, f"fast rendering off: {type(exc).__name__}: {exc}"
+            return
+        env = compiled.environment.overlay()  # the same sandbox, filters and globals, a getattr of its own
+        env.filters = dict(env.filters)
+        sandbox_getattr = type(env).getattr
+        dict_names = frozenset(dir(dict))
+        undefined = env.undefined
+        # jinja2's own sandboxes judge `obj.name` by the name and the object's type only (is_safe_attribute
+        # ignores the value; is_internal_attribute and modifies_known_mutable test isinstance and the name),
+        # so each (type, name) is judged once: for every type under those sandboxes, else for builtins.
+        from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
+
+        judged_by_type = type(env).is_safe_attribute in (SandboxedEnvironment.is_safe_attribute,
+                                                         ImmutableSandboxedEnvironment.is_safe_attribute)
+        builtin = (str, list, tuple, int, float, bool, type(None))
+        verdicts: dict[tuple[type, str], bool] = {}
+
+        def getattr_(obj: Any, attribute: str) -> Any:
+            kind = type(obj)
+            if kind is dict and attribute not in dict_names:
+                try:
+                    return obj[attribute]
+                except KeyError:
+                    return undefined(obj=obj, name=attribute)
+            if judged_by_type or kind in builtin:
+                safe = verdicts.get((kind, attribute))
+                if safe is not None:
+                    return getattr(obj, attribute) if safe else env.unsafe_undefined(obj, attribute)
+                try:
+                    value = getattr(obj, attribute)
+                except AttributeError:
+                    return sandbox_getattr(env, obj, attribute)
+                safe = verdicts[(kind, attribute)] = bool(env.is_safe_attribute(obj, attribute, value))
+                return value if safe else env.unsafe_undefined(obj, attribute)
+            return sandbox_getattr(env, obj, attribute)
+
+        env.getattr = getattr_
+        # A tool schema's JSON is written once per (schema, options): the schemas of a run are the same
+        # dicts at every step and are never changed (docs/runner-speed.md §2).
+        tojson = env.filters["tojson"]
+        self._schemas: dict[int, Any] = {}  # id -> schema, for the rendering in progress
+        written: dict[tuple[int, tuple[Any, ...]], tuple[Any, str]] = {}
+
+        def tojson_(value: Any, *args: Any, **kwargs: Any) -> str:
+            if id(value) not in self._schemas:
+                return tojson(value, *args, **kwargs)
+            key = (id(value), (*args, *sorted(kwargs.items())))
+            try:
+                known = written.get(key)
+            except TypeError:  # an unhashable option (separators as a list): not memoised
+                return tojson(value, *args, **kwargs)
+            if known is None or known[0] is not value:
+                if len(written) >= 4096:
+                    written.clear()
+                known = written[key] = (value, tojson(value, *args, **kwargs))
+            return known[1]
+
+        env.filters["tojson"] = tojson_
+        self._template = env.from_string(template)
+        # apply_chat_template's variables: the special tokens, then the call's keyword arguments
+        self._variables = {**tokenizer.special_tokens_map, **template_kwargs}
+
+    def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
+               add_generation_prompt: bool) -> str:
+        if self._template is None:
+            return self._slow(self._template_text, messages, tools, add_generation_prompt=add_generation_prompt)
+        self.renders += 1
+        self._schemas = {id(tool): tool for tool in tools or ()}
+        try:
+            text = self._template.render(messages=messages, tools=list(tools) if tools else None, documents=None,
+                                         add_generation_prompt=add_generation_prompt, **self._variables)
+        except Exception:  # noqa: BLE001 - the slow path raises transformers' own error (or renders)
+            return self._slow(self._template_text, messages, tools, add_generation_prompt=add_generation_prompt)
+        finally:
+            self._schemas = {}
+        if self.renders <= self.VERIFY_FIRST or self.renders % self.VERIFY_EVERY == 0:
+            reference = self._slow(self._template_text, messages, tools, add_generation_prompt=add_generation_prompt)
+            if reference != text:
+                self._template = None
+                self.note = (f"fast rendering differed from apply_chat_template at rendering {self.renders}: "
+                             "off, prompts rendered by apply_chat_template")
+                return reference
+        return text
+

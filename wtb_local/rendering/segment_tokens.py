@@ -13,6 +13,13 @@ from then on are tokenised whole) and `note` says so. Tokenizers that add a pref
 piece only (SentencePiece's Metaspace "first") fail that check at the first prompt with text after a
 special token, and simply run uncached. Special tokens that strip neighbouring whitespace are never split
 at.
+
+The next prompt of a conversation begins with most of the previous one, so `encode(text, key=...)` also
+remembers, per conversation key, the ids at every special token of the last prompt: the longest of those
+prefixes that the new prompt shares is taken as it is and only the rest is split and looked up
+(docs/runner-speed.md §2). A prefix that ends right after a special token splits exactly as it did, so
+the ids are the same; that needs no special token to contain another (checked; otherwise prefixes are
+not reused), and the sampled whole-prompt check above covers these prompts too.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from typing import Any
 VERIFY_FIRST = 4
 VERIFY_EVERY = 64
 MAX_PIECES = 65536  # cached pieces; the cache is emptied when full (the release needs far fewer)
+MAX_CONVERSATIONS = 8192  # remembered last prompts; emptied when full (a run has one per task in flight)
 
 
 class SegmentEncoder:
@@ -41,6 +49,10 @@ class SegmentEncoder:
             if getattr(added, "special", False):
                 splitters.append(content)
                 self._ids[content] = int(token_id)
+        # key -> (text, ids, [(end of a special token in text, ids before that end)]) of its last prompt
+        self._last: dict[Any, tuple[str, list[int], list[tuple[int, int]]]] = {}
+        self.reused_chars = 0  # prompt characters taken from a conversation's previous prompt
+        self.reuse = not any(a != b and a in b for a in splitters for b in splitters)
         if splitters:
             # longest first, so a token that contains another is matched whole
             pattern = "|".join(re.escape(t) for t in sorted(splitters, key=lambda t: (-len(t), t)))
@@ -51,11 +63,24 @@ class SegmentEncoder:
     def whole(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
-    def encode(self, text: str) -> list[int]:
+    def _piece(self, text: str) -> list[int]:
+        """One piece's ids: straight from the fast tokenizer's Rust backend where there is one (what
+        `whole` calls underneath, without transformers' per-call wrapping); the sampled whole-prompt
+        check covers this path as well."""
+        backend = getattr(self.tokenizer, "_tokenizer", None)
+        if backend is None or not hasattr(backend, "encode"):
+            return self.whole(text)
+        return backend.encode(text, add_special_tokens=False).ids
+
+    def encode(self, text: str, key: Any = None, family: Any = None) -> list[int]:
+        """The prompt's ids. `key` names its conversation (the previous prompt under that key is reused);
+        `family` a group of conversations sharing a beginning (a session's tasks), whose latest prompt is
+        reused by a conversation's first prompt."""
         if not self.enabled:
             return self.whole(text)
         self.prompts += 1
-        ids = self._pieces(text)
+        reuse = key is not None and self.reuse
+        ids = self._continue(text, key, family) if reuse else self._pieces(text)
         if self.prompts <= VERIFY_FIRST or self.prompts % VERIFY_EVERY == 0:
             reference = self.whole(text)
             if reference != ids:
@@ -65,21 +90,68 @@ class SegmentEncoder:
                 return reference
         return ids
 
-    def _pieces(self, text: str) -> list[int]:
+    def forget(self, key: Any) -> None:
+        self._last.pop(key, None)
+
+    def _continue(self, text: str, key: Any, family: Any = None) -> list[int]:
+        """`_pieces(text)`, reusing the ids of the longest prefix shared with `key`'s previous prompt (else
+        `family`'s latest) that ends right after a special token."""
         ids: list[int] = []
-        for i, piece in enumerate(self._split.split(text)):
+        bounds: list[tuple[int, int]] = []
+        start = 0
+        last = self._last.get(key)
+        if last is None and family is not None:
+            last = self._last.get(("family", family))
+        if last is not None:
+            previous, previous_ids, previous_bounds = last
+            shared = _shared_prefix(previous, text)
+            for k in range(len(previous_bounds) - 1, -1, -1):
+                end, count = previous_bounds[k]
+                if end <= shared:
+                    ids, bounds, start = previous_ids[:count], previous_bounds[:k + 1], end
+                    self.reused_chars += end
+                    break
+        ids = self._pieces(text, start, ids, bounds)
+        if len(self._last) >= MAX_CONVERSATIONS:
+            self._last.clear()
+        self._last[key] = (text, ids, bounds)
+        if family is not None:
+            self._last[("family", family)] = self._last[key]
+        return list(ids)  # the caller's own list: the remembered one must not change
+
+    def _pieces(self, text: str, start: int = 0, ids: list[int] | None = None,
+                bounds: list[tuple[int, int]] | None = None) -> list[int]:
+        """The ids of `text[start:]` after `ids`; each special token's end (and ids so far) into `bounds`."""
+        ids = ids if ids is not None else []
+        position = start
+        for i, piece in enumerate(self._split.split(text[start:] if start else text)):
             if not piece:
                 continue
+            position += len(piece)
             if i % 2:  # a captured special token
                 ids.append(self._ids[piece])
+                if bounds is not None:
+                    bounds.append((position, len(ids)))
                 continue
             cached = self._cache.get(piece)
             if cached is None:
                 if len(self._cache) >= MAX_PIECES:
                     self._cache.clear()
-                cached = self._cache[piece] = tuple(self.whole(piece))
+                cached = self._cache[piece] = tuple(self._piece(piece))
             ids.extend(cached)
         return ids
+
+
+def _shared_prefix(a: str, b: str) -> int:
+    """The length of the longest common prefix of `a` and `b` (a binary search of C-speed comparisons)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:  # a[:low] == b[:low]; the first difference lies at or before `high`
+        middle = (low + high + 1) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def _added_tokens(tokenizer: Any) -> dict[int, Any]:

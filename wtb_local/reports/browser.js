@@ -116,11 +116,14 @@
     var task = data.tasks[t[2]];
     var detail = $("b-detail");
     while (detail.firstChild) { detail.removeChild(detail.firstChild); }
+    detail.appendChild(el("a", { "class": "back", href: "#browser" }, ["back to the task list"]));
     detail.appendChild(el("h3", {}, [runs[t[0]] + " · " + t[1] + " · task " + (t[2] + 1) + " · " + t[3]]));
     detail.appendChild(el("p", { "class": "verdict-line " + t[4] }, [
       "verdict: " + t[4] + (t[5] ? " · " + t[5] : "") + (task && task.verdict ? " · " + pretty(task.verdict).replace(/\s+/g, " ") : "")]));
+    detail.setAttribute("data-open", t[0] + "/" + t[1] + "/" + t[2]);
     if (!task || task.error) {
       detail.appendChild(pre(task ? task.error : "no record of this task"));
+      detail.scrollIntoView({ block: "start" });
       return;
     }
     var history = el("details", { "class": "history" }, [el("summary", {}, ["system prompt and earlier tasks, gold history (" + task.history + " messages)"])]);
@@ -133,7 +136,8 @@
     var tools = el("details", {}, [el("summary", {}, ["tools offered (" + data.tools.length + ")"])]);
     tools.appendChild(pre(pretty(data.tools)));
     detail.appendChild(tools);
-    detail.setAttribute("data-open", t[0] + "/" + t[1] + "/" + t[2]);
+    // the details sit below the list (up to 50 rows): bring them into view
+    detail.scrollIntoView({ block: "start" });
   }
 
   fillSelect("f-model", runs.map(function (_, i) { return i; }), runs);

@@ -19,6 +19,7 @@ from wtb_local.reports.runs import Run
 from wtb_local.reports.sections import Section, format_value
 
 _HERE = Path(__file__).resolve().parent
+_TEXT_CELL = ' class="txt"'
 
 
 def _json_block(element_id: str, value: Any) -> str:
@@ -102,7 +103,9 @@ def _table(section: Section) -> str:
     body = []
     for row in section.rows:
         kind = row.get("kind", "ours")
-        cells = "".join(f"<td>{html.escape(format_value(row.get(k), kind, section.percent))}</td>"
+        # text cells (failure reasons, notes) wrap; numbers stay on one line
+        cells = "".join(f"<td{_TEXT_CELL if isinstance(row.get(k), str) else ''}>"
+                        f"{html.escape(format_value(row.get(k), kind, section.percent))}</td>"
                         for k, _ in section.columns)
         body.append(f'<tr class="{kind}"><th>{html.escape(row["label"])}</th>{cells}</tr>')
     note = f'<p class="note">{html.escape(section.note)}</p>' if section.note else ""
@@ -139,8 +142,8 @@ def report_html(sections: Sequence[Section], runs: Sequence[Run], plots: Sequenc
 <label>error category <select id="f-category"><option value="">all</option></select></label>
 <label>session <input id="f-session" type="search" placeholder="wild_tool_bench_"></label>
 <span><b id="b-count">0</b> tasks</span>
-<button id="b-prev" type="button">previous</button> <span id="b-page"></span>
-<button id="b-next" type="button">next</button>
+<span class="pager"><button id="b-prev" type="button">previous</button> <span id="b-page"></span>
+<button id="b-next" type="button">next</button></span>
 </div>
 <table class="t rows"><thead><tr><th>model</th><th>session</th><th>task</th><th>type</th><th>subtype</th>
 <th>transitions</th><th>verdict</th><th>error category</th></tr></thead><tbody id="b-rows"></tbody></table>

@@ -1,6 +1,9 @@
 """PNG plots of a report (matplotlib, the `report` extra): accuracy by task type, task order, turn
 subtype and number of instruction transitions, the error distribution as stacked bars, and a multi-run
 comparison. Each run is one colour; the paper's values, where it has the model, are black markers.
+Beyond `MANY_RUNS` runs (a roster) bars and lines per run are unreadable: the same figures become dot
+plots, one row per run, one colour per column, the paper's values as black outlines (docs/multinode.md §5).
+Accuracy axes end a little above 100 so markers at 100% are drawn whole, not cut at the top edge.
 
 matplotlib is imported only here; `available()` says whether it is installed.
 """
@@ -17,6 +20,8 @@ from wtb_local.reports.sections import SUBTYPE_COLUMNS, TRANSITIONS, Section
 PLOT_NAMES = ("accuracy_by_task_type.png", "accuracy_by_task_order.png", "accuracy_by_subtype.png",
               "accuracy_by_transitions.png", "error_distribution.png", "run_comparison.png")
 _DPI = 150
+MANY_RUNS = 6
+_TOP = 104.0  # accuracy axes: 0-100 ticks, room above for a whole marker at 100%
 
 
 def available() -> bool:
@@ -60,6 +65,9 @@ def _value(row: dict[str, Any], key: str) -> float:
 def _grouped_bars(plt: Any, path: Path, section: Section, keys: Sequence[tuple[str, str]], title: str,
                   paper: bool = True) -> None:
     runs = _rows(section, "ours")
+    if len(runs) > MANY_RUNS:
+        _dots(plt, path, section, keys, title, paper=paper)
+        return
     fig, ax = plt.subplots(figsize=(7.0, 3.8))
     width = 0.8 / max(1, len(runs))
     xs = range(len(keys))
@@ -78,19 +86,58 @@ def _grouped_bars(plt: Any, path: Path, section: Section, keys: Sequence[tuple[s
 def _finish(plt: Any, fig: Any, ax: Any, path: Path, title: str) -> None:
     """Shared axis, legend below the plot (never over the bars), tight PNG."""
     ax.set_ylabel("accuracy (%)")
-    ax.set_ylim(0, 100)
+    ax.set_ylim(0, _TOP)
+    ax.set_yticks(range(0, 101, 20))
     ax.set_title(title)
     handles, _ = ax.get_legend_handles_labels()
     ax.legend(fontsize=8, frameon=False, loc="upper center",
               bbox_to_anchor=(0.5, -0.2 if ax.get_xlabel() else -0.1),
               ncol=min(3, max(1, len(handles))))
+    _save(plt, fig, path)
+
+
+def _save(plt: Any, fig: Any, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=_DPI, bbox_inches="tight")
     plt.close(fig)
 
 
+def _dots(plt: Any, path: Path, section: Section, keys: Sequence[tuple[str, str]], title: str,
+          paper: bool = True) -> None:
+    """One row per run, one marker per column; the paper's value as a black outline of the same marker."""
+    runs = _rows(section, "ours")
+    fig, ax = plt.subplots(figsize=(7.0, 1.4 + 0.24 * len(runs)))
+    ys = list(range(len(runs)))
+    colours, shapes = plt.get_cmap("tab10").colors, "osD^v<>ph*"
+    for i, (key, header) in enumerate(keys):
+        ax.scatter([_value(row, key) for row in runs], ys, s=28, marker=shapes[i % len(shapes)],
+                   color=colours[i % len(colours)], label=header, zorder=3)
+        if paper:
+            known = [(_paper_for(section, row["label"]), y) for row, y in zip(runs, ys, strict=True)]
+            known = [(row, y) for row, y in known if row is not None]
+            if known:
+                ax.scatter([_value(row, key) for row, _ in known], [y for _, y in known], s=60,
+                           marker=shapes[i % len(shapes)], facecolors="none", edgecolors="black",
+                           linewidths=0.8, zorder=2, label="paper" if i == 0 else None)
+    ax.set_yticks(ys, [row["label"] for row in runs], fontsize=8)
+    ax.set_ylim(len(runs) - 0.5, -0.5)
+    ax.set_xlim(0, _TOP)
+    ax.set_xticks(range(0, 101, 20))
+    ax.set_xlabel("accuracy (%)")
+    ax.grid(axis="x", color="#e5e5e5", zorder=0)
+    ax.set_title(title)
+    handles, labels = ax.get_legend_handles_labels()
+    order = sorted(range(len(labels)), key=lambda i: labels[i] == "paper")  # the columns first, paper last
+    ax.legend([handles[i] for i in order], [labels[i] for i in order], fontsize=8, frameon=False,
+              loc="lower center", bbox_to_anchor=(0.5, 1.02 + 0.3 / len(runs)), ncol=min(6, len(labels)))
+    _save(plt, fig, path)
+
+
 def _lines(plt: Any, path: Path, section: Section, keys: Sequence[tuple[str, str]], title: str,
            xlabel: str) -> None:
+    if len(_rows(section, "ours")) > MANY_RUNS:
+        _dots(plt, path, section, keys, f"{title} ({xlabel})")
+        return
     fig, ax = plt.subplots(figsize=(6.0, 3.8))
     for row in _rows(section, "ours"):
         ax.plot([header for _, header in keys], [_value(row, key) for key, _ in keys], marker="o",
@@ -105,7 +152,8 @@ def _lines(plt: Any, path: Path, section: Section, keys: Sequence[tuple[str, str
 
 def _errors(plt: Any, path: Path, section: Section) -> None:
     rows = [row for row in section.rows if row.get("kind") in ("ours", "paper")]
-    fig, ax = plt.subplots(figsize=(8.0, 1.2 + 0.45 * max(1, len(rows))))
+    per_row = 0.45 if len(rows) <= 2 * MANY_RUNS else 0.24  # a roster: thinner bars, same readable labels
+    fig, ax = plt.subplots(figsize=(8.0, 1.2 + per_row * max(1, len(rows))))
     left = [0.0] * len(rows)
     labels = [row["label"] + ("" if any(not math.isnan(_value(row, k)) for k, _ in section.columns)
                               else " (no failed tasks)") for row in rows]
@@ -114,14 +162,12 @@ def _errors(plt: Any, path: Path, section: Section) -> None:
         values = [0.0 if math.isnan(_value(row, key)) else _value(row, key) for row in rows]
         ax.barh(labels, values, left=left, color=colours[i % len(colours)], label=header)
         left = [a + b for a, b in zip(left, values, strict=True)]
-    ax.invert_yaxis()
+    ax.set_ylim(len(rows) - 0.5, -0.5)  # first row on top, no empty margin above it (5% of a roster's rows)
     ax.set_xlim(0, 100)
     ax.set_xlabel("% of failed tasks")
     ax.set_title("Error distribution (Table 8 layout)")
-    ax.legend(fontsize=7, frameon=False, loc="center left", bbox_to_anchor=(1.01, 0.5))
-    fig.tight_layout()
-    fig.savefig(path, dpi=_DPI, bbox_inches="tight")
-    plt.close(fig)
+    ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    _save(plt, fig, path)
 
 
 def write_plots(sections: Sequence[Section], out_dir: Path) -> list[Path]:

@@ -13,6 +13,7 @@ import datetime as dt
 import sys
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from wtb_local.backends.base import Backend
@@ -124,7 +125,7 @@ async def _run_pending(prep: PreparedRun, pending: list[Any], backend: Backend, 
         with make_progress(settings.progress, stats, err) as progress:
             runner = SessionRunner(driver, store, model_name=model_name, progress=progress,
                                    episodes_for=prep.applied.episodes_for,
-                                   session_row=session_result,
+                                   session_row=partial(session_result, fresh=False),
                                    label_counts=_label_counts, should_stop=lambda: stop.requested)
             await runner.run(pending, scheduling)
     finally:
@@ -184,6 +185,7 @@ async def run_job_async(options: RunOptions, *, backend: Backend | None = None, 
                                    store=store, scheduling=scheduling, stats=stats, meter=meter, err=err,
                                    stop=stop)
     except (asyncio.CancelledError, Exception) as exc:
+        _drain(store)  # sessions finished before the stop are still being written: count them too
         if stop.requested:  # SIGINT/SIGTERM: episodes stopped or were cancelled; finished sessions stay
             raise RunInterrupted(
                 f"interrupted by {stop.signal_name}: {len(store.rows)} finished session(s) kept in "
@@ -204,6 +206,7 @@ async def run_job_async(options: RunOptions, *, backend: Backend | None = None, 
                               prompt_tokens=stats.prompt_tokens, generated_tokens=stats.generated_tokens)
             if failure:
                 invocation["failure"] = failure
+            meter.writer_busy_s = store.write_s
             invocation["throughput"] = meter.summary(stats.tasks_this_run)
             described = backend.describe()
             manifest.update(backend=described, scheduling=scheduling, rerun=rerun_claim(described, scheduling),
@@ -230,6 +233,14 @@ def _throughput(invocation: dict[str, Any], pending: list[Any], previous: dict[s
         return invocation["throughput"]
     earlier = ((previous or {}).get("summary") or {}).get("throughput")
     return earlier if earlier is not None else invocation["throughput"]
+
+
+def _drain(store: ResultStore) -> None:
+    """Wait for the writer thread's last lines (store.py); a write that failed is reported by finalize."""
+    try:
+        store.wait()
+    except RuntimeError:
+        pass
 
 
 def _first_cause(exc: BaseException) -> BaseException:

@@ -5,7 +5,9 @@ as soon as its previous reply is parsed and judged, so no episode waits for unre
 with continuous batching (vLLM) always has every ready request. Waves: all unfinished episodes send
 their current step together and the next wave starts when all replies are in — for backends whose
 batches must not depend on arrival timing (transformers' padded `generate`, whose sampling is seeded per
-batch). A session's result line is written as soon as its four tasks are done.
+batch). A session's result line is handed to the store's writer thread as soon as its four tasks are
+done, and the session counts as finished (progress, `on_finished`) once that line is fsynced; `run`
+returns after the last one is (docs/runner-speed.md §3).
 """
 
 from __future__ import annotations
@@ -52,7 +54,8 @@ class SessionRunner:
                  progress: Progress, episodes_for: Callable[[Any], list[Any]],
                  session_row: Callable[[Any, Sequence[Any], str], dict[str, Any]],
                  label_counts: Callable[[dict[str, Any], Any], tuple[int, int]] | None = None,
-                 should_stop: Callable[[], bool] = lambda: False) -> None:
+                 should_stop: Callable[[], bool] = lambda: False,
+                 on_finished: Callable[[str], None] | None = None) -> None:
         self.driver = driver
         self.store = store
         self.model_name = model_name
@@ -61,8 +64,15 @@ class SessionRunner:
         self.session_row = session_row
         self.label_counts = label_counts
         self.should_stop = should_stop  # checked before every step: no new work after a stop signal
+        self.on_finished = on_finished  # called with a session id once its line is durable
+        self._unwritten = 0  # sessions handed to the writer, not yet durable
+        self._written: asyncio.Event | None = None
+        self._write_error: BaseException | None = None
 
     async def run(self, sessions: Sequence[Any], scheduling: str) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._written = asyncio.Event()
+        self._written.set()
         states = [_SessionState(s, self.episodes_for(s)) for s in sessions]
         for state in states:  # sessions without tasks are finished at once
             if state.remaining == 0:
@@ -75,6 +85,8 @@ class SessionRunner:
                 for state in states:
                     for episode in state.episodes:
                         group.create_task(self._run_episode(state, episode))
+        await self._written.wait()  # every finished session is durable and reported
+        self._raise_write_error()
 
     async def _run_episode(self, state: _SessionState, episode: Any) -> None:
         while not episode.done:
@@ -115,9 +127,34 @@ class SessionRunner:
             self._finish(state)
 
     def _finish(self, state: _SessionState) -> None:
+        self._raise_write_error()
         started = self.driver.meter.now()
         row = self.session_row(state.session, state.episodes, self.model_name)
-        self.store.append(row)
-        correct, scored = self.label_counts(row, state.session) if self.label_counts else (0, 0)
+        self._unwritten += 1
+        self._written.clear()
+        loop = self._loop
+
+        def durable(error: BaseException | None) -> None:  # in the writer thread
+            try:
+                loop.call_soon_threadsafe(self._durable, state, row, error)
+            except RuntimeError:  # the loop is gone (a run that failed): the row is on disk all the same
+                pass
+
+        self.store.submit(row, durable)
         self.driver.meter.session_written(self.driver.meter.now() - started)
-        self.progress.session_done(correct, scored)
+
+    def _durable(self, state: _SessionState, row: dict[str, Any], error: BaseException | None) -> None:
+        self._unwritten -= 1
+        if error is not None:
+            self._write_error = self._write_error or error
+        else:
+            correct, scored = self.label_counts(row, state.session) if self.label_counts else (0, 0)
+            self.progress.session_done(correct, scored)
+            if self.on_finished is not None:
+                self.on_finished(row["id"])
+        if self._unwritten == 0:
+            self._written.set()
+
+    def _raise_write_error(self) -> None:
+        if self._write_error is not None:
+            raise RuntimeError(f"writing {self.store.path} failed: {self._write_error}") from self._write_error

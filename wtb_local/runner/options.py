@@ -159,6 +159,10 @@ class RunOptions(BaseModel):
     data_parallel_size: Annotated[int | None, Cli(
         "vLLM: engine replicas on this node, each on tensor x pipeline GPUs, requests balanced by vLLM (needs "
         "a vLLM with data parallelism; default: not passed, one replica).", type=_POSITIVE)] = None
+    distributed_executor_backend: Annotated[str | None, Cli(
+        "vLLM: how the engine starts its workers; ray: on the nodes of a running Ray cluster (several nodes, "
+        "slurm/wtb_multinode.sbatch) [default: not passed, vLLM's choice].",
+        type=click.Choice(["mp", "ray", "uni", "external_launcher"]))] = None
     gpu_memory_utilization: Annotated[float | None, Cli(
         "vLLM: share of GPU memory to use [default: 0.9; 0.2 of host RAM on vLLM's CPU build].",
         type=click.FloatRange(min=0.0, max=1.0, min_open=True))] = None

@@ -47,6 +47,7 @@ class ResolvedRun(BaseModel):
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
     data_parallel_size: int | None = None
+    distributed_executor_backend: str | None = None  # vLLM's; "ray" spans nodes (docs/multinode.md §2)
     gpu_memory_utilization: float | None = None
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None

@@ -35,7 +35,8 @@ class StepDriver:
                  meter: ThroughputMeter | None = None) -> None:
         self.backend = backend
         self.meter = meter if meter is not None else ThroughputMeter()
-        self._render_s: dict[str, float] = {}  # request id -> time spent rendering it, until accepted
+        # request id -> (render, tokenise) seconds spent building it, until its step is accepted
+        self._build_s: dict[str, tuple[float, float]] = {}
         self.sampling = sampling
         self.parser = parser
         self.renderer = renderer
@@ -48,25 +49,45 @@ class StepDriver:
     def build_request(self, episode: Any) -> tuple[GenerationRequest | None, str | None]:
         """The request for the episode's current step, or (None, reason) when it cannot be built."""
         started = self.meter.now()
-        messages, tools = episode.request()
+        # A renderer that only reads the conversation (PromptRenderer) gets the episode's own messages;
+        # anything else a copy (docs/runner-speed.md §2).
+        shared = getattr(self.renderer, "reads_only", False) and hasattr(episode, "conversation")
+        messages, tools = episode.conversation() if shared else episode.request()
         rid = request_id(episode.session_id, episode.task_idx, episode.step)
+        timing = [0.0]  # tokenising time, filled by _build
         try:
-            return self._build(episode, rid, messages, tools)
+            return self._build(episode, rid, messages, tools, timing)
         finally:
-            self._render_s[rid] = self.meter.now() - started
+            self._build_s[rid] = (self.meter.now() - started - timing[0], timing[0])
 
     def _build(self, episode: Any, rid: str, messages: list[dict[str, Any]],
-               tools: list[dict[str, Any]]) -> tuple[GenerationRequest | None, str | None]:
-        request = GenerationRequest(
+               tools: list[dict[str, Any]], timing: list[float]) -> tuple[GenerationRequest | None, str | None]:
+        # Built without validation: every field is already of its declared type (a measurable share of
+        # a step's time otherwise, docs/runner-speed.md §2).
+        request = GenerationRequest.model_construct(
             request_id=rid, session_id=episode.session_id, task_idx=episode.task_idx, step=episode.step,
             messages=messages, tools=tools, sampling=self.sampling,
             seed=request_seed(self.sampling.seed, episode.session_id, episode.task_idx, episode.step),
+            prompt="", prompt_token_ids=None, gold_reply=None,
         )
         if self.backend.needs_gold:
             from wtb_local.backends.gold_replies import gold_reply
 
             request.gold_reply = gold_reply(episode)
         if self.backend.needs_prompt:
+            staged = hasattr(self.renderer, "render_text") and hasattr(self.renderer, "encode_prompt")
+            try:
+                text = self.renderer.render_text(messages, tools) if staged else None
+            except Exception as exc:  # noqa: BLE001 - a template's raise_exception fails this step only
+                return None, f"render failed: {type(exc).__name__}: {_one_line(exc)}"
+            if staged:
+                started = self.meter.now()
+                # the next prompt of the task extends this one; a task's first, its session's latest
+                key = (episode.session_id, episode.task_idx)
+                request.prompt = text
+                request.prompt_token_ids = self.renderer.encode_prompt(text, key, episode.session_id)
+                timing[0] = self.meter.now() - started
+                return request, None
             try:
                 rendered = self.renderer.render(messages, tools)
             except Exception as exc:  # noqa: BLE001 - a template's raise_exception fails this step only
@@ -93,13 +114,19 @@ class StepDriver:
         started = self.meter.now()
         step = episode.step
         rid = request_id(episode.session_id, episode.task_idx, step)
+        self._parse_s = 0.0
         outcome = self._accept(episode, request, completion, build_error)
-        parse_judge_s = self.meter.now() - started
-        render_s = self._render_s.pop(rid, 0.0)
+        parse_s = self._parse_s
+        judge_s = self.meter.now() - started - parse_s
+        render_s, tokenise_s = self._build_s.pop(rid, (0.0, 0.0))
         cached = completion.cached_tokens if completion is not None else None
-        self.meter.step(render_s=render_s, parse_judge_s=parse_judge_s, prompt_tokens=outcome.prompt_tokens,
-                        generated_tokens=outcome.completion_tokens, cached_tokens=cached)
-        episode.annotate(step, {"runner_ms": round(1000 * (render_s + parse_judge_s), 3)})
+        self.meter.step(render_s=render_s, tokenise_s=tokenise_s, parse_s=parse_s, judge_s=judge_s,
+                        prompt_tokens=outcome.prompt_tokens, generated_tokens=outcome.completion_tokens,
+                        cached_tokens=cached)
+        total = render_s + tokenise_s + parse_s + judge_s
+        episode.annotate(step, {"runner_ms": round(1000 * total, 3)})
+        if getattr(episode, "done", False) and hasattr(self.renderer, "forget"):
+            self.renderer.forget((episode.session_id, episode.task_idx))
         return outcome
 
     def _accept(self, episode: Any, request: GenerationRequest | None, completion: Completion | None,
@@ -123,9 +150,11 @@ class StepDriver:
                          "server_message": reply.pop("server_message", None)}
             episode.accept(reply, extra=extra, **counts)
             return outcome
+        parse_started = self.meter.now()
         prefilled = self._prefilled(request)
         result = self._parse(completion, request.tools if request is not None else [], prefilled)
         reply, error_reason = reply_from_parse(result, completion.request_id, self.id_style)
+        self._parse_s = self.meter.now() - parse_started
         extra: dict[str, Any] = {"raw": completion.text, "finish_reason": completion.finish_reason}
         if prefilled is not None and decides_per_step(self.parser):  # a replay parses this step the same way
             extra[STEP_FIELD] = prefilled

@@ -3,14 +3,28 @@
 A session's line is written only when its four tasks are finished, then flushed and fsynced, so a line
 in the file is a finished session. A process killed mid-write can leave a partial last line; reopening
 the file drops it (and anything else that is not a complete session row) before appending again.
+
+During a run the lines are written by a writer thread (`submit`), so the fsync (milliseconds on a shared
+disk) never holds up the event loop that feeds the engine: rows are written in the order they were
+submitted, and every row the thread finds waiting is written and fsynced together (group commit). The
+line itself is serialised by the caller: that is CPU work under the GIL, and a thread holding the GIL for
+a whole `json.dumps` would stall the loop at its next GIL release anyway (docs/runner-speed.md §3). A row's callback runs only after its fsync: the runner reports a session finished from
+there, so a reported session survives a kill -9 (docs/runner-speed.md §3).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import queue
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+Durable = Callable[[BaseException | None], None]  # called in the writer thread after the row's fsync
+_Item = tuple[dict[str, Any], str, Durable | None]  # a row, its line, its callback
 
 
 def session_index(session_id: str) -> int:
@@ -34,12 +48,20 @@ class ResultStore:
         self.path = Path(path)
         self.rows: dict[str, dict[str, Any]] = {}
         self.dropped_lines = 0
+        self.commits = 0  # fsyncs of submitted rows (group commits)
+        self.write_s = 0.0  # the writer thread's busy time: writing and fsyncing
         self._handle: Any = None
+        self._queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._error: BaseException | None = None
+        self._texts: dict[str, str] = {}  # id -> the line written for it, so `finalize` writes it again as is
 
     def open(self, *, fresh: bool) -> None:
         """Start empty (`fresh`) or keep the finished sessions already in the file."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.rows = {}
+        self._texts = {}
         self.dropped_lines = 0
         if not fresh and self.path.exists():
             self._load_existing()
@@ -65,27 +87,90 @@ class ResultStore:
     def _write_all(self, rows: list[dict[str, Any]]) -> None:
         tmp = self.path.with_name(self.path.name + ".tmp")
         with open(tmp, "w", encoding="utf-8") as handle:
-            handle.writelines(_row_text(row) for row in rows)
+            handle.writelines(self._texts.get(row["id"]) or _row_text(row) for row in rows)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, self.path)
 
     def finished(self) -> set[str]:
-        return set(self.rows)
+        with self._lock:
+            return set(self.rows)
 
     def append(self, row: dict[str, Any]) -> None:
-        """Write one finished session durably (flush + fsync) before anything else happens."""
+        """Write one finished session durably (flush + fsync) before returning."""
         if self._handle is None:
             raise RuntimeError(f"{self.path}: result store is not open")
-        self._handle.write(_row_text(row))
+        self.wait()  # rows submitted earlier come first
+        text = _row_text(row)
+        self._handle.write(text)
         self._handle.flush()
         os.fsync(self._handle.fileno())
-        self.rows[row["id"]] = row
+        with self._lock:
+            self.rows[row["id"]] = row
+            self._texts[row["id"]] = text
+
+    def submit(self, row: dict[str, Any], durable: Durable | None = None) -> None:
+        """Hand one finished session to the writer thread; `durable(None)` is called (in that thread) once
+        it is fsynced, `durable(error)` if writing failed. The row must not change afterwards."""
+        if self._handle is None:
+            raise RuntimeError(f"{self.path}: result store is not open")
+        if self._error is not None:
+            raise RuntimeError(f"{self.path}: writing the result file failed: {self._error}") from self._error
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._write_loop, name="wtb-result-writer", daemon=True)
+            self._thread.start()
+        self._queue.put((row, _row_text(row), durable))
+
+    def wait(self) -> None:
+        """Until every submitted row is written and fsynced (the writer thread ends; a later submit starts
+        another). Raises if writing failed."""
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
+            self._thread = None
+        if self._error is not None:
+            raise RuntimeError(f"{self.path}: writing the result file failed: {self._error}") from self._error
+
+    def _write_loop(self) -> None:
+        stop = False
+        while not stop:
+            batch = [self._queue.get()]
+            while True:  # group commit: everything already waiting goes into this fsync
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            stop = None in batch
+            items = [item for item in batch if item is not None]
+            if not items:
+                continue
+            started = time.perf_counter()
+            error: BaseException | None = self._error
+            if error is None:
+                try:
+                    self._handle.write("".join(text for _, text, _ in items))
+                    self._handle.flush()
+                    os.fsync(self._handle.fileno())
+                except BaseException as exc:  # noqa: BLE001 - reported to every waiting row and to wait()
+                    error = self._error = exc
+            if error is None:
+                with self._lock:
+                    for row, text, _ in items:
+                        self.rows[row["id"]] = row
+                        self._texts[row["id"]] = text
+                self.commits += 1
+            self.write_s += time.perf_counter() - started
+            for _, _, durable in items:
+                if durable is not None:
+                    durable(error)
 
     def close(self) -> None:
-        if self._handle is not None:
-            self._handle.close()
-            self._handle = None
+        try:
+            self.wait()
+        finally:
+            if self._handle is not None:
+                self._handle.close()
+                self._handle = None
 
     def finalize(self) -> list[dict[str, Any]]:
         """Close and rewrite the file sorted by numeric session id, so reruns give identical files."""

@@ -3,8 +3,14 @@
 `ThroughputMeter` is fed by the step driver and the session loop:
 - engine-busy time: the union of the intervals in which at least one request was at the backend (an
   engine that is busy 100% of the wall time is the bottleneck; much less means the runner starves it);
-- the runner's own time per step: rendering the prompt, parsing the completion, judging the reply
-  (a session's result write is counted once per session and spread over its steps in the mean);
+- the runner's own time per step on the event loop, by stage: rendering the prompt, tokenising it,
+  parsing the completion, judging the reply, and building and serialising a finished session's result
+  line (counted once per session and spread over its steps in the mean); the writer thread's writing and
+  fsyncing (`writer_busy_s`) runs beside the loop and is not in it;
+- the runner's ceiling: its busy share of the wall time and the steps per second it could have fed with
+  an engine that answered at once (steps over the runner's own time) next to the steps per second the
+  run made: a ceiling close to the achieved rate means the runner set the pace, a ceiling far above it
+  the engine (docs/runner-speed.md §4);
 - prompt tokens served from the prefix cache, when the backend reports them (vLLM does per request).
 `summary()` is the `throughput` block of the manifest's invocation and of the run summary.
 """
@@ -24,8 +30,11 @@ class ThroughputMeter:
         self.engine_busy_s = 0.0
         self.steps = 0
         self.render_s = 0.0
-        self.parse_judge_s = 0.0
+        self.tokenise_s = 0.0
+        self.parse_s = 0.0
+        self.judge_s = 0.0
         self.write_s = 0.0
+        self.writer_busy_s: float | None = None  # set by the caller from the result store, when it has one
         self.max_step_s = 0.0
         self.prompt_tokens = 0
         self.generated_tokens = 0
@@ -45,12 +54,14 @@ class ThroughputMeter:
         if self.in_flight == 0:
             self.engine_busy_s += self._clock() - self._busy_since
 
-    def step(self, *, render_s: float, parse_judge_s: float, prompt_tokens: int, generated_tokens: int,
-             cached_tokens: int | None) -> None:
+    def step(self, *, render_s: float, tokenise_s: float = 0.0, parse_s: float = 0.0, judge_s: float = 0.0,
+             prompt_tokens: int, generated_tokens: int, cached_tokens: int | None) -> None:
         self.steps += 1
         self.render_s += render_s
-        self.parse_judge_s += parse_judge_s
-        self.max_step_s = max(self.max_step_s, render_s + parse_judge_s)
+        self.tokenise_s += tokenise_s
+        self.parse_s += parse_s
+        self.judge_s += judge_s
+        self.max_step_s = max(self.max_step_s, render_s + tokenise_s + parse_s + judge_s)
         self.prompt_tokens += prompt_tokens
         self.generated_tokens += generated_tokens
         if cached_tokens is not None:
@@ -63,7 +74,7 @@ class ThroughputMeter:
     def summary(self, tasks: int) -> dict[str, Any]:
         wall = self._clock() - self.started
         busy = self.engine_busy_s + (self._clock() - self._busy_since if self.in_flight else 0.0)
-        own = self.render_s + self.parse_judge_s + self.write_s
+        own = self.render_s + self.tokenise_s + self.parse_s + self.judge_s + self.write_s
 
         def per_step_ms(seconds: float) -> float | None:
             return round(1000 * seconds / self.steps, 4) if self.steps else None
@@ -90,8 +101,16 @@ class ThroughputMeter:
             "runner_ms_per_step": per_step_ms(own),
             "runner_ms_per_step_max": round(1000 * self.max_step_s, 3) if self.steps else None,
             "runner_ms_breakdown": {"render": per_step_ms(self.render_s),
-                                    "parse_judge": per_step_ms(self.parse_judge_s),
+                                    "tokenise": per_step_ms(self.tokenise_s),
+                                    "parse": per_step_ms(self.parse_s),
+                                    "judge": per_step_ms(self.judge_s),
                                     "write": per_step_ms(self.write_s)},
+            "runner_busy_s": round(own, 3),
+            "runner_busy_share": round(own / wall, 4) if wall > 0 else None,
+            "steps_per_s": rate(self.steps),
+            # the step rate the runner alone could have sustained: steps over its own time
+            "runner_ceiling_steps_per_s": round(self.steps / own, 1) if own > 0 else None,
+            "writer_busy_s": round(self.writer_busy_s, 3) if self.writer_busy_s is not None else None,
         }
 
 
@@ -107,4 +126,8 @@ def summary_line(block: dict[str, Any]) -> str:
         "engine busy " + ("-" if share is None else f"{100 * share:.0f}% of {block.get('wall_s', 0):.1f} s"),
         f"runner {block.get('runner_ms_per_step') or 0:.3f} ms/step",
     ]
+    share, ceiling = block.get("runner_busy_share"), block.get("runner_ceiling_steps_per_s")
+    if share is not None and ceiling is not None:
+        parts.append(f"runner busy {100 * share:.0f}%, could feed {ceiling:.0f} steps/s "
+                     f"(ran {block.get('steps_per_s') or 0:.1f})")
     return "throughput: " + ", ".join(parts)

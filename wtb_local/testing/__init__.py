@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from wtb_local.testing.tiny_model import build_tiny_model, template_special_tokens
+from wtb_local.testing.tiny_model import build_tiny_model, build_tiny_tokenizer, template_special_tokens
 
-__all__ = ["build_tiny_model", "template_special_tokens"]
+__all__ = ["build_tiny_model", "build_tiny_tokenizer", "template_special_tokens"]

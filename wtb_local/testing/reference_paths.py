@@ -1,4 +1,4 @@
-"""The reference's up-front path enumeration, written from spec §2's rules taken literally.
+"""The reference's up-front path enumeration, written from docs/evaluation.md §2's rules taken literally.
 
 Exponential (7 independent calls: 47,293 paths): it exists only as the oracle that tests check the lazy
 engine (`wtb_local.evaluator.paths`) against, and as the baseline of `scripts/bench_paths.py`. It is itself
@@ -14,7 +14,7 @@ Path_ = tuple[Step, ...]
 
 
 def enumerate_paths(names: Sequence[str], deps: Sequence[Sequence[int]]) -> list[Path_]:
-    """Every path, following spec §2's rules literally, in the reference's enumeration order."""
+    """Every path, following docs/evaluation.md §2's rules literally, in the reference's enumeration order."""
     n = len(names)
     paths: list[Path_] = []
 

@@ -160,41 +160,19 @@ def build_tiny_model(
     Deterministic for a given argument set (weights from `seed`).
     """
     import torch
-    from tokenizers import processors
-    from transformers import AutoModelForCausalLM, GenerationConfig, PreTrainedTokenizerFast
+    from transformers import AutoModelForCausalLM, GenerationConfig
 
     if arch not in _ARCHS:
         raise ValueError(f"unknown arch {arch!r}; choose one of {', '.join(_ARCHS)}")
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-
     eos_tokens = [eos_token] if isinstance(eos_token, str) else list(eos_token)
-    if not eos_tokens:
-        raise ValueError("eos_token: at least one token is required")
-    specials = _unique(
-        [pad_token, *eos_tokens, *([bos_token] if bos_token else []), *special_tokens,
-         *template_special_tokens(chat_template), *sorted(fixed_logits or {})]
-    )
-
-    backend = _train_tokenizer(specials, vocab_size, list(_CORPUS) * 4 if corpus is None else list(corpus))
-    if add_bos_token:
-        if not bos_token:
-            raise ValueError("add_bos_token=True needs a bos_token")
-        bos_id = backend.token_to_id(bos_token)
-        backend.post_processor = processors.TemplateProcessing(
-            single=f"{bos_token} $A", pair=f"{bos_token} $A $B", special_tokens=[(bos_token, bos_id)]
-        )
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=backend,
-        bos_token=bos_token,
-        eos_token=eos_tokens[0],
-        pad_token=pad_token,
-        additional_special_tokens=[t for t in specials if t not in {bos_token, eos_tokens[0], pad_token}],
-        model_max_length=max_position_embeddings,
-        clean_up_tokenization_spaces=False,
-    )
-    tokenizer.chat_template = chat_template
-    tokenizer.save_pretrained(out)
+    trailing = sorted(fixed_logits or {})
+    backend = _write_tokenizer(out, chat_template, special_tokens=special_tokens, trailing=trailing,
+                               bos_token=bos_token, eos_tokens=eos_tokens, pad_token=pad_token,
+                               add_bos_token=add_bos_token, max_position_embeddings=max_position_embeddings,
+                               vocab_size=vocab_size, corpus=corpus)
+    specials = _specials(chat_template, special_tokens=special_tokens, trailing=trailing, bos_token=bos_token,
+                         eos_tokens=eos_tokens, pad_token=pad_token)
 
     def token_id(token: str) -> int:
         tid = backend.token_to_id(token)
@@ -220,6 +198,59 @@ def build_tiny_model(
     GenerationConfig(**ids, **defaults).save_pretrained(out)
     _record_build(out, arch=arch, seed=seed, specials=specials, fixed_logits=dict(fixed_logits or {}))
     return out
+
+
+def _specials(chat_template: str, *, special_tokens: Sequence[str], bos_token: str | None,
+              eos_tokens: Sequence[str], pad_token: str, trailing: Sequence[str] = ()) -> list[str]:
+    return _unique([pad_token, *eos_tokens, *([bos_token] if bos_token else []), *special_tokens,
+                    *template_special_tokens(chat_template), *trailing])
+
+
+def build_tiny_tokenizer(out_dir: str | Path, chat_template: str, *, special_tokens: Sequence[str] = (),
+                         bos_token: str | None = None, eos_token: str = "<|im_end|>",
+                         pad_token: str = "<|endoftext|>", max_position_embeddings: int = 2048,
+                         vocab_size: int = 640, corpus: Iterable[str] | None = None) -> Path:
+    """Only the tokenizer half of `build_tiny_model` (no torch, no weights): a byte-level BPE carrying
+    `chat_template`, loadable with `AutoTokenizer.from_pretrained(out_dir)`, for runs without an engine."""
+    out = Path(out_dir)
+    _write_tokenizer(out, chat_template, special_tokens=special_tokens, bos_token=bos_token,
+                     eos_tokens=[eos_token], pad_token=pad_token, add_bos_token=False,
+                     max_position_embeddings=max_position_embeddings, vocab_size=vocab_size, corpus=corpus)
+    return out
+
+
+def _write_tokenizer(out: Path, chat_template: str, *, special_tokens: Sequence[str], trailing: Sequence[str] = (),
+                     bos_token: str | None,
+                     eos_tokens: Sequence[str], pad_token: str, add_bos_token: bool,
+                     max_position_embeddings: int, vocab_size: int, corpus: Iterable[str] | None) -> Any:
+    from tokenizers import processors
+    from transformers import PreTrainedTokenizerFast
+
+    out.mkdir(parents=True, exist_ok=True)
+    if not eos_tokens:
+        raise ValueError("eos_token: at least one token is required")
+    specials = _specials(chat_template, special_tokens=special_tokens, trailing=trailing, bos_token=bos_token,
+                         eos_tokens=eos_tokens, pad_token=pad_token)
+    backend = _train_tokenizer(specials, vocab_size, list(_CORPUS) * 4 if corpus is None else list(corpus))
+    if add_bos_token:
+        if not bos_token:
+            raise ValueError("add_bos_token=True needs a bos_token")
+        bos_id = backend.token_to_id(bos_token)
+        backend.post_processor = processors.TemplateProcessing(
+            single=f"{bos_token} $A", pair=f"{bos_token} $A $B", special_tokens=[(bos_token, bos_id)]
+        )
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        bos_token=bos_token,
+        eos_token=eos_tokens[0],
+        pad_token=pad_token,
+        additional_special_tokens=[t for t in specials if t not in {bos_token, eos_tokens[0], pad_token}],
+        model_max_length=max_position_embeddings,
+        clean_up_tokenization_spaces=False,
+    )
+    tokenizer.chat_template = chat_template
+    tokenizer.save_pretrained(out)
+    return backend
 
 
 def _record_build(out: Path, **facts: Any) -> None:

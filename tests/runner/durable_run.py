@@ -1,0 +1,62 @@
+"""A run for the kill -9 test (test_durability.py), in a process of its own: the instant backend through
+the real renderer, tokenizer, parser, evaluator and result store, printing `finished <session id>` the
+moment the runner reports a session finished (after its line is fsynced by the writer thread).
+
+    python -m tests.runner.durable_run TOKENIZER_DIR DATASET RESULT_FILE [--resume]
+
+Sessions run 8 at a time (each batch all in flight at once), so reports come all through the run.
+With --resume the finished sessions already in RESULT_FILE are skipped, and listed first as one line
+`resumed <json list of ids>`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import sys
+from pathlib import Path
+
+BATCH = 8
+
+
+def main(tokenizer_dir: str, dataset: str, result_file: str, resume: bool) -> None:
+    from transformers import AutoTokenizer
+
+    from wtb_local.backends.instant import InstantBackend
+    from wtb_local.dataset import read_dataset
+    from wtb_local.evaluator.episode import session_episodes, session_result
+    from wtb_local.parsers import get_parser
+    from wtb_local.rendering.renderer import PromptRenderer
+    from wtb_local.runner.loop import SessionRunner
+    from wtb_local.runner.progress import Progress, ProgressStats
+    from wtb_local.runner.steps import StepDriver
+    from wtb_local.runner.store import ResultStore
+    from wtb_local.schema import SamplingConfig
+
+    renderer = PromptRenderer(AutoTokenizer.from_pretrained(tokenizer_dir), model_id="Qwen/Qwen3-0.6B")
+    parser = get_parser("hermes")
+    sessions, _ = read_dataset(Path(dataset))
+    store = ResultStore(result_file)
+    store.open(fresh=not resume)
+    finished = store.finished()
+    if resume:
+        print("resumed " + json.dumps(sorted(finished)), flush=True)
+    pending = [s for s in sessions if s.id not in finished]
+    driver = StepDriver(InstantBackend(parser=parser, renderer=renderer), sampling=SamplingConfig(seed=0),
+                        parser=parser, renderer=renderer)
+    runner = SessionRunner(driver, store, model_name="durable", progress=Progress(ProgressStats(len(sessions), 0)),
+                           episodes_for=session_episodes, session_row=functools.partial(session_result, fresh=False),
+                           on_finished=lambda sid: print(f"finished {sid}", flush=True))
+
+    async def run() -> None:
+        # a batch at a time, so sessions are reported all through the run (a kill lands mid-run)
+        for start in range(0, len(pending), BATCH):
+            await runner.run(pending[start:start + BATCH], "continuous")
+
+    asyncio.run(run())
+    store.finalize()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2], sys.argv[3], "--resume" in sys.argv[4:])
