@@ -106,14 +106,13 @@ async def _measure(label: str, settings: Any, backend: Any, renderer: Any) -> di
 
 def _settings(model_dir: Path, dataset: Path, out: Path, backend: str, scheduling: str,
               base_url: str | None = None, limit: int | None = None) -> Any:
-    from wtb_local.runner import RunSettings
-    from wtb_local.schema import SamplingConfig
+    from wtb_local.runner import RunOptions
 
-    return RunSettings(
+    return RunOptions(
         backend=backend, model=str(model_dir), model_name="tiny", dataset=str(dataset), out=str(out),
         progress="none", scheduling=scheduling, base_url=base_url, overwrite=True, limit=limit,
         # max_new_tokens is replaced per request by the step length
-        sampling=SamplingConfig(max_new_tokens=ENGINE["max_model_len"], temperature=0.0, seed=0),
+        max_new_tokens=ENGINE["max_model_len"], temperature=0.0, seed=0,
     )
 
 
@@ -127,7 +126,7 @@ def _steer(backend: Any, renderer: Any, args: Any) -> Any:
 
 async def in_process_modes(model_dir: Path, dataset: Path, work: Path, args: Any) -> list[dict[str, Any]]:
     from wtb_local.backends.config import VLLMConfig
-    from wtb_local.runner.components import load_renderer
+    from wtb_local.runner.tokenizer import load_renderer
     from wtb_local.testing.workload import ExactLengthVLLM, OneAtATime
 
     backend = ExactLengthVLLM(VLLMConfig(model=str(model_dir), **ENGINE))
@@ -135,7 +134,7 @@ async def in_process_modes(model_dir: Path, dataset: Path, work: Path, args: Any
     await backend.start()
     print(f"engine start: {time.perf_counter() - started:.1f} s", file=sys.stderr)
     try:
-        renderer = load_renderer(_settings(model_dir, dataset, work, "vllm", "continuous"))
+        renderer = load_renderer(_settings(model_dir, dataset, work, "vllm", "continuous").model)
         engine = _steer(backend, renderer, args)
         # warm-up (not measured): first requests pay one-off costs
         await _measure("warm-up", _settings(model_dir, dataset, work / "warm", "vllm", "continuous", limit=2),
@@ -187,11 +186,11 @@ def _reset_server_cache(base_url: str) -> None:
 
 async def _server_runs(model_dir: Path, dataset: Path, work: Path, args: Any, base_url: str) -> dict[str, Any]:
     from wtb_local.backends.config import OpenAIConfig
-    from wtb_local.runner.components import load_renderer
+    from wtb_local.runner.tokenizer import load_renderer
     from wtb_local.testing.workload import ExactLengthOpenAI
 
     settings = _settings(model_dir, dataset, work / "server", "openai", "continuous", base_url)
-    renderer = load_renderer(settings)
+    renderer = load_renderer(settings.model)
     # as many request threads as the engine has sequence slots
     client = ExactLengthOpenAI(OpenAIConfig(base_url=base_url, model=str(model_dir),
                                             max_concurrency=ENGINE["max_num_seqs"]))

@@ -182,12 +182,11 @@ def versions() -> dict[str, Any]:
 
 def _settings(model_dir: Path, dataset: Path, out: Path, backend: str, limit: int,
               base_url: str | None = None) -> Any:
-    from wtb_local.runner import RunSettings
-    from wtb_local.schema import SamplingConfig
+    from wtb_local.runner import RunOptions
 
-    return RunSettings(backend=backend, model=str(model_dir), model_name="qwen3-8b-shape", dataset=str(dataset),
+    return RunOptions(backend=backend, model=str(model_dir), model_name="qwen3-8b-shape", dataset=str(dataset),
                        out=str(out), progress="plain", limit=limit, base_url=base_url, overwrite=True,
-                       sampling=SamplingConfig(max_new_tokens=8192, temperature=0.0, seed=0))
+                       max_new_tokens=8192, temperature=0.0, seed=0)
 
 
 RUNNER_BOUND_SHARE = 0.8  # the event loop busy with the runner's own work for this share of the wall time
@@ -227,7 +226,7 @@ async def in_process(model_dir: Path, dataset: Path, work: Path, args: Any, engi
                      report: dict[str, Any], save: Any) -> None:
     from wtb_local.backends.config import VLLMConfig
     from wtb_local.backends.oracle import OracleBackend
-    from wtb_local.runner.components import load_renderer
+    from wtb_local.runner.tokenizer import load_renderer
     from wtb_local.testing.workload import ExactLengthVLLM, GoldSteered, OneAtATime, StepLengths
 
     backend = ExactLengthVLLM(VLLMConfig(model=str(model_dir), **engine))
@@ -235,7 +234,7 @@ async def in_process(model_dir: Path, dataset: Path, work: Path, args: Any, engi
     await backend.start()
     report["engine_start_s"] = round(time.perf_counter() - started, 1)
     try:
-        renderer = load_renderer(_settings(model_dir, dataset, work, "vllm", args.sessions))
+        renderer = load_renderer(_settings(model_dir, dataset, work, "vllm", args.sessions).model)
         steered = GoldSteered(backend, OracleBackend(parser="hermes", renderer=renderer),
                               StepLengths(args.lengths, renderer.encode))
         await _run("warm-up", _settings(model_dir, dataset, work / "warm", "vllm", 1), steered, renderer, 0)
@@ -284,11 +283,11 @@ async def _server_phase(model_dir: Path, dataset: Path, work: Path, args: Any, b
                         engine: dict[str, Any], total: int) -> dict[str, Any]:
     from wtb_local.backends.config import OpenAIConfig
     from wtb_local.backends.oracle import OracleBackend
-    from wtb_local.runner.components import load_renderer
+    from wtb_local.runner.tokenizer import load_renderer
     from wtb_local.testing.workload import ExactLengthOpenAI, GoldSteered, StepLengths
 
     settings = _settings(model_dir, dataset, work / "server", "openai", args.sessions, base_url)
-    renderer = load_renderer(settings)
+    renderer = load_renderer(settings.model)
     client = ExactLengthOpenAI(OpenAIConfig(base_url=base_url, model=str(model_dir),
                                             max_concurrency=engine["max_num_seqs"]))
     await client.start()

@@ -15,7 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from wtb_local.cli import cli
-from wtb_local.dataset.fetch import RELEASE_FILE_NAME, git_blob_sha1
+from wtb_local.dataset.blob import git_blob_sha1
+from wtb_local.dataset.fetch import RELEASE_FILE_NAME
 from wtb_local.resources import sample_dataset_path
 
 FIXTURES = Path(__file__).parent / "fixtures" / "dataset"

@@ -469,7 +469,7 @@ def test_release_in_cache_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     path = _write(tmp_path / "Wild-Tool-Bench.jsonl", [_base()])
     # the cached file is verified on use (tests/test_release_verified.py): pin this one as "the release"
     from wtb_local.dataset import fetch
-    from wtb_local.dataset.fetch import file_blob_sha1
+    from wtb_local.dataset.blob import file_blob_sha1
 
     monkeypatch.setattr(fetch, "RELEASE_BLOB_SHA1", file_blob_sha1(path))
     assert resolve_dataset("release") == path

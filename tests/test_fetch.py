@@ -13,6 +13,7 @@ from typing import Self
 import pytest
 
 from wtb_local.dataset import fetch as fetch_module
+from wtb_local.dataset.blob import file_blob_sha1, git_blob_sha1
 from wtb_local.dataset.fetch import (
     RELEASE_BLOB_SHA1,
     RELEASE_FILE_NAME,
@@ -20,8 +21,6 @@ from wtb_local.dataset.fetch import (
     FetchError,
     cache_dir,
     fetch_release,
-    file_blob_sha1,
-    git_blob_sha1,
     release_path,
 )
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.runner.conftest import VECTORS, chat_template
+from tests.runner.fake_openai import fake_openai_server
 
 ROOT = Path(__file__).resolve().parents[1]
 QWEN25 = "Qwen/Qwen2.5-7B-Instruct"
@@ -91,7 +92,11 @@ def test_repeats_and_merge_take_the_paper_row_of_the_recorded_thinking_mode(qwen
     """No --thinking flag: Qwen3's template thinks by default, the manifest records it, and every command
     compares the run with the paper's Qwen3-8B-Thinking row (the flag alone would say the other row)."""
     base = ["--model", str(qwen3_dir), "--backend", "oracle", "--dataset", "sample", "--limit", "2"]
-    repeated = _wtb(*base, "--temperature", "0.7", "--repeats", "2", "--out", str(tmp_path / "rep"))
+    # repeats need a backend that samples: a loopback server, the prompts rendered with the same template
+    with fake_openai_server(str(qwen3_dir)) as server:
+        repeated = _wtb("--model", str(qwen3_dir), "--backend", "openai", "--base-url", server.base_url,
+                        "--dataset", "sample", "--limit", "2", "--temperature", "0.7", "--repeats", "2",
+                        "--out", str(tmp_path / "rep"))
     manifest = json.loads((tmp_path / "rep" / "repeats" / "0" / "manifest.json").read_text())
     assert manifest["thinking"]["effective"] is True and manifest["thinking"]["asked"] is None
     assert list(_rows(repeated.stdout)) == ["Qwen3-8B (mean of 2)", "paper: Qwen3-8B-Thinking"]
@@ -106,14 +111,17 @@ def test_repeats_and_merge_take_the_paper_row_of_the_recorded_thinking_mode(qwen
         "paper: Qwen3-8B-Thinking"]
 
 
-def test_report_on_a_repeats_folder_shows_the_mean_row_run_printed(tmp_path: Path) -> None:
+def test_report_on_a_repeats_folder_shows_the_mean_row_run_printed(qwen3_dir: Path, tmp_path: Path) -> None:
+    from wtb_local.runner.repeats import error_bar_line
+
     out = tmp_path / "rep"
-    ran = _wtb("--model", "Qwen/Qwen3-8B", "--backend", "oracle", "--dataset", "sample", "--limit", "2",
-               "--temperature", "0.7", "--repeats", "2", "--out", str(out))
+    with fake_openai_server(str(qwen3_dir), vary_by_seed=True) as server:  # repeats need a backend that samples
+        ran = _wtb("--model", str(qwen3_dir), "--model-name", "Qwen/Qwen3-8B", "--no-thinking", "--backend",
+                   "openai", "--base-url", server.base_url, "--dataset", "sample", "--limit", "2",
+                   "--temperature", "0.7", "--repeats", "2", "--out", str(out))
     mean = "Qwen_Qwen3-8B (mean of 2)"
     assert list(_rows(ran.stdout)) == [mean, "paper: Qwen3-8B"]
-    error_bars = ("Qwen_Qwen3-8B: task accuracy 100.00 ± 0.00, session accuracy 100.00 ± 0.00 (mean ± standard "
-                  "error over 2 repeats)")
+    error_bars = error_bar_line("Qwen_Qwen3-8B", json.loads((out / "repeats.json").read_text()))
     assert ran.stdout.splitlines()[-1] == error_bars
 
     report = _wtb("report", str(out), "--table", "6")

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from wtb_local.dataset import DatasetError, resolve_dataset
-from wtb_local.dataset import fetch as fetch_module
-from wtb_local.dataset.fetch import RELEASE_BLOB_SHA1, RELEASE_FILE_NAME, git_blob_sha1
+from wtb_local.dataset import blob as blob_module
+from wtb_local.dataset.blob import git_blob_sha1
+from wtb_local.dataset.fetch import RELEASE_BLOB_SHA1, RELEASE_FILE_NAME
 from wtb_local.dataset.verified import blob_sha1_cached, stamp_path, verify_release
 from wtb_local.resources import sample_dataset_path
 
@@ -41,8 +42,8 @@ def test_the_verdict_is_cached_by_size_and_mtime(tmp_path: Path, monkeypatch: py
     path = tmp_path / RELEASE_FILE_NAME
     path.write_bytes(b"first\n")
     calls: list[Path] = []
-    real = fetch_module.file_blob_sha1
-    monkeypatch.setattr(fetch_module, "file_blob_sha1", lambda p: calls.append(Path(p)) or real(p))
+    real = blob_module.file_blob_sha1
+    monkeypatch.setattr(blob_module, "file_blob_sha1", lambda p: calls.append(Path(p)) or real(p))
     expected = git_blob_sha1(b"first\n")
     assert verify_release(path, expected) == path
     assert verify_release(path, expected) == path

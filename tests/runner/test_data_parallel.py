@@ -35,14 +35,17 @@ def test_installed_vllm_accepts_every_engine_argument() -> None:
 
 
 def test_the_run_option_reaches_the_vllm_config() -> None:
+    from wtb_local.backends import backend_class
     from wtb_local.cli.run import run
-    from wtb_local.runner import settings_from_options
-    from wtb_local.runner.components import build_backend
+    from wtb_local.runner.options import options_from_click
+    from wtb_local.runner.resolved import ResolvedRun
 
     ctx = run.make_context("run", ["--model", "m", "--backend", "vllm", "--data-parallel-size", "2"])
-    settings = settings_from_options(ctx.params)
-    assert settings.data_parallel_size == 2
-    backend = build_backend(settings.model_copy(update={"backend": "vllm"}), parser=None, renderer=None)
+    options = options_from_click(ctx, ctx.params)
+    assert options.data_parallel_size == 2 and options.given == {"model", "backend", "data_parallel_size"}
+    # prepare copies every option the resolved run holds (runner/prepare.py)
+    resolved = ResolvedRun(**{k: v for k, v in options if k in ResolvedRun.model_fields})
+    backend = backend_class("vllm").from_run(resolved, parser=None, renderer=None)
     assert backend.config.data_parallel_size == 2 and backend.config.tensor_parallel_size == 1
     ctx = run.make_context("run", ["--model", "m"])
-    assert settings_from_options(ctx.params).data_parallel_size is None
+    assert options_from_click(ctx, ctx.params).data_parallel_size is None

@@ -4,6 +4,8 @@ a vLLM platform without a Ray device (the CPU build) stops the run in one line b
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from wtb_local.backends.config import VLLMConfig
@@ -15,20 +17,26 @@ def test_engine_args_carry_the_executor_only_when_set() -> None:
 
 
 def test_the_run_option_and_its_env_twin_reach_the_vllm_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    from wtb_local.backends import backend_class
     from wtb_local.cli.run import run
-    from wtb_local.runner import settings_from_options
-    from wtb_local.runner.components import build_backend
+    from wtb_local.runner.options import options_from_click
+    from wtb_local.runner.resolved import ResolvedRun
+
+    def settings_from_options(ctx: Any) -> Any:
+        return options_from_click(ctx, ctx.params)
 
     ctx = run.make_context("run", ["--model", "m", "--backend", "vllm", "--distributed-executor-backend", "ray",
                                    "--tensor-parallel-size", "8", "--pipeline-parallel-size", "2"])
-    settings = settings_from_options(ctx.params)
-    backend = build_backend(settings, parser=None, renderer=None)
+    options = settings_from_options(ctx)
+    # prepare copies every option the resolved run holds (runner/prepare.py)
+    resolved = ResolvedRun(**{k: v for k, v in options if k in ResolvedRun.model_fields})
+    backend = backend_class("vllm").from_run(resolved, parser=None, renderer=None)
     assert (backend.config.distributed_executor_backend, backend.config.tensor_parallel_size,
             backend.config.pipeline_parallel_size) == ("ray", 8, 2)
     monkeypatch.setenv("WTB_DISTRIBUTED_EXECUTOR_BACKEND", "mp")
-    assert settings_from_options(run.make_context("run", ["--model", "m"]).params).distributed_executor_backend == "mp"
+    assert settings_from_options(run.make_context("run", ["--model", "m"])).distributed_executor_backend == "mp"
     monkeypatch.delenv("WTB_DISTRIBUTED_EXECUTOR_BACKEND")
-    assert settings_from_options(run.make_context("run", ["--model", "m"]).params).distributed_executor_backend is None
+    assert settings_from_options(run.make_context("run", ["--model", "m"])).distributed_executor_backend is None
     with pytest.raises(Exception, match="'nccl' is not one of 'mp', 'ray', 'uni', 'external_launcher'"):
         run.make_context("run", ["--model", "m", "--distributed-executor-backend", "nccl"])
 

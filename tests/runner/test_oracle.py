@@ -89,9 +89,9 @@ def test_oracle_scores_100_percent_for_every_parser(
 
 def test_oracle_writes_through_the_chat_template(qwen_tiny_dir: Path, tmp_path: Path) -> None:
     """With a tokenizer at hand the gold reply is cut out of the model's own template rendering."""
-    from wtb_local.runner import RunSettings, run_job_async
+    from wtb_local.runner import RunOptions, run_job_async
 
-    settings = RunSettings(
+    settings = RunOptions(
         backend="oracle", model=str(qwen_tiny_dir), dataset="sample", out=str(tmp_path), progress="none"
     )
     outcome = asyncio.run(run_job_async(settings))
@@ -104,12 +104,12 @@ def test_oracle_writes_through_the_chat_template(qwen_tiny_dir: Path, tmp_path: 
 
 @pytest.mark.parametrize("model_id", ["Qwen/Qwen3-0.6B", "moonshotai/Kimi-K2-Instruct"])
 def test_oracle_through_other_real_templates(model_id: str, tmp_path: Path) -> None:
-    from wtb_local.runner import RunSettings, run_job_async
+    from wtb_local.runner import RunOptions, run_job_async
     from wtb_local.testing import build_tiny_model
 
     model_dir = build_tiny_model(tmp_path / "model", chat_template(model_id))
     parser = select_parser(model_id)
-    settings = RunSettings(
+    settings = RunOptions(
         backend="oracle",
         model=str(model_dir),
         parser=parser,

@@ -105,14 +105,14 @@ def test_every_template_is_covered() -> None:
 
 @pytest.mark.parametrize("key", sorted(EXPECTED))
 def test_oracle_through_the_template_scores_100_percent(key: str, tmp_path: Path) -> None:
-    from wtb_local.runner import RunSettings, run_job_async
+    from wtb_local.runner import RunOptions, run_job_async
     from wtb_local.testing import build_tiny_model
 
     model_id = key.split("::", 1)[0]
     bos, eos = _specials(model_id)
     model_dir = build_tiny_model(tmp_path / model_id, _templates()[key]["chat_template"], bos_token=bos,
                                  eos_token=eos)
-    settings = RunSettings(backend="oracle", model=str(model_dir), dataset="sample", out=str(tmp_path / "run"),
+    settings = RunOptions(backend="oracle", model=str(model_dir), dataset="sample", out=str(tmp_path / "run"),
                            progress="none")
     outcome = asyncio.run(run_job_async(settings))
     total = outcome.metric["total_info"]

@@ -50,6 +50,8 @@ SKIPPED: list[tuple[str, str]] = [
                        "server, and the lines that use one run against loopback servers")),
     (r"(^|\s)sbatch ", "needs SLURM; tests/test_slurm.py runs the scripts with a fake srun"),
     (r"(^|\s)slurm/\S+\.sh\b", "submits SLURM jobs (sbatch); the slurm/ scripts are tested with fakes"),
+    (r"\s--repeats [2-9]", ("repeats need a backend that samples, and the stand-in oracle does not (it is refused); "
+                            "tests/runner/test_repeats.py runs them on a loopback server that samples by seed")),
 ]
 
 # (regex, replacement, reason): rewrites applied before a line runs. `{tiny}` is a tiny random-weight

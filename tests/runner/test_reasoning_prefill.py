@@ -8,8 +8,7 @@ from typing import Any
 from wtb_local.dataset import load_dataset
 from wtb_local.evaluator.episode import session_episodes
 from wtb_local.parsers.prefill import step_parser
-from wtb_local.runner.components import choose_parser, prefills_reasoning
-from wtb_local.runner.config import RunSettings
+from wtb_local.runner.parser_choice import choose_parser, prefills_reasoning
 
 
 class _Renderer:
@@ -28,11 +27,11 @@ def test_prefilled_think_tag_is_detected() -> None:
 
 
 def test_cut_mid_thought_is_an_error_not_a_final_answer() -> None:
-    settings = RunSettings(model="Qwen/Qwen3-4B-Thinking-2507", backend="vllm", parser="hermes")
-    thinking = choose_parser(settings, _Renderer("<|im_start|>assistant\n<think>\n"))
-    assert settings.parser_options == {"thinking": "per-step"}  # recorded in the manifest, reused by replays
+    model = "Qwen/Qwen3-4B-Thinking-2507"
+    thinking, options = choose_parser("hermes", model=model, renderer=_Renderer("<|im_start|>assistant\n<think>\n"))
+    assert options == {"thinking": "per-step"}  # recorded in the manifest, reused by replays
     thinking = step_parser(thinking, prefills_reasoning(_Renderer("<|im_start|>assistant\n<think>\n")))
-    plain = choose_parser(settings.model_copy(update={"parser_options": {}}), _Renderer("<|im_start|>assistant\n"))
+    plain, _ = choose_parser("hermes", model=model, renderer=_Renderer("<|im_start|>assistant\n"))
     cut = "Let me think about which tool to call first, the user wants"
     assert thinking.parse(cut, finish_reason="length").content in (None, "")
     assert plain.parse(cut, finish_reason="length").content == cut
@@ -65,8 +64,8 @@ def test_replay_with_another_parser_keeps_the_prompt_options(tmp_path) -> None:
     options that describe the prompt (thinking); the recorded parser keeps all its options."""
     import json
 
+    from wtb_local.backends import backend_class
     from wtb_local.backends.replay import replay_parser
-    from wtb_local.runner.components import resolve_settings
 
     run = tmp_path / "run"
     result_file = run / "result" / "m" / "Wild-Tool-Bench_result.jsonl"
@@ -79,6 +78,7 @@ def test_replay_with_another_parser_keeps_the_prompt_options(tmp_path) -> None:
     assert replay_parser(result_file, "hermes") == ("hermes", {"thinking": True, "strict": 1})
     assert replay_parser(result_file, "qwen3_coder") == ("qwen3_coder", {"thinking": True})
     assert replay_parser(result_file, "qwen3_coder", {"thinking": False}) == ("qwen3_coder", {"thinking": False})
-    settings = resolve_settings(RunSettings(backend="replay", replay=str(run), parser="qwen3_coder",
-                                            out=str(tmp_path / "out")))
-    assert (settings.parser, settings.parser_options) == ("qwen3_coder", {"thinking": True})
+    values = {"replay": str(run), "parser": "qwen3_coder", "parser_options": {}, "model": None,
+              "model_name": None}
+    backend_class("replay").resolve(values, {"dataset": "given (--dataset)"}, None)
+    assert (values["parser"], values["parser_options"]) == ("qwen3_coder", {"thinking": True})

@@ -1,14 +1,18 @@
 """`--repeats K`: K seeds as one run, mean ± standard error in `run` and `report`, resumable per repeat
-(docs/gpus-and-slurm.md, "Repeats with error bars")."""
+(docs/gpus-and-slurm.md, "Repeats with error bars"), and refused where repeats cannot differ
+(docs/architecture.md, "Backends describe themselves")."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+from tests.runner.conftest import scripted_args
+from tests.runner.fake_openai import fake_openai_server
 from wtb_local.runner.repeats import error_bar_line, mean_and_stderr, mean_metric, repeat_seed
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,37 +44,94 @@ def test_repeat_seeds_are_derived_with_sha256() -> None:
     assert repeat_seed(1, 1) != repeat_seed(0, 1)
 
 
-def test_repeats_run_report_and_resume(tmp_path: Path) -> None:
-    args = ["--model", "Qwen/Qwen3-8B", "--backend", "oracle", "--dataset", "sample", "--limit", "2",
-            "--temperature", "0.7", "--repeats", "3", "--out", str(tmp_path / "run")]
-    done = _wtb(args, tmp_path)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip().splitlines()[-1] == (
-        "Qwen_Qwen3-8B: task accuracy 100.00 ± 0.00, session accuracy 100.00 ± 0.00 "
-        "(mean ± standard error over 3 repeats)")
-    summary = json.loads((tmp_path / "run" / "repeats.json").read_text())
-    assert summary["seeds"] == [0, repeat_seed(0, 1), repeat_seed(0, 2)]
-    for r, seed in enumerate(summary["seeds"]):
-        manifest = json.loads((tmp_path / "run" / "repeats" / str(r) / "manifest.json").read_text())
-        assert manifest["config"]["sampling"]["seed"] == seed and manifest["status"] == "complete"
-    assert summary["task_accuracy"] == {"mean": 1.0, "stderr": 0.0, "values": [1.0, 1.0, 1.0]}
-
-    shown = _wtb(["report", str(tmp_path / "run"), "--table", "6"], tmp_path)
-    assert shown.returncode == 0, shown.stderr
-    assert ("Qwen_Qwen3-8B: task accuracy 100.00 ± 0.00, session accuracy 100.00 ± 0.00 (mean ± standard error "
-            "over 3 repeats)") in shown.stdout.splitlines()
-
-    # A lost repeat is run again; the others resume with every session kept.
-    (tmp_path / "run" / "repeats" / "2" / "result" / "Qwen_Qwen3-8B" / "Wild-Tool-Bench_result.jsonl").unlink()
-    again = _wtb(args, tmp_path)
-    assert again.returncode == 0, again.stderr
-    assert again.stderr.count("2 finished session(s) skipped, 0 to run") == 2
+def _server_args(model_dir: Path, base_url: str, out: Path, *extra: str) -> list[str]:
+    return ["--model", str(model_dir), "--model-name", "tiny", "--backend", "openai", "--base-url", base_url,
+            "--dataset", "sample", "--limit", "2", "--out", str(out), *extra]
 
 
-def test_repeats_of_greedy_decoding_are_refused(tmp_path: Path) -> None:
-    done = _wtb(["--model", "Qwen/Qwen3-8B", "--backend", "oracle", "--dataset", "sample", "--temperature", "0",
-                 "--repeats", "2", "--out", str(tmp_path / "run")], tmp_path)
+def test_repeats_run_report_and_resume(qwen_tiny_dir: Path, tmp_path: Path) -> None:
+    """Three seeds of a sampled run on a server whose replies depend on the request seed: the ± line of
+    `run` and `report` is the summary's mean and standard error."""
+    with fake_openai_server(str(qwen_tiny_dir), vary_by_seed=True) as server:
+        args = _server_args(qwen_tiny_dir, server.base_url, tmp_path / "run", "--temperature", "0.7",
+                            "--repeats", "3")
+        done = _wtb(args, tmp_path)
+        assert done.returncode == 0, done.stderr
+        summary = json.loads((tmp_path / "run" / "repeats.json").read_text())
+        assert summary["seeds"] == [0, repeat_seed(0, 1), repeat_seed(0, 2)]
+        values = summary["task_accuracy"]["values"]
+        assert len(values) == 3 and len(set(values)) > 1  # the seeds gave different replies
+        mean, stderr = mean_and_stderr(values)
+        assert (summary["task_accuracy"]["mean"], summary["task_accuracy"]["stderr"]) == (mean, stderr)
+        line = error_bar_line("tiny", summary)
+        assert done.stdout.strip().splitlines()[-1] == line
+        for r, seed in enumerate(summary["seeds"]):
+            manifest = json.loads((tmp_path / "run" / "repeats" / str(r) / "manifest.json").read_text())
+            assert manifest["config"]["sampling"]["seed"] == seed and manifest["status"] == "complete"
+
+        shown = _wtb(["report", str(tmp_path / "run"), "--table", "6"], tmp_path)
+        assert shown.returncode == 0, shown.stderr
+        assert line in shown.stdout.splitlines()
+
+        # A lost repeat is run again; the others resume with every session kept.
+        (tmp_path / "run" / "repeats" / "2" / "result" / "tiny" / "Wild-Tool-Bench_result.jsonl").unlink()
+        again = _wtb(args, tmp_path)
+        assert again.returncode == 0, again.stderr
+        assert again.stderr.count("2 finished session(s) skipped, 0 to run") == 2
+        assert again.stdout.strip().splitlines()[-1] == line
+
+
+def test_repeats_of_greedy_decoding_are_refused(qwen_tiny_dir: Path, tmp_path: Path) -> None:
+    with fake_openai_server(str(qwen_tiny_dir)) as server:
+        done = _wtb(_server_args(qwen_tiny_dir, server.base_url, tmp_path / "run", "--temperature", "0",
+                                 "--repeats", "2"), tmp_path)
     assert done.returncode == 1
     assert done.stderr.strip() == ("Error: --repeats 2: greedy decoding (--temperature 0) gives the same replies "
                                    "every time; repeats need sampled decoding")
     assert not (tmp_path / "run").exists()
+
+
+def test_repeats_of_a_greedy_generation_config_are_refused(qwen_tiny_dir: Path, tmp_path: Path) -> None:
+    """No --temperature: the model's generation_config decides, and a greedy one gives one reply per prompt."""
+    greedy = tmp_path / "greedy"
+    shutil.copytree(qwen_tiny_dir, greedy)
+    config = json.loads((greedy / "generation_config.json").read_text())
+    (greedy / "generation_config.json").write_text(json.dumps({**config, "do_sample": False}))
+    with fake_openai_server(str(greedy)) as server:
+        done = _wtb(_server_args(greedy, server.base_url, tmp_path / "run", "--repeats", "2"), tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.strip() == ("Error: --repeats 2: greedy decoding (generation_config.json: do_sample false) "
+                                   "gives the same replies every time; pass --temperature above 0 for sampled "
+                                   "decoding")
+    assert not (tmp_path / "run").exists()
+
+
+def test_options_a_backend_cannot_honour_are_named(tmp_path: Path) -> None:
+    """The oracle does not sample: repeats are refused, sampling options are named in one warning line."""
+    base = ["--model", "Qwen/Qwen3-8B", "--backend", "oracle", "--dataset", "sample", "--limit", "1"]
+    refused = _wtb([*base, "--temperature", "0.7", "--repeats", "2", "--out", str(tmp_path / "r")], tmp_path)
+    assert refused.returncode == 1
+    assert refused.stderr.strip().splitlines() == [
+        "warning: the oracle backend does not sample: --temperature 0.7 change nothing",
+        "Error: --repeats 2: the oracle backend does not sample; every repeat would give the same replies"]
+    assert not (tmp_path / "r").exists()
+    warned = _wtb([*base, "--temperature", "0.7", "--top-p", "0.9", "--out", str(tmp_path / "w")], tmp_path)
+    assert warned.returncode == 0, warned.stderr
+    assert ("warning: the oracle backend does not sample: --temperature 0.7, --top-p 0.9 change nothing"
+            in warned.stderr.splitlines())
+    scripted = _wtb([*scripted_args(tmp_path / "s"), "--repeats", "2"], tmp_path)
+    assert scripted.returncode == 1
+    assert scripted.stderr.strip() == ("Error: --repeats 2: the scripted backend replays fixed replies; every "
+                                       "repeat would give the same replies")
+
+
+def test_server_options_on_a_local_backend_are_named(tmp_path: Path) -> None:
+    done = _wtb(["--model", "Qwen/Qwen3-8B", "--backend", "oracle", "--dataset", "sample", "--limit", "1",
+                 "--base-url", "http://127.0.0.1:9/v1", "--server-prompt", "text", "--out", str(tmp_path / "o")],
+                tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert [line for line in done.stderr.splitlines() if line.startswith("warning:")] == [
+        ("warning: the oracle backend is not a server: --base-url http://127.0.0.1:9/v1 change nothing; sends no "
+        "rendered prompt to a server: --server-prompt text change nothing")]
+    manifest = json.loads((tmp_path / "o" / "manifest.json").read_text())
+    assert "server_prompt" not in manifest["config"] and manifest["settings"]["base_url"] == "http://127.0.0.1:9/v1"

@@ -217,3 +217,31 @@ def test_run_directory_with_several_models_needs_the_name(tmp_path: Path) -> Non
         find_result_file(tmp_path, "c")
     with pytest.raises(ReplayError, match="not a run directory"):
         find_result_file(tmp_path / "result")
+
+
+def test_replay_reads_the_recorded_runs_dataset_unless_one_is_given(tmp_path: Path) -> None:
+    """The recorded run's dataset file is the default; `--dataset` still chooses another one."""
+    from tests.runner.conftest import VECTORS
+
+    dataset = tmp_path / "data" / "sessions.jsonl"
+    dataset.parent.mkdir()
+    shutil.copyfile(VECTORS / "dataset.jsonl", dataset)
+    recorded = tmp_path / "recorded"
+    done = invoke(["--backend", "oracle", "--model", "Qwen/Qwen2.5-7B-Instruct", "--dataset", str(dataset),
+                   "--out", str(recorded), "--progress", "none"], env={"HF_HUB_OFFLINE": "1"})
+    assert done.exit_code == 0, done.output
+
+    again = invoke(["--backend", "replay", "--replay", str(recorded), "--out", str(tmp_path / "again"),
+                    "--progress", "none"], env={"HF_HUB_OFFLINE": "1"})
+    assert again.exit_code == 0, again.output
+    manifest = json.loads((tmp_path / "again" / "manifest.json").read_text())
+    original = json.loads((recorded / "manifest.json").read_text())
+    assert (manifest["dataset"]["path"], manifest["sources"]["dataset"]) == (str(dataset), f"recorded run ({recorded})")
+    assert manifest["config"]["dataset_sha256"] == original["config"]["dataset_sha256"]
+    assert manifest["summary"]["task_accuracy"] == original["summary"]["task_accuracy"]
+
+    given = invoke(["--backend", "replay", "--replay", str(recorded), "--dataset", "sample", "--out",
+                    str(tmp_path / "given"), "--progress", "none"], env={"HF_HUB_OFFLINE": "1"})
+    assert given.exit_code == 0, given.output
+    manifest = json.loads((tmp_path / "given" / "manifest.json").read_text())
+    assert (manifest["dataset"]["source"], manifest["sources"]["dataset"]) == ("sample", "given (--dataset)")

@@ -33,6 +33,16 @@ def test_manifest_holds_each_fact_once_and_the_tables_are_saved(tmp_path: Path) 
     assert "sha256" not in manifest["dataset"] and manifest["dataset"]["source"] == "sample"
     assert "wtb-local" not in manifest["packages"]
     assert manifest["sampling_used"] == {"source": "none: the oracle backend does not sample"}
+    # the manifest points only at files in the repository
+    assert manifest["protocol"] == {"name": "release", "checker": "strict",
+                                    "rules": "the released evaluator (docs/evaluation.md)"}
+    assert (ROOT / "docs" / "evaluation.md").is_file()
+    # where each value came from (docs/files.md, "Manifest")
+    sources = manifest["sources"]
+    assert (sources["model"], sources["backend"], sources["dataset"], sources["sampling.max_new_tokens"]) == (
+        "given (--model)", "given (--backend)", "given (--dataset)", "the default with thinking off")
+    assert (sources["parser"], sources["model_name"]) == ("chosen from the template and model id", "the model id")
+    assert manifest["max_new_tokens_from"] == "the default with thinking off"  # no tokenizer: no prompt
     checkout = manifest["wtb_local"]
     if (ROOT / ".git").exists():
         head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], check=False, capture_output=True, text=True)
@@ -51,12 +61,12 @@ def test_manifest_holds_each_fact_once_and_the_tables_are_saved(tmp_path: Path) 
 
 def test_sampling_used_is_resolved_from_generation_config(qwen_tiny_dir: Path, tmp_path: Path) -> None:
     pytest.importorskip("transformers")
-    from wtb_local.runner.config import RunSettings
+    from wtb_local.runner.resolved import ResolvedRun
     from wtb_local.runner.run_record import sampling_used
     from wtb_local.schema import SamplingConfig
 
     generation = json.loads((qwen_tiny_dir / "generation_config.json").read_text())
-    settings = RunSettings(model=str(qwen_tiny_dir), backend="transformers", sampling=SamplingConfig(top_p=0.5))
+    settings = ResolvedRun(model=str(qwen_tiny_dir), backend="transformers", sampling=SamplingConfig(top_p=0.5))
     used = sampling_used(settings)
     assert used["source"] == "generation_config.json, overridden by the options"
     assert used["top_p"] == 0.5 and used["max_new_tokens"] == 512 and used["seed"] == 0

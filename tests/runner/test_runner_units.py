@@ -11,20 +11,28 @@ from typing import Any
 
 import pytest
 
+from tests.runner.conftest import without_timing
+from wtb_local.backends import SetupError, backend_class
 from wtb_local.backends.oracle import OracleBackend
-from wtb_local.runner import RunError, RunSettings, config_diff, config_hash, hashed_config, request_seed
-from wtb_local.runner.components import build_backend
+from wtb_local.runner import (
+    ResolvedRun,
+    RunError,
+    RunOptions,
+    config_diff,
+    config_hash,
+    hashed_config,
+    request_seed,
+)
 from wtb_local.runner.job import run_job_async
 from wtb_local.runner.loop import resolve_scheduling
 from wtb_local.runner.progress import PlainProgress, Progress, ProgressStats, RichProgress, make_progress
 from wtb_local.runner.steps import reply_from_parse
 from wtb_local.runner.store import ResultStore
 from wtb_local.schema import Completion, GenerationRequest, ParsedCall, ParseResult
-from tests.runner.conftest import without_timing
 
 
-def _oracle_settings(out: Path, **extra: Any) -> RunSettings:
-    return RunSettings(
+def _oracle_settings(out: Path, **extra: Any) -> RunOptions:
+    return RunOptions(
         backend="oracle",
         model="Qwen/Qwen2.5-7B-Instruct",
         parser="hermes",
@@ -48,7 +56,7 @@ def test_request_seeds_are_stable_distinct_and_31_bit() -> None:
 
 
 def test_config_hash_covers_results_not_operations(tmp_path: Path) -> None:
-    base = RunSettings(model="m", backend="vllm", dataset_sha256="d")
+    base = ResolvedRun(model="m", backend="vllm", dataset_sha256="d")
     same = base.model_copy(
         update={
             "out": "elsewhere",
@@ -119,15 +127,15 @@ def test_reply_from_parse_errors_partial_and_ids() -> None:
 
 
 def test_scheduling_resolution() -> None:
-    class Named:
+    class Described:  # a backend as the loop sees it: by its declared capabilities, not its name
         def __init__(self, name: str) -> None:
-            self.name = name
+            type(self).capabilities = backend_class(name).capabilities
 
-    assert resolve_scheduling("auto", Named("transformers")) == "waves"
-    assert resolve_scheduling("auto", Named("vllm")) == "continuous"
-    assert resolve_scheduling("waves", Named("vllm")) == "waves"
+    assert resolve_scheduling("auto", Described("transformers")) == "waves"
+    assert resolve_scheduling("auto", Described("vllm")) == "continuous"
+    assert resolve_scheduling("waves", Described("vllm")) == "waves"
     with pytest.raises(ValueError, match="unknown scheduling"):
-        resolve_scheduling("eager", Named("vllm"))
+        resolve_scheduling("eager", Described("vllm"))
 
 
 class _HoldFirst(OracleBackend):
@@ -298,13 +306,16 @@ def test_make_progress_modes() -> None:
 
 
 def test_default_backend_needs_vllm_and_a_visible_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    from wtb_local.backends import auto_backend
     from wtb_local.runner import environment
 
     monkeypatch.setattr(environment.importlib.util, "find_spec", lambda _name: object())
     monkeypatch.setattr(environment, "gpus", lambda: ["NVIDIA H100, 81559 MiB, 550.54"])
-    assert environment.default_backend() == "vllm"
+    assert auto_backend(script=None, replay=None) == ("vllm", "auto (vllm importable, a CUDA GPU visible)")
     monkeypatch.setattr(environment, "gpus", list)
-    assert environment.default_backend() == "transformers"
+    assert auto_backend(script=None, replay=None) == ("transformers", "auto (no vllm or no CUDA GPU)")
+    assert auto_backend(script="s.jsonl", replay=None)[0] == "scripted"
+    assert auto_backend(script=None, replay="runs/x")[0] == "replay"
 
 
 def test_hidden_gpus_are_not_listed(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -315,7 +326,7 @@ def test_hidden_gpus_are_not_listed(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_engine_flags_reach_the_engine_configs() -> None:
-    settings = RunSettings(
+    settings = ResolvedRun(
         model="org/model",
         backend="vllm",
         tensor_parallel_size=2,
@@ -333,6 +344,9 @@ def test_engine_flags_reach_the_engine_configs() -> None:
         api_key="k",
         batch_size=4,
     )
+    def build_backend(run: ResolvedRun, **parts: Any) -> Any:
+        return backend_class(run.backend).from_run(run, **parts)
+
     vllm = build_backend(settings, parser=None, renderer=None).config
     assert (
         vllm.tensor_parallel_size,
@@ -359,10 +373,8 @@ def test_engine_flags_reach_the_engine_configs() -> None:
         64,
         "org/model",
     )
-    with pytest.raises(RunError, match="needs --base-url"):
-        build_backend(
-            settings.model_copy(update={"backend": "openai", "base_url": None}), parser=None, renderer=None
-        )
+    with pytest.raises(SetupError, match="needs --base-url"):
+        backend_class("openai").check(RunOptions(backend="openai", model="org/model"))
 
 
 def test_cli_run_does_not_import_heavy_packages_for_scripted_runs(tmp_path: Path) -> None:
@@ -410,3 +422,22 @@ def test_resolved_revision_and_tokenizer_hash_from_the_hub_cache(
     (snapshot / "tokenizer_config.json").write_text('{"chat_template": "y"}')
     assert tokenizer_sha256("org/tiny", None) != first
     assert resolved_revision("org/absent", None) is None and tokenizer_sha256("org/absent", None) is None
+
+
+def test_resumed_progress_counts_sessions_and_tasks_on_one_base(tmp_path: Path) -> None:
+    """A resumed run counts the whole run in both bars: the finished session and its 4 tasks are done
+    from the start, so the last line reads 2/2 sessions and 8/8 tasks (not 4/4 tasks of this invocation)."""
+    from tests.runner.conftest import invoke
+
+    args = ["--backend", "oracle", "--model", "Qwen/Qwen2.5-7B-Instruct", "--dataset", "sample",
+            "--out", str(tmp_path), "--progress", "plain"]
+    first = invoke([*args, "--limit", "1"], env={"HF_HUB_OFFLINE": "1"})
+    assert first.exit_code == 0, first.output
+    assert first.stderr.splitlines()[-1].startswith("sessions 1/1  tasks 4/4  acc 100.00%")
+    resumed = invoke([*args, "--limit", "2"], env={"HF_HUB_OFFLINE": "1"})
+    assert resumed.exit_code == 0, resumed.output
+    lines = resumed.stderr.splitlines()
+    assert f"resuming {tmp_path}: 1 finished session(s) skipped, 1 to run" in lines
+    assert lines[-1].startswith("sessions 2/2  tasks 8/8  acc 100.00%")
+    stats = ProgressStats(2, 8, 1, 4)
+    assert stats.line().startswith("sessions 1/2  tasks 4/8  acc -") and stats.eta_s() is None

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from wtb_local.backends.base import Backend
-from wtb_local.runner.components import choose_parser, load_renderer
-from wtb_local.runner.config import RunSettings
+from wtb_local.runner.parser_choice import choose_parser
 from wtb_local.runner.steps import StepDriver
+from wtb_local.runner.tokenizer import load_renderer
 from wtb_local.schema import Completion, GenerationRequest, SamplingConfig
 
 pytest.importorskip("transformers", reason="transformers is not installed (pip install -e .[hf])")
@@ -76,10 +76,9 @@ def _step(driver: StepDriver, messages: list[dict[str, Any]], text: str, finish:
 
 
 def test_each_step_is_parsed_by_its_own_prompt(r1_distill: Path) -> None:
-    settings = RunSettings(model=str(r1_distill), backend="vllm")
-    renderer = load_renderer(settings)
-    parser = choose_parser(settings, renderer)
-    assert (parser.name, settings.parser_options) == ("deepseek_r1", {"thinking": "per-step"})
+    renderer = load_renderer(str(r1_distill))
+    parser, options = choose_parser(None, model=str(r1_distill), renderer=renderer)
+    assert (parser.name, options) == ("deepseek_r1", {"thinking": "per-step"})
     assert renderer.render_text(USER, TOOLS).endswith("<｜Assistant｜><think>\n")
     assert not renderer.render_text(AFTER_TOOL, TOOLS).rstrip().endswith("<think>")
     driver = StepDriver(_Fixed(), sampling=SamplingConfig(), parser=parser, renderer=renderer)
@@ -110,7 +109,7 @@ def test_each_step_is_parsed_by_its_own_prompt(r1_distill: Path) -> None:
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "wtb_local", "run", *args, "--dataset", "sample", "--limit", "3",
-                           "--progress", "none"], capture_output=True, text=True, timeout=600,
+                           "--progress", "none"], check=False, capture_output=True, text=True, timeout=600,
                           env={**os.environ, "HF_HUB_OFFLINE": "1"})
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from wtb_local.backends.oracle import OracleBackend
-from wtb_local.runner import RunSettings, run_job_async
+from wtb_local.runner import RunOptions, run_job_async
 from wtb_local.runner.throughput import ThroughputMeter, summary_line
 from wtb_local.schema import Completion, GenerationRequest
 
@@ -101,12 +101,12 @@ def _steps(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def test_run_records_cache_hits_per_step_and_sums_them_in_the_manifest(tmp_path: Path,
                                                                        qwen_tiny_dir: Path) -> None:
-    from wtb_local.runner.components import load_renderer
+    from wtb_local.runner.tokenizer import load_renderer
 
     # the tiny model's tokenizer renders real token ids, so prompt token counts are real
-    settings = RunSettings(backend="oracle", model=str(qwen_tiny_dir), parser="hermes",
+    settings = RunOptions(backend="oracle", model=str(qwen_tiny_dir), parser="hermes",
                            dataset="sample", out=str(tmp_path), progress="none", limit=3)
-    renderer = load_renderer(settings)
+    renderer = load_renderer(settings.model)
     backend = CachingOracle(parser="hermes", renderer=renderer)
     outcome = asyncio.run(run_job_async(settings, backend=backend, renderer=renderer))
     steps = _steps(outcome.result_rows)

@@ -32,8 +32,7 @@ def _engine_runs(model: Path, root: Path, names: tuple[str, ...], **engine: Any)
     never alive at once)."""
     from wtb_local.backends.config import VLLMConfig
     from wtb_local.backends.vllm_engine import VLLMBackend
-    from wtb_local.runner import RunSettings, run_job_async
-    from wtb_local.schema import SamplingConfig
+    from wtb_local.runner import RunOptions, run_job_async
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("VLLM_CPU_KVCACHE_SPACE", os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1"))
@@ -43,14 +42,15 @@ def _engine_runs(model: Path, root: Path, names: tuple[str, ...], **engine: Any)
         try:
             outcomes = {}
             for name in names:
-                settings = RunSettings(
+                settings = RunOptions(
                     backend="vllm",
                     model=str(model),
                     model_name="tiny",
                     dataset="sample",
                     out=str(root / name),
                     progress="none",
-                    sampling=SamplingConfig(max_new_tokens=16, seed=7),
+                    max_new_tokens=16,
+                    seed=7,
                 )
                 outcomes[name] = loop.run_until_complete(run_job_async(settings, backend=backend))
             return {"root": root, "outcomes": outcomes}

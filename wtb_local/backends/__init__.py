@@ -1,11 +1,13 @@
-"""Generation backends, registered by name and imported only when used (torch/vllm stay unloaded)."""
+"""Generation backends, registered by name and imported only when used (torch/vllm stay unloaded: the
+backend modules import them inside `start`). Each backend class declares its `capabilities` and builds
+itself from the resolved run (`from_run`); everything outside this package asks those, never a name."""
 
 from __future__ import annotations
 
 import importlib
 from typing import Any
 
-from wtb_local.backends.base import Backend
+from wtb_local.backends.base import Backend, Capabilities, SetupError
 
 # name -> "module:class"; heavy modules are imported on first use only.
 _REGISTRY: dict[str, str] = {
@@ -18,10 +20,16 @@ _REGISTRY: dict[str, str] = {
     "openai": "wtb_local.backends.openai_server:OpenAIBackend",
     "openai-chat": "wtb_local.backends.openai_chat:OpenAIChatBackend",
 }
+AUTO = "auto"
 
 
 def backend_names() -> list[str]:
     return sorted(_REGISTRY)
+
+
+def backend_choices() -> tuple[str, ...]:
+    """What `--backend` accepts: auto, then the registered names in the order above."""
+    return (AUTO, *_REGISTRY)
 
 
 def backend_class(name: str) -> type[Backend]:
@@ -33,8 +41,29 @@ def backend_class(name: str) -> type[Backend]:
     return getattr(importlib.import_module(module), attr)
 
 
+def auto_backend(*, script: str | None, replay: str | None) -> tuple[str, str]:
+    """`--backend auto`: scripted with --script, replay with --replay, else vllm where it is importable and a
+    CUDA GPU is visible, else transformers; with the reason, recorded as the value's source."""
+    if script:
+        return "scripted", "auto (--script given)"
+    if replay:
+        return "replay", "auto (--replay given)"
+    from wtb_local.runner import environment
+
+    if environment.importlib.util.find_spec("vllm") is not None and environment.gpus():
+        return "vllm", "auto (vllm importable, a CUDA GPU visible)"
+    return "transformers", "auto (no vllm or no CUDA GPU)"
+
+
+def engine_backends() -> list[str]:
+    """The backends that load the model's weights in this process (doctor checks their packages)."""
+    return [name for name in _REGISTRY
+            if (caps := backend_class(name).capabilities).samples and not caps.remote and caps.packages]
+
+
 def get_backend(name: str, **config: Any) -> Backend:
     return backend_class(name)(**config)
 
 
-__all__ = ["Backend", "backend_class", "backend_names", "get_backend"]
+__all__ = ["AUTO", "Backend", "Capabilities", "SetupError", "auto_backend", "backend_choices", "backend_class",
+           "backend_names", "engine_backends", "get_backend"]

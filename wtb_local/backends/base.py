@@ -1,21 +1,51 @@
-"""The one interface every generation backend implements.
+"""The one interface every generation backend implements, and what each declares about itself.
 
 The runner keeps every episode in flight and awaits `generate` once per step; a backend batches the
 requests that are pending at once (vLLM's continuous batching, a wave of left-padded `generate`, or
 concurrent HTTP requests). A request that cannot be served comes back as a Completion with `error` set
 and `finish_reason == "error"`; `generate` never raises for one bad request.
+
+A backend also describes itself (`capabilities`) and builds itself from the resolved run (`from_run`);
+`prepare` asks it what it needs (`check`, `resolve`) instead of testing its name (docs/architecture.md,
+"A new backend").
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
 
 from wtb_local.schema import Completion, GenerationRequest
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend does, read by `prepare`, the loop and the manifest instead of its name."""
+
+    renders_prompts: bool  # the runner renders each step with the model's chat template
+    needs_tokenizer: Literal["yes", "if on disk", "no"]  # "if on disk": used when present (oracle)
+    samples: bool  # sampling options (temperature, top-p, seeds, repeats) change its replies
+    replays: bool  # answers with fixed, recorded replies
+    step_synchronous: bool  # batches form from what is pending at once: scheduled in waves
+    reports_token_usage: bool  # completions carry prompt and generated token counts
+    parses_replies: bool = True  # the runner parses its text with a tool-call parser
+    needs_model: bool = False  # `--model` is required
+    # where the sampling defaults come from: the model's generation_config, the server's own, or none
+    sampling_from: Literal["generation_config", "server", "none"] = "generation_config"
+    remote: bool = False  # an engine configured outside this command (`--base-url`): named in the run folder
+    needs_gpu: bool = False  # a CUDA GPU (`--backend auto` picks it only when one is visible)
+    sizes_context: bool = False  # the run chooses its context window when --max-model-len is not given
+    # packages it imports and the install line that brings them
+    packages: tuple[tuple[str, ...], str] | None = None
+
+
 class Backend(ABC):
     name: ClassVar[str]
+    # the default: an engine that renders, samples and counts tokens (a test's stand-in backend)
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        renders_prompts=True, needs_tokenizer="yes", samples=True, replays=False, step_synchronous=False,
+        reports_token_usage=True, needs_model=True)
     produces_text: ClassVar[bool] = True  # False: Completion.reply holds an already-parsed reply
     needs_prompt: ClassVar[bool] = True  # False: the runner need not render prompts (scripted)
     needs_gold: ClassVar[bool] = False  # True: the runner fills GenerationRequest.gold_reply (oracle)
@@ -33,3 +63,63 @@ class Backend(ABC):
     def describe(self) -> dict[str, Any]:
         """Settings and versions recorded in the run manifest."""
         return {"backend": self.name}
+
+    # -- setting a run up (prepare.py); raise SetupError for options that cannot work ----------------
+
+    @classmethod
+    def check(cls, options: Any) -> None:
+        """Cheap checks before the dataset is fetched and the tokenizer loaded (runner/preflight.py)."""
+        from wtb_local.runner import preflight
+
+        caps = cls.capabilities
+        if caps.packages:
+            preflight.require_packages(f"--backend {cls.name}", caps.packages)
+        if caps.needs_model and not options.model:
+            raise SetupError(f"--backend {cls.name} needs --model")
+        if caps.needs_tokenizer == "yes":
+            preflight.require_hub(options.model, options.revision)
+
+    @classmethod
+    def resolve(cls, values: dict[str, Any], sources: dict[str, str], stderr: Any) -> None:
+        """Fill or correct the values only this backend decides (its script's hash, a replay's recording)."""
+
+    @classmethod
+    def select(cls, values: dict[str, Any], selected: list[Any], stderr: Any) -> list[Any]:
+        """The sessions this backend can run out of the selection (a replay: the recorded ones)."""
+        return selected
+
+    @classmethod
+    def recorded_thinking(cls, values: dict[str, Any]) -> bool | None:
+        """A recorded run's effective thinking mode (replays), None otherwise."""
+        return None
+
+    @classmethod
+    def rerun_claim(cls, described: dict[str, Any], scheduling: str | None) -> dict[str, Any]:
+        """Whether a rerun with the same seed writes identical files, and why (docs/reproducibility.md §1);
+        `described`: the run's `describe()`. A backend that does not sample gives fixed replies; a server
+        decides for itself."""
+        if not cls.capabilities.samples:
+            return {"identical": True, "why": f"the {cls.name} backend does not sample: its replies are fixed"}
+        from wtb_local.runner.reproducibility import SERVER
+
+        return {"identical": None, "why": SERVER}
+
+    @classmethod
+    def from_run(cls, run: Any, *, parser: Any, renderer: Any) -> Backend:
+        """The backend for a resolved run (runner/resolved.py)."""
+        raise SetupError(f"--backend {cls.name}: cannot be built from the run options")
+
+
+class SetupError(ValueError):
+    """Options a backend cannot work with; one line, naming the option."""
+
+
+def file_sha256(path: str) -> str:
+    """A file's sha256 (a script's, a replayed result file's), recorded in the run's hashed config."""
+    import hashlib
+    from pathlib import Path
+
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError as exc:
+        raise SetupError(f"{path}: cannot read ({exc.strerror or exc})") from None

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from wtb_local.backends.base import Backend
+from wtb_local.backends.base import Backend, Capabilities
 from wtb_local.backends.completions import error_completion, prompt_too_long
 from wtb_local.backends.config import TransformersConfig
 from wtb_local.backends.sampling_defaults import ResolvedSampling, eos_ids, model_defaults, resolve
@@ -47,6 +47,10 @@ def wave_seed(run_seed: int, request_ids: list[str]) -> int:
 
 class TransformersBackend(Backend):
     name = "transformers"
+    # a wave of left-padded `generate` is seeded per batch: batches must not depend on arrival timing
+    capabilities = Capabilities(
+        renders_prompts=True, needs_tokenizer="yes", samples=True, replays=False, step_synchronous=True,
+        reports_token_usage=True, needs_model=True, packages=(("transformers", "torch"), 'pip install -e ".[hf]"'))
 
     def __init__(self, config: TransformersConfig | None = None, **fields: Any) -> None:
         self.config = config if config is not None else TransformersConfig(**fields)
@@ -222,6 +226,20 @@ class TransformersBackend(Backend):
             finish_reason=finish,
             latency_s=time.perf_counter() - pending.started,
         )
+
+    @classmethod
+    def rerun_claim(cls, described: dict[str, Any], scheduling: str | None) -> dict[str, Any]:
+        if scheduling == "waves":
+            return {"identical": True, "why": "step-synchronous waves hold the same requests in every run (sorted "
+                                              "ids, --batch-size at a time), each seeded from its request ids"}
+        return {"identical": False, "why": "continuous scheduling: a wave holds whatever is pending, which "
+                                           "depends on timing; --scheduling waves makes reruns identical"}
+
+    @classmethod
+    def from_run(cls, run: Any, *, parser: Any, renderer: Any) -> TransformersBackend:
+        return cls(TransformersConfig(model=run.model, revision=run.revision, dtype=run.dtype,
+                                      trust_remote_code=run.trust_remote_code, batch_size=run.batch_size,
+                                      max_model_len=run.max_model_len))
 
     def describe(self) -> dict[str, Any]:
         info: dict[str, Any] = {"backend": self.name, "settings": self.config.model_dump()}

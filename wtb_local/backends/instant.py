@@ -18,12 +18,16 @@ import asyncio
 import time
 from typing import Any, ClassVar
 
-from wtb_local.backends.base import Backend
+from wtb_local.backends.base import Backend, Capabilities
 from wtb_local.schema import Completion, GenerationRequest
 
 
 class InstantBackend(Backend):
     name: ClassVar[str] = "instant"
+    # the runner's own ceiling (docs/runner-speed.md §1): every prompt rendered, replies fixed, no engine
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        renders_prompts=True, needs_tokenizer="yes", samples=False, replays=False, step_synchronous=False,
+        reports_token_usage=True, needs_model=True, sampling_from="none")
     produces_text: ClassVar[bool] = True
     needs_prompt: ClassVar[bool] = True  # the point: the runner renders and tokenises every prompt
 
@@ -42,6 +46,10 @@ class InstantBackend(Backend):
         self.renderer = renderer
         self.lookups = 0
         self.writes = 0
+
+    @classmethod
+    def from_run(cls, run: Any, *, parser: Any, renderer: Any) -> InstantBackend:
+        return cls(run.model, parser=parser, renderer=renderer)
 
     def frozen(self) -> InstantBackend:
         """A backend answering from this one's table only (no gold planning, no writing)."""

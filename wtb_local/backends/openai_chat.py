@@ -15,6 +15,7 @@ import json
 import time
 from typing import Any, ClassVar
 
+from wtb_local.backends.base import Capabilities
 from wtb_local.backends.completions import error_completion
 from wtb_local.backends.openai_server import OpenAIBackend, _clip, _Failed
 from wtb_local.schema import Completion, GenerationRequest
@@ -25,6 +26,10 @@ _FINISH = {"stop": "stop", "tool_calls": "stop", "function_call": "stop", "lengt
 
 class OpenAIChatBackend(OpenAIBackend):
     name = "openai-chat"
+    # the server renders with its own template and parses the tool calls itself
+    capabilities = Capabilities(
+        renders_prompts=False, needs_tokenizer="no", samples=True, replays=False, step_synchronous=False,
+        reports_token_usage=True, parses_replies=False, needs_model=True, sampling_from="server", remote=True)
     produces_text = False  # the reply comes parsed by the server
     needs_prompt = False  # the server renders the conversation
     records_raw: ClassVar[bool] = True  # the runner keeps `raw`/`finish_reason`/`server_message`
@@ -35,6 +40,11 @@ class OpenAIChatBackend(OpenAIBackend):
         # what it serves (not necessarily a hub id), so no generation_config is read here.
         self.config = self.config.model_copy(update={"generation_config": {}})
         self.template_kwargs = dict(template_kwargs or {})
+
+    @classmethod
+    def from_run(cls, run: Any, *, parser: Any, renderer: Any) -> OpenAIChatBackend:
+        # the server renders: the thinking switch goes as chat_template_kwargs
+        return cls(cls.config_from_run(run), template_kwargs=run.template_kwargs)
 
     def chat_body(self, request: GenerationRequest) -> dict[str, Any]:
         body: dict[str, Any] = {

@@ -21,7 +21,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from wtb_local.backends.base import Backend
+from wtb_local.backends.base import Backend, Capabilities, SetupError
 from wtb_local.backends.blocking import in_daemon_thread
 from wtb_local.backends.completions import error_completion, prompt_too_long
 from wtb_local.backends.config import OpenAIConfig
@@ -46,6 +46,11 @@ class _Failed(Exception):
 
 class OpenAIBackend(Backend):
     name = "openai"
+    # the tokenizer renders the prompts here; the server generates
+    capabilities = Capabilities(
+        renders_prompts=True, needs_tokenizer="yes", samples=True, replays=False, step_synchronous=False,
+        reports_token_usage=True, needs_model=True, remote=True,
+        packages=(("transformers",), 'pip install -e ".[hf]"'))
 
     def __init__(self, config: OpenAIConfig | None = None, **fields: Any) -> None:
         self.config = config if config is not None else OpenAIConfig(**fields)
@@ -177,6 +182,37 @@ class OpenAIBackend(Backend):
         if not isinstance(payload, dict):
             raise _Failed(f"bad response from {path}: expected a JSON object, got {type(payload).__name__}")
         return payload
+
+    @classmethod
+    def check(cls, options: Any) -> None:
+        from wtb_local.runner import preflight
+
+        if cls.capabilities.packages:
+            preflight.require_packages(f"--backend {cls.name}", cls.capabilities.packages)
+        if not options.model:
+            raise SetupError(f"--backend {cls.name} needs --model" + (
+                "" if cls.capabilities.renders_prompts else " (the name the server serves)"))
+        if not options.base_url:
+            raise SetupError(f"--backend {cls.name} needs --base-url (e.g. http://127.0.0.1:8000/v1)")
+        preflight.require_server(options.base_url, options.api_key)
+        if cls.capabilities.needs_tokenizer == "yes":
+            preflight.require_hub(options.model, options.revision)
+
+    @classmethod
+    def resolve(cls, values: dict[str, Any], sources: dict[str, str], stderr: Any) -> None:
+        # only server mode sends a rendered prompt over the wire: the one backend recording the format
+        if not values.get("server_prompt"):
+            values["server_prompt"], sources["server_prompt"] = "token-ids", "default"
+
+    @classmethod
+    def config_from_run(cls, run: Any) -> OpenAIConfig:
+        return OpenAIConfig(base_url=run.base_url, model=run.model, api_key=run.api_key,
+                            max_concurrency=run.max_num_seqs or 64, max_model_len=run.max_model_len,
+                            prompt_format=run.server_prompt or "token-ids", revision=run.revision)
+
+    @classmethod
+    def from_run(cls, run: Any, *, parser: Any, renderer: Any) -> OpenAIBackend:
+        return cls(cls.config_from_run(run))
 
     def describe(self) -> dict[str, Any]:
         settings = self.config.model_dump(exclude={"api_key"})  # never record credentials

@@ -12,12 +12,16 @@ import json
 import time
 from typing import Any, ClassVar
 
-from wtb_local.backends.base import Backend
+from wtb_local.backends.base import Backend, Capabilities, SetupError
 from wtb_local.schema import Completion, GenerationRequest, ParsedCall
 
 
 class OracleBackend(Backend):
     name: ClassVar[str] = "oracle"
+    # writes the gold replies in the model's format, with its chat template when a tokenizer is on disk
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        renders_prompts=False, needs_tokenizer="if on disk", samples=False, replays=False,
+        step_synchronous=False, reports_token_usage=False, sampling_from="none")
     produces_text: ClassVar[bool] = True
     needs_prompt: ClassVar[bool] = False  # it reads the conversation, not the rendered prompt
     needs_gold: ClassVar[bool] = True
@@ -94,6 +98,15 @@ class OracleBackend(Backend):
         got = sorted((c.name, _json_or_text(c.arguments)) for c in parsed.tool_calls)
         want = sorted((c.name, _json_or_text(c.arguments)) for c in calls)
         return got == want
+
+    @classmethod
+    def check(cls, options: Any) -> None:
+        if not options.model and not options.parser:
+            raise SetupError("--backend oracle needs --model (or --parser) to write replies in a model's format")
+
+    @classmethod
+    def from_run(cls, run: Any, *, parser: Any, renderer: Any) -> OracleBackend:
+        return cls(run.model, parser=parser, renderer=renderer)
 
     def describe(self) -> dict[str, Any]:
         return {"backend": self.name, "parser": self.parser.name,

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from wtb_local.backends.base import Backend
+from wtb_local.backends.base import Backend, Capabilities, SetupError, file_sha256
 from wtb_local.jsonl import json_lines
 from wtb_local.schema import Completion, GenerationRequest
 from wtb_local.scoring.files import RESULT_FILE_NAME, model_dir_name
@@ -68,6 +68,29 @@ def find_result_file(path: str | Path, model_name: str | None = None) -> Path:
             return wanted
     models = ", ".join(p.parent.name for p in found)
     raise ReplayError(f"{path}: several result files ({models}); give the result file itself")
+
+
+def recorded_manifest(path: str | Path) -> dict[str, Any] | None:
+    """The manifest of the run a replay source (run directory or result file) belongs to, if any."""
+    path = Path(path).resolve()
+    for candidate in (path, *path.parents[:3]):
+        file = candidate / MANIFEST_NAME
+        if file.is_file():
+            try:
+                data = json.loads(file.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                return None
+            return data if isinstance(data, dict) else None
+    return None
+
+
+def recorded_dataset(manifest: dict[str, Any]) -> str | None:
+    """The dataset a recorded run read: its file when that is still there, else the name it was given."""
+    dataset = manifest.get("dataset") if isinstance(manifest.get("dataset"), dict) else {}
+    path, source = dataset.get("path"), dataset.get("source")
+    if isinstance(path, str) and path and Path(path).is_file():
+        return path
+    return source if isinstance(source, str) and source else None
 
 
 def recorded_parser(result_file: str | Path) -> tuple[str | None, dict[str, Any]]:
@@ -238,6 +261,9 @@ class ReplayBackend(Backend):
     """Raw completions of a finished run, by request id; no model, no prompt rendering."""
 
     name: ClassVar[str] = "replay"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        renders_prompts=False, needs_tokenizer="no", samples=False, replays=True, step_synchronous=False,
+        reports_token_usage=True, sampling_from="none")
     produces_text: ClassVar[bool] = True
     needs_prompt: ClassVar[bool] = False  # answers by request id; the prompt is never looked at
 
@@ -264,6 +290,71 @@ class ReplayBackend(Backend):
         """The recorded step's pre-fill decision (None: not recorded, the run decided it once)."""
         recorded = self.steps.get((request.session_id, request.task_idx, request.step))
         return recorded.prefilled if recorded is not None else None
+
+    @classmethod
+    def resolve(cls, values: dict[str, Any], sources: dict[str, str], stderr: Any) -> None:
+        """The recorded run decides what the options leave open: the model and its name, the dataset, the
+        parser and its options (docs/architecture.md, "prepare"); the replayed file is hashed."""
+        source = values.get("replay")
+        if not source:
+            raise SetupError("--backend replay needs --replay RUN_DIR_OR_RESULT_FILE")
+        manifest = recorded_manifest(source)
+        if manifest is not None:
+            config = manifest.get("config") if isinstance(manifest.get("config"), dict) else {}
+            if not values.get("model") and isinstance(config.get("model"), str):
+                values["model"], sources["model"] = config["model"], "recorded run"
+                name = config.get("model_name") or config["model"]
+                if not values.get("model_name") and isinstance(name, str):
+                    values["model_name"], sources["model_name"] = name, "recorded run"
+            dataset = recorded_dataset(manifest)
+            if dataset and sources.get("dataset") == "default":
+                values["dataset"], sources["dataset"] = dataset, f"recorded run ({source})"
+        name = values.get("model_name") or values.get("model")
+        try:
+            result_file = find_result_file(source, name)
+            load_recording(result_file)  # a malformed file is refused before anything is written
+        except ReplayError as exc:
+            raise SetupError(f"--replay: {exc}") from None
+        values["replay"], values["replay_sha256"] = str(result_file), file_sha256(str(result_file))
+        # --parser X keeps the recorded options that still apply (the prompt's pre-fill)
+        given = values.get("parser")
+        values["parser"], values["parser_options"] = replay_parser(result_file, given,
+                                                                   values.get("parser_options"))
+        if not given and values["parser"]:
+            sources["parser"] = "recorded run"
+
+    @classmethod
+    def select(cls, values: dict[str, Any], selected: list[Any], stderr: Any) -> list[Any]:
+        """Without --sessions/--limit, the sessions the recording holds: a recorded partial run (`--limit 2`)
+        would otherwise score every other session as all-error tasks."""
+        if values.get("sessions") is not None or values.get("limit") is not None:
+            return selected
+        recorded = {key[0] for key in load_recording(str(values["replay"]))}
+        kept = [session for session in selected if session.id in recorded]
+        if len(kept) < len(selected):
+            print(f"replay: {len(kept)} of the dataset's {len(selected)} sessions are recorded in "
+                  f"{values['replay']}; replaying those (--sessions or --limit choose others)", file=stderr)
+        return kept
+
+    @classmethod
+    def recorded_thinking(cls, values: dict[str, Any]) -> bool | None:
+        manifest = recorded_manifest(values["replay"]) if values.get("replay") else None
+        thinking = (manifest or {}).get("thinking")
+        effective = thinking.get("effective") if isinstance(thinking, dict) else None
+        return effective if isinstance(effective, bool) else None
+
+    @classmethod
+    def rerun_claim(cls, described: dict[str, Any], scheduling: str | None) -> dict[str, Any]:
+        return {"identical": True, "why": "the recorded completions are parsed and judged again: the score and "
+                                          "metric files are byte-identical, the result file differs only in "
+                                          "each step's runner_ms"}
+
+    @classmethod
+    def from_run(cls, run: Any, *, parser: Any, renderer: Any) -> ReplayBackend:
+        try:
+            return cls(run.replay)
+        except ValueError as exc:
+            raise SetupError(f"--replay: {exc}") from None
 
     def describe(self) -> dict[str, Any]:
         return {"backend": self.name, "replay": str(self.result_file), "replay_sha256": self.sha256,

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar
 
-from wtb_local.backends.base import Backend
+from wtb_local.backends.base import Backend, Capabilities, SetupError, file_sha256
 from wtb_local.jsonl import json_lines
 from wtb_local.schema import Completion, GenerationRequest
 
@@ -95,12 +95,25 @@ class ScriptedBackend(Backend):
     """Replies from a script file; no model, no prompt rendering, no parser."""
 
     name: ClassVar[str] = "scripted"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        renders_prompts=False, needs_tokenizer="no", samples=False, replays=True, step_synchronous=False,
+        reports_token_usage=False, parses_replies=False, sampling_from="none")
     produces_text: ClassVar[bool] = False
     needs_prompt: ClassVar[bool] = False
 
     def __init__(self, script: str | Path, **_ignored: Any) -> None:
         self.script_path = Path(script)
         self.replies = load_script(self.script_path)
+
+    @classmethod
+    def resolve(cls, values: dict[str, Any], sources: dict[str, str], stderr: Any) -> None:
+        if not values.get("script"):
+            raise SetupError("--backend scripted needs --script FILE")
+        values["script_sha256"] = file_sha256(values["script"])
+
+    @classmethod
+    def from_run(cls, run: Any, *, parser: Any, renderer: Any) -> ScriptedBackend:
+        return cls(run.script)
 
     def reply_for(self, session_id: str, task_idx: int, step: int) -> dict[str, Any]:
         """The scripted reply, or an empty reply for a step beyond the script (fresh dicts)."""

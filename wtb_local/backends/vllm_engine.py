@@ -15,7 +15,7 @@ import os
 import time
 from typing import Any
 
-from wtb_local.backends.base import Backend
+from wtb_local.backends.base import Backend, Capabilities
 from wtb_local.backends.completions import error_completion, prompt_too_long
 from wtb_local.backends.config import VLLMConfig
 from wtb_local.backends.sampling_defaults import (
@@ -30,6 +30,10 @@ from wtb_local.schema import Completion, GenerationRequest
 
 class VLLMBackend(Backend):
     name = "vllm"
+    capabilities = Capabilities(
+        renders_prompts=True, needs_tokenizer="yes", samples=True, replays=False, step_synchronous=False,
+        reports_token_usage=True, needs_model=True, sizes_context=True, needs_gpu=True,
+        packages=(("vllm",), 'pip install -e ".[vllm]"'))
 
     def __init__(self, config: VLLMConfig | None = None, **fields: Any) -> None:
         # `fields` lets the registry's get_backend("vllm", model=...) build the config.
@@ -152,6 +156,29 @@ class VLLMBackend(Backend):
         if ended_by_token and (not out.token_ids or out.token_ids[-1] not in self._eos_ids):
             count += 1
         return count
+
+    @classmethod
+    def rerun_claim(cls, described: dict[str, Any], scheduling: str | None) -> dict[str, Any]:
+        from wtb_local.runner.reproducibility import BATCH_INVARIANT, BATCHED, ONE_SEQUENCE
+
+        scheduler = described.get("scheduler") or {}
+        if described.get("batch_invariant"):
+            return {"identical": True, "why": BATCH_INVARIANT}
+        if scheduler.get("max_num_seqs") == 1 and scheduler.get("enable_prefix_caching") is False:
+            return {"identical": True, "why": ONE_SEQUENCE}
+        return {"identical": False, "why": BATCHED}
+
+    @classmethod
+    def from_run(cls, run: Any, *, parser: Any, renderer: Any) -> VLLMBackend:
+        return cls(VLLMConfig(
+            model=run.model, revision=run.revision, dtype=run.dtype,
+            tensor_parallel_size=run.tensor_parallel_size, pipeline_parallel_size=run.pipeline_parallel_size,
+            max_model_len=run.max_model_len or run.default_max_model_len,
+            data_parallel_size=run.data_parallel_size,
+            distributed_executor_backend=run.distributed_executor_backend, gpu_memory_utilization=run.gpu_memory_utilization,
+            quantization=run.quantization, trust_remote_code=run.trust_remote_code,
+            max_num_seqs=run.max_num_seqs, max_num_batched_tokens=run.max_num_batched_tokens,
+            enable_prefix_caching=run.enable_prefix_caching, enforce_eager=run.enforce_eager, seed=run.seed))
 
     def describe(self) -> dict[str, Any]:
         info: dict[str, Any] = {"backend": self.name, "settings": self.config.model_dump()}

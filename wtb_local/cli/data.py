@@ -7,13 +7,13 @@ import json
 import click
 
 from wtb_local.dataset import DEFAULT_DATASET, DatasetError, read_dataset, resolve_dataset
+from wtb_local.dataset.blob import file_blob_sha1
 from wtb_local.dataset.fetch import (
     DEFAULT_TIMEOUT_S,
     RELEASE_BLOB_SHA1,
     RELEASE_URL,
     FetchError,
     fetch_release,
-    file_blob_sha1,
 )
 
 

@@ -12,6 +12,8 @@ from typing import Any
 
 import click
 
+from wtb_local.protocols import protocol_named, protocol_names
+
 
 @click.command(name="render")
 @click.option("--model", required=True, envvar="WTB_MODEL", help="Hugging Face model id or local directory.")
@@ -33,7 +35,7 @@ import click
               help="Tool-call parser the template probe reads past calls back with (default: auto-selected).")
 @click.option("--revision", envvar="WTB_REVISION", help="Model revision (branch, tag or commit).")
 @click.option("--trust-remote-code", is_flag=True, default=False, envvar="WTB_TRUST_REMOTE_CODE")
-@click.option("--protocol", type=click.Choice(("release", "paper")), default="release", show_default=True,
+@click.option("--protocol", type=click.Choice(protocol_names()), default="release", show_default=True,
               envvar="WTB_PROTOCOL", help="paper: the paper harness's conversation and the family's prompt builder.")
 def render(model: str, session_id: str | None, task: int, step: int, dataset: str, chat_template: str | None,
            thinking: bool | None, template_kwarg: tuple[str, ...], parser: str | None, revision: str | None,
@@ -53,20 +55,14 @@ def render(model: str, session_id: str | None, task: int, step: int, dataset: st
     try:
         kwargs = parse_template_kwargs(template_kwarg)
         sessions = load_dataset(dataset)  # `release` that cannot be fetched is a one-line error
-        messages, tools = _step_request(sessions, session_id, task, step, model if protocol == "paper" else None)
+        messages, tools = _step_request(sessions, session_id, task, step, protocol_named(protocol), model)
     except ValueError as exc:  # DatasetError included
         raise click.ClickException(str(exc)) from None
     try:
         renderer = PromptRenderer.from_pretrained(model, revision=revision, trust_remote_code=trust_remote_code,
                                                   chat_template=chat_template, template_kwargs=kwargs,
                                                   thinking=thinking, parser=parser)
-        if protocol == "paper":
-            from wtb_local.protocols.families import family_for
-            from wtb_local.protocols.setup import PaperRenderer
-
-            renderer = PaperRenderer(renderer.tokenizer, family_for(model),
-                                     template=renderer.template if chat_template else None,
-                                     template_kwargs=renderer.template_kwargs)
+        renderer = protocol_named(protocol).step_renderer(renderer, model, chat_template_given=bool(chat_template))
         rendered = renderer.render(messages, tools)
     except ValueError as exc:  # TemplateError, --thinking without a switch, a tokenizer transformers rejects
         # transformers' messages span several lines; the CLI's errors are one line.
@@ -89,21 +85,11 @@ def render(model: str, session_id: str | None, task: int, step: int, dataset: st
     click.echo(f"prompt tokens: {len(rendered.token_ids)}", err=True)
 
 
-def _step_request(sessions: list[Any], session_id: str | None, task: int, step: int,
-                  paper_model: str | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """`paper_model`: the paper protocol's conversation for that model's family."""
-    from wtb_local.evaluator.episode import session_episodes
-
+def _step_request(sessions: list[Any], session_id: str | None, task: int, step: int, protocol: Any,
+                  model: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The request of one step on the gold path, in the protocol's conversation for `model`."""
     session = _find_session(sessions, session_id)
-    if paper_model is not None:
-        from wtb_local.protocols.dates import task_dates
-        from wtb_local.protocols.families import family_for
-        from wtb_local.protocols.history import paper_episodes, task_texts
-
-        episodes = paper_episodes(session, dates=task_dates(session)[0], texts=task_texts(session)[0],
-                                  tool_results=family_for(paper_model).tool_results)
-    else:
-        episodes = session_episodes(session)
+    episodes = protocol.step_episodes(session, model)
     if task >= len(episodes):
         raise ValueError(f"--task {task}: session {session.id} has {len(episodes)} tasks (0..{len(episodes) - 1})")
     episode = episodes[task]

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import sys
 
-from wtb_local.runner.config import RunSettings
+from wtb_local.runner.options import RunOptions
 
 
-def run_repeated(settings: RunSettings, repeats: int) -> None:
+def run_repeated(options: RunOptions, repeats: int) -> None:
     from wtb_local.reports.present import present
     from wtb_local.runner.repeats import run_repeats
 
-    outcome = run_repeats(settings, repeats)
+    outcome = run_repeats(options, repeats)
     print(f"repeats:  {outcome.run_dir / 'repeats'} ({repeats} run directories)")
     print(f"summary:  {outcome.run_dir / 'repeats.json'}")
     # the mean row, the paper's row by the recorded thinking mode and the ± line, as `report` shows them

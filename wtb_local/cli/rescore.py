@@ -14,10 +14,12 @@ from pathlib import Path
 
 import click
 
+from wtb_local.protocols import CHECKERS
+
 
 @click.command(name="rescore")
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
-@click.option("--checker", type=click.Choice(("lenient", "strict")), required=True, envvar="WTB_CHECKER",
+@click.option("--checker", type=click.Choice(sorted(CHECKERS)), required=True, envvar="WTB_CHECKER",
               help="lenient: the paper harness's checker (mean argument score >= 0.7, optional arguments free); "
                    "strict: the released evaluator's.")
 @click.option("--dataset", default=None, envvar="WTB_DATASET",
@@ -25,10 +27,10 @@ import click
 def rescore(run_dir: str, checker: str, dataset: str | None) -> None:
     """Re-score RUN_DIR's result file with another argument checker (no generation)."""
     from wtb_local.dataset import DatasetError, dataset_sha256, read_dataset, resolve_dataset
-    from wtb_local.protocols.setup import score_lenient
+    from wtb_local.protocols import score_with
     from wtb_local.reports.present import present, run_facts
     from wtb_local.runner.manifest import ManifestError, read_manifest, write_manifest
-    from wtb_local.scoring import ScoringError, read_result_rows, score_results, write_score_files
+    from wtb_local.scoring import ScoringError, read_result_rows, write_score_files
 
     try:
         manifest = read_manifest(run_dir)
@@ -50,10 +52,7 @@ def rescore(run_dir: str, checker: str, dataset: str | None) -> None:
             raise click.ClickException(f"{run_dir}: the run used dataset sha256 {recorded[:12]}..., --dataset "
                                        f"{source} differs; pass the dataset the run used")
         rows = read_result_rows(result_file)
-        if checker == "lenient":
-            score_rows, metric = score_lenient(rows, sessions, model_name)
-        else:
-            score_rows, metric = score_results(rows, sessions, model_name, source=str(result_file))
+        score_rows, metric = score_with(checker, rows, sessions, model_name, str(result_file))
         out = Path(run_dir) / f"score-{checker}"
         score_path, metric_path = write_score_files(out, model_name, score_rows, metric)
     except (DatasetError, ScoringError) as exc:

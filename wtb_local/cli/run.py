@@ -14,161 +14,27 @@ from typing import Any
 
 import click
 
-from wtb_local.resources import DEFAULT_DATASET
-from wtb_local.runner.loop import SCHEDULING_MODES
-
-_BACKENDS = ("auto", "vllm", "transformers", "openai", "openai-chat", "oracle", "instant", "scripted", "replay")
-# Names both vLLM and the transformers backend accept (a typo would otherwise fail only after model load).
-_DTYPES = ("auto", "bfloat16", "float16", "float32", "half", "float")
-
-
-def _sessions(_ctx: click.Context, _param: click.Parameter, value: str | None) -> list[str] | None:
-    if value is None:
-        return None
-    ids = [part.strip() for part in value.replace(" ", ",").split(",") if part.strip()]
-    if not ids:  # an empty list must not silently mean "every session"
-        raise click.BadParameter(f"no session id in {value!r}; give ids or numbers, e.g. 0,3")
-    return ids
-
-
-def _shard(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
-    if value is None or value.strip() == "auto":
-        return value and "auto"
-    from wtb_local.runner.shards import ShardError, parse_shard
-
-    try:
-        return parse_shard(value).spec
-    except ShardError as exc:
-        raise click.BadParameter(str(exc).removeprefix("--shard: ")) from None
-
-
-def _protocol(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
-    return None if value in (None, "release") else value  # release: left out of the run hash (old runs resume)
+from wtb_local.runner.options import click_options
 
 
 @click.command(name="run")
-@click.option("--model", envvar="WTB_MODEL", help="Hugging Face model id or local directory.")
-@click.option("--model-name", envvar="WTB_MODEL_NAME",
-              help="Name in the result files and folder (default: the model id; `/` becomes `_` in folders).")
-@click.option("--backend", type=click.Choice(_BACKENDS), default="auto", show_default=True,
-              envvar="WTB_BACKEND",
-              help="auto = vllm when importable and a CUDA GPU is visible, else transformers; "
-                   "scripted when --script is given, replay when --replay is given.")
-@click.option("--base-url", envvar="WTB_BASE_URL", help="OpenAI-compatible server (openai, openai-chat), e.g. "
-              "http://127.0.0.1:8000/v1.")
-@click.option("--server-prompt", type=click.Choice(("token-ids", "text")), envvar="WTB_SERVER_PROMPT",
-              help="openai backend: send the rendered prompt as token ids (default; vLLM, SGLang) or as text "
-                   "with add_special_tokens false (servers that take only text).")
-@click.option("--api-key", envvar="WTB_API_KEY", help="API key for --base-url (never written to disk).")
-@click.option("--parser", envvar="WTB_PARSER",
-              help="Tool-call parser (default: chosen from the template/model id).")
-@click.option("--chat-template", envvar="WTB_CHAT_TEMPLATE",
-              help="Chat template override: a name from chat_templates/ or a path.")
-@click.option("--thinking/--no-thinking", default=None, envvar="WTB_THINKING",
-              help="Ask for thinking on/off via the family's template kwarg (default: the template's default); "
-                   "the effective mode is read from the rendered prompt and recorded in the manifest.")
-@click.option("--template-kwarg", "template_kwarg", multiple=True, envvar="WTB_TEMPLATE_KWARG",
-              help="Extra chat-template kwarg k=v (v parsed as JSON when it parses); repeatable.")
-@click.option("--dataset", default=DEFAULT_DATASET, show_default=True, envvar="WTB_DATASET",
-              help="A path, `sample` (embedded) or `release` (fetched into the cache on first use; "
-                   "never replaced by the sample).")
-@click.option("--script", envvar="WTB_SCRIPT",
-              help="Script file for the scripted backend (script.jsonl format).")
-@click.option("--replay", envvar="WTB_REPLAY",
-              help="Replay backend: a finished run (directory or result file) whose recorded raw completions "
-                   "are parsed and judged again (default parser: the recorded run's).")
-@click.option("--out", envvar="WTB_OUT", help="Run directory (default: runs/<model>).")
-@click.option("--limit", type=click.IntRange(min=1), envvar="WTB_LIMIT",
-              help="Run only the first N sessions.")
-@click.option("--sessions", callback=_sessions, envvar="WTB_SESSIONS",
-              help="Run only these sessions: ids or numbers, comma-separated.")
-@click.option("--shard", envvar="WTB_SHARD", callback=_shard,
-              help="Run one shard of the sessions: I/N (0-based), or auto = this Slurm array task "
-                   "(SLURM_ARRAY_TASK_ID of SLURM_ARRAY_TASK_COUNT); into <out>/shards/I-of-N/, joined by "
-                   "`merge`.")
-@click.option("--resume/--no-resume", default=True, show_default=True, envvar="WTB_RESUME",
-              help="Skip sessions already finished in the run directory (same configuration only); "
-                   "--no-resume starts afresh, replacing its results.")
-@click.option("--overwrite", is_flag=True, default=False, envvar="WTB_OVERWRITE",
-              help="Discard the run directory's results and start afresh.")
-@click.option("--temperature", type=click.FloatRange(min=0.0), envvar="WTB_TEMPERATURE",
-              help="Sampling temperature (default: the model's generation_config, the paper's protocol).")
-@click.option("--top-p", type=click.FloatRange(min=0.0, max=1.0, min_open=True), envvar="WTB_TOP_P",
-              help="Top-p (default: the model's generation_config).")
-@click.option("--max-new-tokens", type=click.IntRange(min=1), envvar="WTB_MAX_NEW_TOKENS",
-              help="Tokens generated per step at most [default: 512 (the paper's) when the prompt turns "
-                   "thinking off, 8192 when it turns thinking on].")
-@click.option("--seed", type=int, default=0, show_default=True, envvar="WTB_SEED",
-              help="Run seed; per-request seeds are derived from it with sha256.")
-@click.option("--revision", envvar="WTB_REVISION", help="Model revision (branch, tag or commit).")
-@click.option("--trust-remote-code", is_flag=True, default=False, envvar="WTB_TRUST_REMOTE_CODE",
-              help="Allow the model repository's own code (off unless asked).")
-@click.option("--dtype", type=click.Choice(_DTYPES, case_sensitive=False), default="auto", show_default=True,
-              envvar="WTB_DTYPE", help="Weight and activation dtype (vllm, transformers); auto: the checkpoint's.")
-@click.option("--quantization", envvar="WTB_QUANTIZATION",
-              help="vLLM: quantization method, e.g. fp8, awq, gptq (default: from the checkpoint's config).")
-@click.option("--max-model-len", type=click.IntRange(min=1), envvar="WTB_MAX_MODEL_LEN",
-              help="Context window; longer prompts become step errors.")
-@click.option("--tensor-parallel-size", type=click.IntRange(min=1), default=1, show_default=True,
-              envvar="WTB_TENSOR_PARALLEL_SIZE", help="vLLM: GPUs the model is split over (tensor parallel).")
-@click.option("--pipeline-parallel-size", type=click.IntRange(min=1), default=1, show_default=True,
-              envvar="WTB_PIPELINE_PARALLEL_SIZE", help="vLLM: pipeline-parallel stages.")
-@click.option("--data-parallel-size", type=click.IntRange(min=1), envvar="WTB_DATA_PARALLEL_SIZE",
-              help="vLLM: engine replicas on this node, each on tensor x pipeline GPUs, requests balanced by "
-                   "vLLM (needs a vLLM with data parallelism; default: not passed, one replica).")
-@click.option("--distributed-executor-backend", type=click.Choice(["mp", "ray", "uni", "external_launcher"]),
-              envvar="WTB_DISTRIBUTED_EXECUTOR_BACKEND",
-              help="vLLM: how the engine starts its workers; ray: on the nodes of a running Ray cluster "
-                   "(several nodes, slurm/wtb_multinode.sbatch) [default: not passed, vLLM's choice].")
-@click.option("--gpu-memory-utilization", type=click.FloatRange(min=0.0, max=1.0, min_open=True),
-              envvar="WTB_GPU_MEMORY_UTILIZATION",
-              help="vLLM: share of GPU memory to use [default: 0.9; 0.2 of host RAM on vLLM's CPU build].")
-@click.option("--max-num-seqs", type=click.IntRange(min=1), envvar="WTB_MAX_NUM_SEQS",
-              help="vLLM: sequences per batch; openai: concurrent requests.")
-@click.option("--max-num-batched-tokens", type=click.IntRange(min=1), envvar="WTB_MAX_NUM_BATCHED_TOKENS",
-              help="vLLM: tokens per engine step (default: vLLM's offline default for the device).")
-@click.option("--enable-prefix-caching/--no-enable-prefix-caching", default=True, show_default=True,
-              envvar="WTB_ENABLE_PREFIX_CACHING",
-              help="vLLM: reuse the KV cache of shared prompt prefixes. Off, with --max-num-seqs 1, a rerun with "
-                   "the same seed is identical (docs/reproducibility.md).")
-@click.option("--enforce-eager", is_flag=True, default=False, envvar="WTB_ENFORCE_EAGER",
-              help="vLLM: no CUDA graphs (less memory, slower decoding).")
-@click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True,
-              envvar="WTB_BATCH_SIZE",
-              help="transformers: prompts per generate call.")
-@click.option("--scheduling", type=click.Choice(SCHEDULING_MODES), default="auto", show_default=True,
-              envvar="WTB_SCHEDULING",
-              help="continuous: each episode's next step goes out as soon as its reply is judged; waves: "
-                   "step-synchronous (auto: waves for transformers only).")
-@click.option("--repeats", type=click.IntRange(min=1), default=1, show_default=True, envvar="WTB_REPEATS",
-              help="Run K seeds of a sampled run (one engine) and report mean ± standard error; each repeat is "
-                   "a run directory under <run dir>/repeats/.")
-@click.option("--progress", type=click.Choice(("auto", "rich", "plain", "none")), default="auto",
-              show_default=True, envvar="WTB_PROGRESS",
-              help="auto: a bar on a terminal, plain lines otherwise.")
-@click.option("--protocol", type=click.Choice(("release", "paper")), default="release", show_default=True,
-              envvar="WTB_PROTOCOL", callback=_protocol,
-              help="release: the benchmark's released evaluator; paper: the paper harness's per-family prompts, "
-                   "generation, parse rules and lenient checker (README: \"Which numbers can I compare with the paper?\").")
-@click.option("--paper-family", envvar="WTB_PAPER_FAMILY",
-              type=click.Choice(("qwen", "llama", "hammer", "toolace", "watt", "xlam2", "fcm", "gorilla", "qwen3",
-                                 "generic")),
-              help="--protocol paper: the family rule to apply (default: chosen from the model id; needed for a "
-                   "local directory whose name does not say the family).")
-def run(**options: Any) -> None:
+@click_options
+@click.pass_context
+def run(ctx: click.Context, **params: Any) -> None:
     """Run a model on WildToolBench, score it and print its Table 6 row (the main job)."""
-    from wtb_local.runner import RunError, run_job, settings_from_options
+    from wtb_local.runner import RunError, run_job
+    from wtb_local.runner.options import options_from_click
     from wtb_local.runner.stopping import RunInterrupted
 
-    repeats = options.pop("repeats", 1) or 1
+    options = options_from_click(ctx, params)
+    repeats = options.repeats
     try:
-        settings = settings_from_options(options)
         if repeats > 1:
             from wtb_local.cli.repeats import run_repeated
 
-            run_repeated(settings, repeats)
+            run_repeated(options, repeats)
             return
-        outcome = run_job(settings)
+        outcome = run_job(options)
     except RunInterrupted as exc:  # Ctrl-C or SIGTERM (e.g. SLURM preemption) while sessions ran
         click.echo(str(exc), err=True)
         sys.exit(130)
@@ -252,9 +118,3 @@ def failed_requests(result_rows: list[dict[str, Any]], sessions: set[str],
                     examples.setdefault(masked, reason)
                     reasons[masked] += 1
     return reasons
-
-
-# `--help` lists each option's environment twin.
-for _param in run.params:
-    if isinstance(_param, click.Option):
-        _param.show_envvar = True

@@ -6,11 +6,13 @@ is refused before it reaches the cache.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import urllib.error
 import urllib.request
 from pathlib import Path
+
+from wtb_local.dataset.blob import git_blob_sha1
+from wtb_local.dataset.verified import blob_sha1_cached, remember_sha1
 
 RELEASE_COMMIT = "80a5f427fb26c9a14eb419ccb565675671650065"
 RELEASE_REPO_PATH = "wild-tool-bench/data/Wild-Tool-Bench.jsonl"
@@ -21,7 +23,6 @@ RELEASE_BLOB_SHA1 = "e91dd1c50a2a9ee8661a8564e11cbd6cd61f795a"
 RELEASE_FILE_NAME = "Wild-Tool-Bench.jsonl"
 DEFAULT_TIMEOUT_S = 60.0
 _OFFLINE_VARS = ("WTB_OFFLINE", "HF_HUB_OFFLINE")
-_CHUNK = 1 << 16
 
 
 class FetchError(RuntimeError):
@@ -49,25 +50,6 @@ def is_offline() -> bool:
     return any(os.environ.get(var, "").strip().lower() in ("1", "true", "yes", "on") for var in _OFFLINE_VARS)
 
 
-def git_blob_sha1(data: bytes) -> str:
-    """The id git gives a file with these bytes (`git hash-object`)."""
-    digest = hashlib.sha1(usedforsecurity=False)
-    digest.update(b"blob " + str(len(data)).encode() + b"\0")
-    digest.update(data)
-    return digest.hexdigest()
-
-
-def file_blob_sha1(path: str | Path) -> str:
-    """`git_blob_sha1` of a file's bytes, read in chunks."""
-    path = Path(path)
-    digest = hashlib.sha1(usedforsecurity=False)
-    digest.update(b"blob " + str(path.stat().st_size).encode() + b"\0")
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(_CHUNK), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def manual_instructions(url: str = RELEASE_URL, dest: Path | None = None) -> str:
     dest = dest if dest is not None else release_path()
     return (
@@ -89,8 +71,6 @@ def fetch_release(
     A file already in place whose blob hash matches is kept (unless `force`). The download goes to a
     temporary file next to the destination and is renamed into place only after its hash matched, so the
     cache never holds a partial or foreign file. Raises `FetchError` (offline, network failure, mismatch)."""
-    from wtb_local.dataset.verified import blob_sha1_cached, remember_sha1
-
     dest = Path(dest) if dest is not None else release_path()
     if not force and dest.is_file() and blob_sha1_cached(dest) == expected_sha1:
         return dest

@@ -12,6 +12,7 @@ import json
 import os
 from pathlib import Path
 
+from wtb_local.dataset import blob
 from wtb_local.dataset.errors import DatasetError
 
 
@@ -49,11 +50,9 @@ def remember_sha1(path: Path, sha1: str) -> None:
 
 def blob_sha1_cached(path: Path) -> str:
     """The file's git blob SHA-1: from the stamp when the file is unchanged, else hashed (and stamped)."""
-    from wtb_local.dataset.fetch import file_blob_sha1
-
     sha1 = recorded_sha1(path)
     if sha1 is None:
-        sha1 = file_blob_sha1(path)
+        sha1 = blob.file_blob_sha1(path)
         remember_sha1(path, sha1)
     return sha1
 

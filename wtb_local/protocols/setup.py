@@ -1,5 +1,5 @@
-"""Wiring a run to the paper protocol: family rule, generation settings, renderer, parser, episodes,
-scoring and the manifest's `protocol` section. The release protocol never comes through here."""
+"""The paper protocol's pieces (protocols/paper.py puts them together): its renderer, its per-run setup
+(dates and texts of the harness's conversation) and its scoring."""
 
 from __future__ import annotations
 
@@ -7,9 +7,8 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from wtb_local.protocols.dates import DateError, task_dates
-from wtb_local.protocols.families import FamilyRule, build_prompt, family_for
-from wtb_local.protocols.history import paper_episodes, task_texts
+from wtb_local.protocols.families import FamilyRule, build_prompt
+from wtb_local.protocols.history import paper_episodes
 
 
 @dataclass
@@ -86,70 +85,6 @@ class PaperSetup:
                               tool_results=self.rule.tool_results)
 
 
-def settings_family(settings: Any) -> FamilyRule:
-    """`--paper-family`, else the family of the model id (or the run's model name)."""
-    from wtb_local.protocols.families import RULES
-
-    if settings.paper_family:
-        return RULES[settings.paper_family]
-    return family_for(settings.model or settings.model_name or "")
-
-
-def documented_parser_name(settings: Any) -> str | None:
-    """The project parser standing in for a documented family's rule before the rule replaces it (so a
-    family without a project parser, e.g. Gorilla, needs no --parser); None for the generic rule."""
-    from wtb_local.protocols.parse_rules import NATIVE
-
-    rule = settings_family(settings)
-    return NATIVE.get(rule.parse_rule) if rule.parse_rule != "native" else None
-
-
-def family_sampling(rule: FamilyRule, sampling: Any) -> Any:
-    """The family's generation length and sampling (§1.2) replacing the run's."""
-    greedy = rule.sampling == "greedy"
-    return sampling.model_copy(update={"max_new_tokens": rule.max_new_tokens,
-                                       "temperature": 0.0 if greedy else None, "top_p": None})
-
-
-def apply_paper(prep: Any) -> PaperSetup:
-    """Turn a prepared release run into a paper-protocol run (in place): sampling, renderer, parser."""
-    from wtb_local.protocols.parse_rules import PaperParser
-    from wtb_local.runner.errors import RunError
-
-    settings = prep.settings
-    rule = settings_family(settings)
-    settings.sampling = family_sampling(rule, settings.sampling)
-    dates: dict[str, list[str]] = {}
-    texts: dict[str, list[str]] = {}
-    sources: dict[str, dict[str, int]] = {"date": {}, "user_text": {}}
-    for session in prep.selected:
-        try:
-            dates[session.id], date_source = task_dates(session)
-        except (DateError, ValueError) as exc:
-            raise RunError(f"--protocol paper: {exc}") from None
-        texts[session.id], text_source = task_texts(session)
-        sources["date"][date_source] = sources["date"].get(date_source, 0) + 1
-        sources["user_text"][text_source] = sources["user_text"].get(text_source, 0) + 1
-    special: list[str] = []
-    if prep.renderer is not None:
-        tokenizer = prep.renderer.tokenizer
-        prep.renderer = PaperRenderer(tokenizer, rule, template=_explicit_template(settings),
-                                      template_kwargs=settings.template_kwargs,
-                                      source="path/override" if settings.chat_template else "tokenizer")
-        special = list(getattr(tokenizer, "all_special_tokens", []) or [])
-        settings.template_sha256 = prep.renderer.choice.sha256
-    elif settings.backend == "replay" and settings.replay:
-        special = recorded_special_tokens(settings.replay)
-    if settings.backend != "scripted":
-        native = prep.parser
-        if rule.parse_rule == "native" and native is None:
-            raise RunError("--protocol paper: no tool-call parser for this model; pass --parser")
-        prep.parser = PaperParser(rule.parse_rule, special_tokens=special,
-                                  native=native if rule.parse_rule == "native" else None)
-        settings.parser = prep.parser.name
-    return PaperSetup(rule, dates, texts, sources, special)
-
-
 def recorded_special_tokens(result_file: str) -> list[str]:
     """The special tokens a recorded paper run removed before parsing (its manifest), for its replay."""
     import json
@@ -161,38 +96,6 @@ def recorded_special_tokens(result_file: str) -> list[str]:
     except (OSError, ValueError, KeyError, IndexError, TypeError):
         return []
     return [t for t in tokens if isinstance(t, str)] if isinstance(tokens, list) else []
-
-
-def _explicit_template(settings: Any) -> str | None:
-    if not settings.chat_template:
-        return None
-    from wtb_local.rendering.templates import resolve_template
-
-    return resolve_template(settings.chat_template)[1]
-
-
-def manifest_section(setup: PaperSetup | None, settings: Any) -> dict[str, Any]:
-    """The manifest's `protocol` key: the protocol, its checker and every per-family setting applied."""
-    from wtb_local.protocols import DEFAULT_CHECKER
-
-    if setup is None:
-        return {"name": "release", "checker": DEFAULT_CHECKER["release"],
-                "rules": "the released evaluator (../shared/spec/evaluator.md)"}
-    rule = setup.rule
-    return {
-        "name": "paper",
-        "checker": DEFAULT_CHECKER["paper"],
-        "family": rule.describe(),
-        "documented": rule.documented,
-        "inferred": [] if rule.documented else [f"family rule {rule.name}: {rule.source}"],
-        "generation": {"max_new_tokens": settings.sampling.max_new_tokens,
-                       "sampling": rule.sampling, "temperature": settings.sampling.temperature,
-                       "decoding": "special tokens removed before parsing (skip_special_tokens=True)"},
-        "special_tokens": sorted(setup.special_tokens),  # removed before parsing; a replay reuses them
-        "tool_results": rule.tool_results,
-        "parse_rule": rule.parse_rule,
-        "sources": setup.sources,
-    }
 
 
 def score_lenient(result_rows: list[dict[str, Any]], sessions: list[Any], model_name: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:

@@ -1,6 +1,6 @@
 """Check, before a run, that a chat template really shows the model its tools, calls and results.
 
-Shipped templates fail silently in several ways (tool-call-formats.md §2.2-2.3): parallel calls raise or
+Shipped templates fail silently in several ways (docs/parsers-and-templates.md): parallel calls raise or
 vanish, calls disappear unless `content` is None, string arguments raise, and history calls are re-rendered
 in a syntax the model never writes (unquoted strings, stringified numbers, missing commas). The probe
 renders one conversation with parallel and sequential calls of typed arguments, cuts each past call out of
@@ -98,7 +98,7 @@ def _call_messages(calls: list[tuple[str, str, dict[str, Any]]], results: list[s
 
 
 def probe_messages() -> list[dict[str, Any]]:
-    """The probe conversation in the evaluator's OpenAI shape (spec §3): parallel calls, their results, a
+    """The probe conversation in the evaluator's OpenAI shape (docs/evaluation.md §3): parallel calls, their results, a
     sequential call that follows them, its result, a final answer and a new user turn."""
     return [
         {"role": "system", "content": "Current Date: 2024-06-12 10:23:45 Wednesday"},

@@ -112,8 +112,9 @@ def reasoning_calls_line(result_rows: list[dict[str, Any]], protocol: str | None
     if not steps:
         return None
     calls = sum(int(s["calls_in_reasoning"]) for s in steps)
-    policy = ("read as calls, as the paper harness does" if protocol == "paper"
-              else "not executed, as vLLM's reasoning parsers drop them")
+    from wtb_local.protocols import find_protocol
+
+    policy = (find_protocol(protocol) or find_protocol(None)).calls_in_reasoning
     return (f"steps with a tool call inside the reasoning block: {len(steps)} ({calls} call(s), {policy}; "
             "docs/parser-policies.md)")
 

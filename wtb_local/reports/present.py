@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from wtb_local.protocols import find_protocol
 from wtb_local.reports.table import ReportRow, metric_row, paper_row
 
 RELEASE_SESSIONS = 256
@@ -71,7 +72,7 @@ def run_facts(manifest: dict[str, Any] | None, *, name: str | None = None, check
     recorded_name = config.get("model_name") or model.get("name")
     shown_name = model_dir_name(str(recorded_name)) if recorded_name else str(name or model_id)
     protocol = str(section.get("name") or config.get("protocol") or "release")
-    own_checker = str(section.get("checker") or ("lenient" if protocol == "paper" else "strict"))
+    own_checker = str(section.get("checker") or (find_protocol(protocol) or find_protocol(None)).checker)
     mode = recorded_thinking(manifest)
     if mode is None:
         mode = settings.get("thinking") if isinstance(settings.get("thinking"), bool) else thinking
@@ -98,7 +99,8 @@ def paper_row_of(facts: RunFacts) -> ReportRow | None:
 
 
 def inferred_note(facts: RunFacts) -> str | None:
-    if facts.protocol != "paper" or facts.documented or facts.rescore:
+    # only a protocol that reproduces the paper's harness has family rules, documented or inferred
+    if not getattr(find_protocol(facts.protocol), "reproduces_paper", False) or facts.documented or facts.rescore:
         return None
     family = facts.family or {}
     return (f"the paper-protocol rule `{family.get('name')}` is inferred, not documented by the paper's harness "

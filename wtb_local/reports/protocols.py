@@ -11,8 +11,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from wtb_local.protocols import protocol_named, protocol_names
 from wtb_local.scoring.files import METRIC_FILE_NAME
 
+# the protocol that reproduces the paper's harness (protocols/paper.py)
+PAPER = next(name for name in protocol_names() if protocol_named(name).reproduces_paper)
 _ORDER = (("release", "strict"), ("release", "lenient"), ("paper", "strict"), ("paper", "lenient"))
 
 
@@ -48,7 +51,7 @@ def gap_line(name: str, scorings: dict[tuple[str, str], float], paper_task_acc: 
         parts = []
         if len(keys) == 2:
             parts.append(f"checker: {scorings[(protocol, 'lenient')] - scorings[(protocol, 'strict')]:+.2f}")
-        if protocol == "paper" and len(protocols) == 2:
+        if protocol == PAPER and len(protocols) == 2:
             same = [c for c in ("lenient", "strict") if ("release", c) in scorings and ("paper", c) in scorings]
             if same:
                 parts.append(f"protocol: {scorings[('paper', same[0])] - scorings[('release', same[0])]:+.2f}")
@@ -58,7 +61,7 @@ def gap_line(name: str, scorings: dict[tuple[str, str], float], paper_task_acc: 
         text = ", ".join(f"{p}-{c} {scorings[(p, c)]:.2f}" for p, c in keys)
         groups.append(text + (f" ({'; '.join(parts)})" if parts else ""))
     closest = scorings[shown[-1]]
-    hint = "" if "paper" in protocols else " — run --protocol paper to measure them"
+    hint = "" if PAPER in protocols else " — run --protocol paper to measure them"
     return (f"gap to the paper ({name}, --protocol {' and '.join(protocols)}, task accuracy): "
             f"{'; '.join(groups)}; paper {paper_task_acc:.2f} (the rest: {paper_task_acc - closest:+.2f}, "
             f"prompts/generation/sampling/parse rules{hint})")

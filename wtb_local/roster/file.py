@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-PROTOCOLS = ("paper", "release")
+from wtb_local.protocols import protocol_names
+
+PROTOCOLS = tuple(sorted(protocol_names()))  # as listed in errors
 # Bytes per weight of a storage or quantisation type (docs/roster.md §3).
 WEIGHT_BYTES = {"float32": 4.0, "float": 4.0, "bfloat16": 2.0, "float16": 2.0, "half": 2.0, "auto": 2.0,
                 "fp8": 1.0, "int8": 1.0, "int4": 0.5, "awq": 0.5, "gptq": 0.5}

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from wtb_local.protocols import protocol_named
 from wtb_local.roster.file import WEIGHT_BYTES, Entry, Roster
 from wtb_local.roster.memory import Estimate, cached_config, estimate, kv_bytes_per_token, shape_from_config
 
@@ -64,7 +65,8 @@ def _template(plan: EntryPlan, entry: Entry) -> str | None:
     from wtb_local.rendering.kwargs import local_template
 
     fallback = override_for(entry.model)
-    tail = f" (fallback: override:{fallback.name})" if fallback and entry.protocol == "release" else ""
+    uses_overrides = protocol_named(entry.protocol).uses_template_overrides
+    tail = f" (fallback: override:{fallback.name})" if fallback and uses_overrides else ""
     from wtb_local.doctor import model_file
 
     cached = model_file(entry.model, "tokenizer_config.json")
@@ -74,33 +76,20 @@ def _template(plan: EntryPlan, entry: Entry) -> str | None:
 
 
 def _parser(plan: EntryPlan, entry: Entry, template: str | None, config: dict[str, Any] | None) -> None:
-    """The parser the run will read replies with (components.choose_parser, protocols.setup.apply_paper)."""
-    from types import SimpleNamespace
-
+    """The parser the run will read replies with, chosen as `prepare` chooses it (runner/prepare.py)."""
     from wtb_local.parsers import get_parser, select_parser
-    from wtb_local.protocols.parse_rules import PaperParser
-    from wtb_local.protocols.setup import documented_parser_name, settings_family
 
-    settings = SimpleNamespace(model=entry.model, model_name=entry.row, paper_family=entry.paper_family)
+    protocol = protocol_named(entry.protocol)
+    values = {"model": entry.model, "model_name": entry.row, "paper_family": entry.paper_family}
     try:
-        name = entry.parser
-        if not name and entry.protocol == "paper":
-            name = documented_parser_name(settings)
+        name = entry.parser or protocol.default_parser(values)
         if not name:
             name = select_parser(entry.model, chat_template=template, config=config)
         native = get_parser(name)
     except ValueError as exc:
         plan.add("error", f"parser: {exc}")
         return
-    if entry.protocol == "release":
-        plan.parser = native.name
-        plan.family = "release"
-        return
-    rule = settings_family(settings)
-    plan.parser = PaperParser(rule.parse_rule, special_tokens=[],
-                              native=native if rule.parse_rule == "native" else None).name
-    # an inferred rule is a fact about the comparison, not a problem with the run: the column says it
-    plan.family = f"{rule.name} ({'documented' if rule.documented else 'inferred'})"
+    plan.parser, plan.family = protocol.planned_parser(values, native)
 
 
 def _thinking(plan: EntryPlan, entry: Entry, template: str | None) -> None:
@@ -228,7 +217,7 @@ def format_plan(roster: Roster, plans: list[EntryPlan]) -> str:
         params = f"{p.params_b:.2f}B ({p.params_source})" if p.params_b else "?"
         where = f"{e.resources} ({res.nodes}x{res.gpus_per_node} {res.gpu}, tp{e.tensor_parallel_size} pp{e.pipeline_parallel_size})"
         lines.append((e.row, e.model, where, params, p.parser, p.template,
-                      f"{e.protocol}: {p.family}" if e.protocol == "paper" else "release", p.thinking, p.context,
+                      p.family if p.family == e.protocol else f"{e.protocol}: {p.family}", p.thinking, p.context,
                       p.memory.line() if p.memory else "?", p.status))
     widths = [max(len(str(cells[i])) for cells in [headers, *lines]) for i in range(len(headers))]
     out = ["  ".join(str(c).ljust(w) for c, w in zip(headers, widths)).rstrip()]

@@ -100,18 +100,15 @@ def model_context_limit(model: str, revision: str | None, trust_remote_code: boo
     return min(windows) if windows else None
 
 
-def engine_context_length(prep: Any) -> dict[str, Any] | None:
-    """For a run that starts its own vLLM engine: the context window it gets and how it was chosen
-    (recorded in the manifest). Sets `settings.default_max_model_len` when computed. None for the other
-    backends (transformers and servers keep their own windows)."""
-    settings = prep.settings
-    if settings.backend != "vllm":
-        return None
-    if settings.max_model_len is not None:
-        return {"max_model_len": settings.max_model_len, "how": "--max-model-len"}
-    limit = model_context_limit(settings.model, settings.revision, settings.trust_remote_code)
-    chosen = choose_context_length(prep.renderer, prep.selected, settings.sampling.max_new_tokens, limit)
+def engine_context_length(values: dict[str, Any], renderer: Any,
+                          sessions: list[Any]) -> tuple[dict[str, Any], int | None]:
+    """For a run that starts its own engine: the context window it gets and how it was chosen (recorded in
+    the manifest), and the window to ask for when --max-model-len is not given (None: the engine's own)."""
+    if values["max_model_len"] is not None:
+        return {"max_model_len": values["max_model_len"], "how": "--max-model-len"}, None
+    limit = model_context_limit(values["model"], values["revision"], values["trust_remote_code"])
+    chosen = choose_context_length(renderer, sessions, values["max_new_tokens"], limit)
     if chosen is None:
-        return {"max_model_len": None, "how": "vLLM's default (the model's maximum): no prompt could be rendered"}
-    settings.default_max_model_len = chosen.max_model_len
-    return chosen.record()
+        return {"max_model_len": None,
+                "how": "vLLM's default (the model's maximum): no prompt could be rendered"}, None
+    return chosen.record(), chosen.max_model_len

@@ -49,13 +49,6 @@ def gpus() -> list[str]:
     return rows
 
 
-def default_backend() -> str:
-    """`vllm` when it is importable and a CUDA device is visible, else `transformers`."""
-    if importlib.util.find_spec("vllm") is not None and gpus():
-        return "vllm"
-    return "transformers"
-
-
 def package_versions() -> dict[str, str | None]:
     versions: dict[str, str | None] = {}
     for name in PACKAGES:

@@ -1,6 +1,6 @@
 """The main job: dataset → run (resumable) → score → files → Table 6 row.
 
-`run_job_async` prepares the run (components.py), checks whether the run directory can be resumed
+`run_job_async` prepares the run (prepare.py: options in, a frozen resolved run out), checks whether the run directory can be resumed
 (resume.py), writes the manifest, runs the pending sessions (loop.py) with every finished session
 appended to the result file at once (store.py), then scores the whole result file and writes the
 score and metric files next to it (paths.py has the layout).
@@ -17,15 +17,15 @@ from functools import partial
 from typing import Any
 
 from wtb_local.backends.base import Backend
-from wtb_local.runner.components import PreparedRun, build_backend, prepare_run
-from wtb_local.runner.config import RunSettings, config_hash, hashed_config
-from wtb_local.runner.context_length import engine_context_length
+from wtb_local.runner.config import config_hash, hashed_config
 from wtb_local.runner.environment import machine, package_versions
 from wtb_local.runner.errors import RunError
 from wtb_local.runner.length_cuts import length_cuts
 from wtb_local.runner.loop import SessionRunner, resolve_scheduling
 from wtb_local.runner.manifest import read_manifest, write_manifest
-from wtb_local.runner.paths import RunPaths, run_paths
+from wtb_local.runner.options import RunOptions
+from wtb_local.runner.paths import RunPaths
+from wtb_local.runner.prepare import PreparedRun, prepare
 from wtb_local.runner.progress import ProgressStats, make_progress
 from wtb_local.runner.reproducibility import rerun_claim
 from wtb_local.runner.resume import check_resume
@@ -40,7 +40,7 @@ from wtb_local.runner.throughput import ThroughputMeter
 @dataclass
 class RunOutcome:
     paths: RunPaths
-    settings: RunSettings
+    settings: Any  # the resolved run (runner/resolved.py)
     metric: dict[str, Any]
     score_rows: list[dict[str, Any]]
     result_rows: list[dict[str, Any]]
@@ -63,10 +63,8 @@ def _label_counts(row: dict[str, Any], _session: Any) -> tuple[int, int]:
 
 
 def _new_manifest(prep: PreparedRun, paths: RunPaths, config: dict[str, Any],
-                  previous: dict[str, Any] | None, paper: Any = None) -> dict[str, Any]:
-    from wtb_local.protocols.setup import manifest_section
-
-    settings = prep.settings
+                  previous: dict[str, Any] | None) -> dict[str, Any]:
+    settings = prep.run
     choice = getattr(prep.renderer, "choice", None)
     from wtb_local.runner.config import HASHED_FIELDS
     from wtb_local.runner.run_record import checkout, sampling_used
@@ -88,7 +86,7 @@ def _new_manifest(prep: PreparedRun, paths: RunPaths, config: dict[str, Any],
         "template_kwargs": settings.template_kwargs,
         "thinking": prep.thinking.model_dump(mode="json") if prep.thinking is not None else None,
         "sampling_used": sampling_used(settings),
-        "max_new_tokens_from": _budget_source(settings, prep.thinking),
+        "max_new_tokens_from": settings.sources.get("sampling.max_new_tokens"),
         "request_seeds": "sha256(f'{seed}/{session_id}/{task_idx}/{step}')[:4] & 0x7fffffff",
         "dataset": {"source": settings.dataset, "path": str(prep.dataset_path),
                     "sessions_in_file": len(prep.sessions), "sessions_selected": len(prep.selected)},
@@ -97,15 +95,10 @@ def _new_manifest(prep: PreparedRun, paths: RunPaths, config: dict[str, Any],
         "packages": {k: v for k, v in package_versions().items() if k != "wtb-local"},
         "machine": machine(),
         "invocations": list((previous or {}).get("invocations", [])),
-        "protocol": manifest_section(paper, settings),
+        "protocol": prep.applied.section,
+        "context_length": prep.context_length,
+        "sources": dict(sorted(settings.sources.items())),  # where each value came from (prepare.py)
     }
-
-
-def _budget_source(settings: RunSettings, thinking: Any) -> str:
-    if not settings.max_new_tokens_by_mode:
-        return "given (--max-new-tokens)"
-    mode = "on" if thinking is not None and thinking.effective else "off"
-    return f"the default with thinking {mode}"
 
 
 def _open_store(paths: RunPaths, *, resume: bool, err: Any) -> ResultStore:
@@ -119,10 +112,10 @@ def _open_store(paths: RunPaths, *, resume: bool, err: Any) -> ResultStore:
 
 async def _run_pending(prep: PreparedRun, pending: list[Any], backend: Backend, *, model_name: str,
                        own_backend: bool, store: ResultStore, scheduling: str, stats: ProgressStats,
-                       meter: ThroughputMeter, err: Any, stop: StopSignal, paper: Any = None) -> None:
-    from wtb_local.evaluator.episode import session_episodes, session_result
+                       meter: ThroughputMeter, err: Any, stop: StopSignal) -> None:
+    from wtb_local.evaluator.episode import session_result
 
-    settings = prep.settings
+    settings = prep.run
     driver = StepDriver(backend, sampling=settings.sampling, parser=prep.parser, renderer=prep.renderer,
                         meter=meter)
     if own_backend:
@@ -131,7 +124,7 @@ async def _run_pending(prep: PreparedRun, pending: list[Any], backend: Backend, 
     try:
         with make_progress(settings.progress, stats, err) as progress:
             runner = SessionRunner(driver, store, model_name=model_name, progress=progress,
-                                   episodes_for=paper.episodes_for if paper else session_episodes,
+                                   episodes_for=prep.applied.episodes_for,
                                    session_row=partial(session_result, fresh=False),
                                    label_counts=_label_counts, should_stop=lambda: stop.requested)
             await runner.run(pending, scheduling)
@@ -140,29 +133,20 @@ async def _run_pending(prep: PreparedRun, pending: list[Any], backend: Backend, 
             await backend.close()
 
 
-async def run_job_async(settings: RunSettings, *, backend: Backend | None = None, renderer: Any = None,
-                        stderr: Any = None) -> RunOutcome:
+async def run_job_async(options: RunOptions, *, backend: Backend | None = None, renderer: Any = None,
+                        stderr: Any = None, prepared: PreparedRun | None = None) -> RunOutcome:
     """Run, score and write everything for one model. `backend`/`renderer` may be given already built
-    (tests and benchmarks share one engine across runs); a given backend is neither started nor closed."""
+    (tests and benchmarks share one engine across runs); a given backend is neither started nor closed.
+    `prepared`: the run already prepared from `options`."""
     err = stderr or sys.stderr
     started_at, started = _now(), time.monotonic()
-    if settings.paper_family and settings.protocol != "paper":
-        raise RunError("--paper-family applies to --protocol paper only")
-    prep = prepare_run(settings, renderer, err)
-    paper = None
-    if prep.settings.protocol == "paper":
-        from wtb_local.protocols.setup import apply_paper
-
-        paper = apply_paper(prep)  # family prompts, parse rule, generation settings (before the hash)
-    settings = prep.settings
-    paths = run_paths(settings)
+    # Only an engine this run starts gets a context window chosen (a given backend has its own).
+    prep = prepared or prepare(options, renderer, err, engine=backend is None)
+    settings, paths = prep.run, prep.paths
     config = hashed_config(settings)
     resume = check_resume(settings, paths, config)
-    # Only an engine this run starts gets a context window from it (a given backend has its own).
-    context_length = engine_context_length(prep) if backend is None else None
     previous = read_manifest(paths.run_dir) if resume else None
-    manifest = _new_manifest(prep, paths, config, previous, paper)
-    manifest["context_length"] = context_length
+    manifest = _new_manifest(prep, paths, config, previous)
     store = _open_store(paths, resume=resume, err=err)
     finished = store.finished()
     pending = [s for s in prep.selected if s.id not in finished]
@@ -175,7 +159,7 @@ async def run_job_async(settings: RunSettings, *, backend: Backend | None = None
     own_backend = backend is None
     if backend is None:
         try:
-            backend = build_backend(settings, parser=prep.parser, renderer=prep.renderer)
+            backend = prep.build_backend()
         except BaseException as exc:  # a start that fails leaves a manifest saying so, not "running"
             stopped = isinstance(exc, KeyboardInterrupt)
             manifest.update(status="interrupted" if stopped else "failed", invocations=[*manifest["invocations"], {
@@ -183,7 +167,9 @@ async def run_job_async(settings: RunSettings, *, backend: Backend | None = None
             write_manifest(paths.run_dir, manifest)
             raise
     scheduling = resolve_scheduling(settings.scheduling, backend)
-    stats = ProgressStats(len(prep.selected), sum(len(s.english_tasks) for s in pending), len(skipped))
+    # one base for sessions and tasks: the whole run, its finished part counted done
+    stats = ProgressStats(len(prep.selected), sum(len(s.english_tasks) for s in prep.selected), len(skipped),
+                          sum(len(s.english_tasks) for s in prep.selected if s.id in finished))
     invocation: dict[str, Any] = {"started": started_at, "sessions_run": len(pending),
                                   "scheduling": scheduling}
     failure: str | None = None
@@ -197,8 +183,7 @@ async def run_job_async(settings: RunSettings, *, backend: Backend | None = None
             with stop.armed():
                 await _run_pending(prep, pending, backend, model_name=paths.model_name, own_backend=own_backend,
                                    store=store, scheduling=scheduling, stats=stats, meter=meter, err=err,
-                                   stop=stop,
-                                   paper=paper)
+                                   stop=stop)
     except (asyncio.CancelledError, Exception) as exc:
         _drain(store)  # sessions finished before the stop are still being written: count them too
         if stop.requested:  # SIGINT/SIGTERM: episodes stopped or were cancelled; finished sessions stay
@@ -230,7 +215,7 @@ async def run_job_async(settings: RunSettings, *, backend: Backend | None = None
     stop.raise_held()
 
     score_rows, metric = score_run(result_rows, prep.sessions, paths.model_name, paths,
-                                   checker="lenient" if paper else "strict")
+                                   checker=prep.protocol.checker)
     complete = {s.id for s in prep.selected} <= {r["id"] for r in result_rows}
     manifest["status"] = "complete" if complete else "incomplete"
     manifest["summary"] = {"sessions_scored": len(score_rows), "task_accuracy": metric["total_info"]["task"],
@@ -269,21 +254,17 @@ def score_run(result_rows: list[dict[str, Any]], sessions: list[Any], model_name
               paths: RunPaths, checker: str = "strict") -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Score every session in the result file and write the score and metric files (`lenient`: the
     paper harness's checker, wtb_local.protocols)."""
-    from wtb_local.scoring import score_results, write_score_files
+    from wtb_local.protocols import score_with
+    from wtb_local.scoring import write_score_files
 
-    if checker == "lenient":
-        from wtb_local.protocols.setup import score_lenient
-
-        score_rows, metric = score_lenient(result_rows, sessions, model_name)
-    else:
-        score_rows, metric = score_results(result_rows, sessions, model_name, source=str(paths.result_file))
+    score_rows, metric = score_with(checker, result_rows, sessions, model_name, str(paths.result_file))
     write_score_files(paths.run_dir, model_name, score_rows, metric)
     return score_rows, metric
 
 
-def run_job(settings: RunSettings, **kwargs: Any) -> RunOutcome:
+def run_job(options: RunOptions, **kwargs: Any) -> RunOutcome:
     """The main job. SIGINT and SIGTERM (SLURM preemption, `kill`) stop it the same way (stopping.py):
     finished sessions are kept, the manifest says "interrupted", and `RunInterrupted` (while sessions ran)
     or KeyboardInterrupt (before) propagates so the caller can say how to resume."""
     with stop_signals_installed():
-        return asyncio.run(run_job_async(settings, **kwargs))
+        return asyncio.run(run_job_async(options, **kwargs))

@@ -23,8 +23,6 @@ from wtb_local.runner.stopping import StopRequested
 from wtb_local.runner.store import ResultStore
 
 SCHEDULING_MODES = ("auto", "continuous", "waves")
-# Backends whose batches are formed from what is pending at once (see module docstring).
-_WAVE_BACKENDS = frozenset({"transformers"})
 
 
 def resolve_scheduling(mode: str, backend: Any) -> str:
@@ -32,7 +30,9 @@ def resolve_scheduling(mode: str, backend: Any) -> str:
         raise ValueError(f"unknown scheduling {mode!r}; choose one of {', '.join(SCHEDULING_MODES)}")
     if mode != "auto":
         return mode
-    if getattr(backend, "step_synchronous", False) or getattr(backend, "name", "") in _WAVE_BACKENDS:
+    # backends whose batches form from what is pending at once say so (see module docstring)
+    capabilities = getattr(type(backend), "capabilities", None)
+    if getattr(backend, "step_synchronous", False) or getattr(capabilities, "step_synchronous", False):
         return "waves"
     return "continuous"
 

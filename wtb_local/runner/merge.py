@@ -155,6 +155,7 @@ def _dataset_sessions(manifest: dict[str, Any], dataset: str | None) -> tuple[li
 
 def merge_run(run_dir: str | Path, *, dataset: str | None = None) -> MergeOutcome:
     """Check the shards, then write the merged result, score, metric and manifest into `run_dir`."""
+    from wtb_local.protocols import protocol_named
     from wtb_local.runner.job import score_run
     from wtb_local.runner.length_cuts import length_cuts
     from wtb_local.scoring import write_result_rows
@@ -169,8 +170,8 @@ def merge_run(run_dir: str | Path, *, dataset: str | None = None) -> MergeOutcom
     rows = _merged_rows(run_dir, loaded, model_name)
     sessions, dataset_path = _dataset_sessions(first, dataset)
     write_result_rows(paths.result_file, rows)
-    # The paper protocol is judged with the lenient checker, as its run does (runner/job.py).
-    checker = "lenient" if first["config"].get("protocol") == "paper" else "strict"
+    # Judged with the checker of the run's protocol, as the run itself is (runner/job.py).
+    checker = protocol_named(first["config"].get("protocol")).checker
     score_rows, metric = score_run(rows, sessions, model_name, paths, checker=checker)
 
     manifest = {key: value for key, value in first.items() if key not in ("shard", "invocations", "summary")}

@@ -136,14 +136,15 @@ def _task_verdicts(score_rows: list[dict[str, Any]], result_rows: list[dict[str,
 
 def _replay(result_file: Path, manifest: dict[str, Any], parser: str, options: dict[str, Any],
             dataset: str, out: Path) -> dict[str, str]:
-    from wtb_local.runner.config import RunSettings
     from wtb_local.runner.job import run_job_async
+    from wtb_local.runner.options import RunOptions
 
     config = manifest.get("config") or {}
-    settings = RunSettings(backend="replay", replay=str(result_file), model=config.get("model"),
-                           model_name=config.get("model_name") or result_file.parent.name, parser=parser,
-                           parser_options=dict(options), dataset=dataset, out=str(out), progress="none")
-    outcome = asyncio.run(run_job_async(settings, stderr=io.StringIO()))
+    # the replay keeps the recorded options that still apply to `parser` (`options`, backends/replay.py)
+    run = RunOptions(backend="replay", replay=str(result_file), model=config.get("model"),
+                     model_name=config.get("model_name") or result_file.parent.name, parser=parser,
+                     dataset=dataset, out=str(out), progress="none")
+    outcome = asyncio.run(run_job_async(run, stderr=io.StringIO()))
     return _task_verdicts(outcome.score_rows, outcome.result_rows)
 
 

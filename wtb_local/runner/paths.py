@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from wtb_local.runner.config import RunSettings
+from wtb_local.runner.resolved import ResolvedRun
 from wtb_local.scoring.files import RESULT_FILE_NAME, model_dir_name
 
 
@@ -33,30 +33,27 @@ class RunPaths:
         return self.run_dir / "score" / model_dir_name(self.model_name)
 
 
-SERVER_BACKENDS = ("openai", "openai-chat")
-
-
-def run_paths(settings: RunSettings) -> RunPaths:
-    name = settings.model_name or settings.model or settings.backend
-    run_dir = Path(settings.out) if settings.out else Path("runs") / (model_dir_name(name) + dir_suffix(settings))
-    if settings.shard:  # one shard of a sharded run: its own run directory, joined later by `merge`
+def run_paths(run: ResolvedRun) -> RunPaths:
+    name = run.model_name or run.model or run.backend
+    run_dir = Path(run.out) if run.out else Path("runs") / (model_dir_name(name) + dir_suffix(run))
+    if run.shard:  # one shard of a sharded run: its own run directory, joined later by `merge`
         from wtb_local.runner.shards import SHARDS_DIR, parse_shard
 
-        run_dir = run_dir / SHARDS_DIR / parse_shard(settings.shard).dir_name
+        run_dir = run_dir / SHARDS_DIR / parse_shard(run.shard).dir_name
     return RunPaths(run_dir, name)
 
 
-def dir_suffix(settings: RunSettings) -> str:
+def dir_suffix(run: ResolvedRun) -> str:
     """What tells the default run directories of one model apart: a server backend (`-openai`), the
-    thinking mode when asked for (`-thinking`, `-no-thinking`) and the protocol when it is not the default. The two runs differ in
-    their hashed configuration, so sharing a directory would refuse the second command."""
+    thinking mode when asked for (`-thinking`, `-no-thinking`) and the protocol when it is not the default
+    (`-paper`). The runs differ in their hashed configuration, so sharing a directory would refuse the
+    second command."""
+    from wtb_local.backends import backend_class
+    from wtb_local.protocols import protocol_named
+
     parts = []
-    if settings.backend in SERVER_BACKENDS:  # another engine, configured outside this command
-        parts.append(settings.backend)
-    if settings.thinking is not None:
-        parts.append("thinking" if settings.thinking else "no-thinking")
-    protocol = getattr(settings, "protocol", None)
-    field = type(settings).model_fields.get("protocol")
-    if protocol is not None and field is not None and protocol != field.default:
-        parts.append(str(protocol))
-    return "".join(f"-{part}" for part in parts)
+    if backend_class(run.backend).capabilities.remote:  # another engine, configured outside this command
+        parts.append(run.backend)
+    if run.thinking is not None:
+        parts.append("thinking" if run.thinking else "no-thinking")
+    return "".join(f"-{part}" for part in parts) + protocol_named(run.protocol).dir_suffix()

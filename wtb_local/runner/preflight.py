@@ -1,6 +1,6 @@
 """Cheap checks before expensive ones, so a run that cannot work says why in seconds, in one line.
 
-Order (in `resolve_settings`): the backend's packages are importable, `--model` is given, an OpenAI
+Order (each backend's `check`, called by runner/prepare.py): the backend's packages are importable, `--model` is given, an OpenAI
 server answers, the Hugging Face hub answers when a hub id has to be read (with HF_HUB_OFFLINE=1: the model
 is in the hub cache). The dataset is fetched and the tokenizer loaded only after these pass. Each
 network check is one attempt with a short timeout: an unreachable host would otherwise cost a minute of
@@ -17,12 +17,7 @@ from pathlib import Path
 
 from wtb_local.runner.errors import RunError
 
-# backend -> (packages it imports, the install line that brings them)
-BACKEND_PACKAGES: dict[str, tuple[tuple[str, ...], str]] = {
-    "vllm": (("vllm",), 'pip install -e ".[vllm]"'),
-    "transformers": (("transformers", "torch"), 'pip install -e ".[hf]"'),
-    "openai": (("transformers",), 'pip install -e ".[hf]"'),  # the tokenizer renders the prompts
-}
+# The packages each backend imports are declared by the backend (backends/base.py, Capabilities.packages).
 RENDER_PACKAGES: tuple[tuple[str, ...], str] = (("transformers",), 'pip install -e ".[hf]"')
 DEFAULT_NETWORK_TIMEOUT_S = 5.0
 _TRUE = ("1", "true", "yes", "on")
@@ -55,11 +50,6 @@ def require_packages(what: str, spec: tuple[tuple[str, ...], str]) -> None:
     if absent:
         raise RunError(f"{what} needs {' and '.join(absent)}, which {'is' if len(absent) == 1 else 'are'} "
                        f"not installed: {install}")
-
-
-def require_backend_packages(backend: str) -> None:
-    if backend in BACKEND_PACKAGES:
-        require_packages(f"--backend {backend}", BACKEND_PACKAGES[backend])
 
 
 def offline_variable() -> str | None:

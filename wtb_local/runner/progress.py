@@ -12,13 +12,16 @@ from typing import Self, TextIO
 
 
 class ProgressStats:
-    """Counters shared by every progress display."""
+    """Counters shared by every progress display. Sessions and tasks count on one base, the whole run: a
+    resumed run starts with its finished sessions and their tasks done (the time left is estimated from
+    this invocation's own rate)."""
 
-    def __init__(self, total_sessions: int, total_tasks: int, skipped_sessions: int = 0) -> None:
+    def __init__(self, total_sessions: int, total_tasks: int, skipped_sessions: int = 0,
+                 skipped_tasks: int = 0) -> None:
         self.total_sessions = total_sessions
         self.total_tasks = total_tasks
         self.sessions_done = skipped_sessions
-        self.tasks_done = 0
+        self.tasks_done = skipped_tasks
         self.tasks_this_run = 0
         self.tasks_scored = 0
         self.tasks_correct = 0
@@ -128,7 +131,7 @@ class RichProgress(Progress):
         )
         self._sessions = self._bar.add_task("sessions", total=stats.total_sessions,
                                             completed=stats.sessions_done, info="")
-        self._tasks = self._bar.add_task("tasks", total=stats.total_tasks, completed=0, info="")
+        self._tasks = self._bar.add_task("tasks", total=stats.total_tasks, completed=stats.tasks_done, info="")
         self._bar.start()
 
     def refresh(self) -> None:

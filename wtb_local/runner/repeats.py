@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from wtb_local.runner.config import RunSettings
 from wtb_local.runner.errors import RunError
+from wtb_local.runner.options import RunOptions
 
 SUMMARY_NAME = "repeats.json"
 
@@ -62,32 +62,43 @@ class RepeatsOutcome:
     outcomes: list[Any]
 
 
-def check_repeats(settings: RunSettings, repeats: int) -> None:
-    if repeats > 1 and settings.sampling.temperature == 0:
+def check_repeats(prep: Any, repeats: int) -> None:
+    """Repeats differ only where replies are sampled: refused, in one line, where they cannot differ."""
+    if repeats < 2:
+        return
+    run, caps = prep.run, prep.backend_class.capabilities
+    if not caps.samples:
+        what = "replays fixed replies" if caps.replays else "does not sample"
+        raise RunError(f"--repeats {repeats}: the {run.backend} backend {what}; every repeat would give the "
+                       "same replies")
+    if run.sampling.temperature == 0:
         raise RunError(f"--repeats {repeats}: greedy decoding (--temperature 0) gives the same replies every "
                        "time; repeats need sampled decoding")
-    if repeats > 1 and settings.backend in ("scripted", "replay"):
-        raise RunError(f"--repeats {repeats}: the {settings.backend} backend replays fixed replies")
+    from wtb_local.runner.run_record import sampling_used
+
+    used = sampling_used(run)
+    if used.get("do_sample") is False:
+        raise RunError(f"--repeats {repeats}: greedy decoding ({used['source']}: do_sample false) gives the "
+                       "same replies every time; pass --temperature above 0 for sampled decoding")
 
 
-async def run_repeats_async(settings: RunSettings, repeats: int, stderr: Any = None) -> RepeatsOutcome:
-    from wtb_local.runner.components import build_backend, prepare_run
+async def run_repeats_async(options: RunOptions, repeats: int, stderr: Any = None) -> RepeatsOutcome:
     from wtb_local.runner.job import run_job_async
-    from wtb_local.runner.paths import run_paths
+    from wtb_local.runner.prepare import prepare
 
     err = stderr or sys.stderr
-    prep = prepare_run(settings, None, err)
-    check_repeats(prep.settings, repeats)
-    run_dir = run_paths(prep.settings).run_dir
-    backend = build_backend(prep.settings, parser=prep.parser, renderer=prep.renderer)
+    prep = prepare(options, None, err)
+    check_repeats(prep, repeats)
+    run_dir = prep.paths.run_dir
+    backend = prep.build_backend()
     await backend.start()
     outcomes = []
     try:
         for r in range(repeats):
-            sampling = settings.sampling.model_copy(update={"seed": repeat_seed(settings.sampling.seed, r)})
-            one = settings.model_copy(update={"out": str(run_dir / "repeats" / str(r)), "sampling": sampling,
-                                              "model_name": prep.settings.model_name})
-            print(f"repeat {r + 1} of {repeats} (seed {sampling.seed})", file=err)
+            seed = repeat_seed(options.seed, r)
+            one = options.model_copy(update={"out": str(run_dir / "repeats" / str(r)), "seed": seed,
+                                             "model_name": prep.run.model_name})
+            print(f"repeat {r + 1} of {repeats} (seed {seed})", file=err)
             outcomes.append(await run_job_async(one, backend=backend, renderer=prep.renderer, stderr=err))
     finally:
         await backend.close()
@@ -95,11 +106,11 @@ async def run_repeats_async(settings: RunSettings, repeats: int, stderr: Any = N
     return RepeatsOutcome(run_dir, summary, outcomes)
 
 
-def run_repeats(settings: RunSettings, repeats: int, **kwargs: Any) -> RepeatsOutcome:
+def run_repeats(options: RunOptions, repeats: int, **kwargs: Any) -> RepeatsOutcome:
     from wtb_local.runner.stopping import installed
 
     with installed():
-        return asyncio.run(run_repeats_async(settings, repeats, **kwargs))
+        return asyncio.run(run_repeats_async(options, repeats, **kwargs))
 
 
 def summarize(run_dir: Path, seeds: list[int], metrics: list[dict[str, Any]]) -> dict[str, Any]:

@@ -18,27 +18,17 @@ BATCHED = ("the same per-request seeds, but continuous batching and the prefix c
            "--max-num-seqs 1 --no-enable-prefix-caching, or VLLM_BATCH_INVARIANT=1 on a GPU vLLM supports")
 
 
+SERVER = ("the server batches and samples: whether a rerun is identical is its own property (for vLLM: see the "
+          "vllm backend's conditions)")
+
+
 def rerun_claim(backend: dict[str, Any], scheduling: str | None) -> dict[str, Any]:
-    """`{"identical": True | False | None, "why": ...}` for a run made with `backend` (its `describe()`)."""
-    name = backend.get("backend")
-    if name in ("oracle", "scripted"):
-        return {"identical": True, "why": f"the {name} backend does not sample: its replies are fixed"}
-    if name == "replay":
-        return {"identical": True, "why": "the recorded completions are parsed and judged again: the score and "
-                                          "metric files are byte-identical, the result file differs only in "
-                                          "each step's runner_ms"}
-    if name == "vllm":
-        scheduler = backend.get("scheduler") or {}
-        if backend.get("batch_invariant"):
-            return {"identical": True, "why": BATCH_INVARIANT}
-        if scheduler.get("max_num_seqs") == 1 and scheduler.get("enable_prefix_caching") is False:
-            return {"identical": True, "why": ONE_SEQUENCE}
-        return {"identical": False, "why": BATCHED}
-    if name == "transformers":
-        if scheduling == "waves":
-            return {"identical": True, "why": "step-synchronous waves hold the same requests in every run (sorted "
-                                              "ids, --batch-size at a time), each seeded from its request ids"}
-        return {"identical": False, "why": "continuous scheduling: a wave holds whatever is pending, which "
-                                           "depends on timing; --scheduling waves makes reruns identical"}
-    return {"identical": None, "why": "the server batches and samples: whether a rerun is identical is its own "
-                                      "property (for vLLM: see the vllm backend's conditions)"}
+    """`{"identical": True | False | None, "why": ...}` for a run made with `backend` (its `describe()`):
+    each backend states its own (`Backend.rerun_claim`)."""
+    from wtb_local.backends import backend_class
+
+    try:
+        described = backend_class(str(backend.get("backend")))
+    except ValueError:
+        return {"identical": None, "why": SERVER}
+    return described.rerun_claim(backend, scheduling)

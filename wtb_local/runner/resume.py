@@ -6,13 +6,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from wtb_local.runner.config import RunSettings, config_diff, config_hash
+from wtb_local.runner.config import config_diff, config_hash
 from wtb_local.runner.errors import RunError
 from wtb_local.runner.manifest import read_manifest
 from wtb_local.runner.paths import RunPaths
 
 
-def check_resume(settings: RunSettings, paths: RunPaths, config: dict[str, Any]) -> bool:
+def check_resume(settings: Any, paths: RunPaths, config: dict[str, Any]) -> bool:
     """Whether to keep the finished sessions already in the run directory (True) or start afresh."""
     if settings.overwrite or not settings.resume:
         return False

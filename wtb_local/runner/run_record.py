@@ -11,11 +11,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from wtb_local.runner.config import RunSettings
-
-# Backends that generate with the model's own generation_config (the paper's protocol) when unset; the
-# openai backend reads the same file and sends the resolved values.
-_ENGINE_BACKENDS = ("vllm", "transformers", "openai")
+from wtb_local.runner.resolved import ResolvedRun
 
 
 def _generation_config(model: str | None, revision: str | None) -> dict[str, Any] | None:
@@ -41,14 +37,19 @@ def _generation_config(model: str | None, revision: str | None) -> dict[str, Any
     return data if isinstance(data, dict) else None
 
 
-def sampling_used(settings: RunSettings) -> dict[str, Any]:
+def sampling_used(settings: ResolvedRun) -> dict[str, Any]:
     """The effective sampling of every request: the options over the model's generation_config, with
-    transformers' `generate` semantics (backends/sampling_defaults.py), and where the values came from."""
-    if settings.backend in ("oracle", "scripted", "replay"):
+    transformers' `generate` semantics (backends/sampling_defaults.py), and where the values came from.
+    Backends that generate with the model's generation_config when a value is unset (the paper's protocol)
+    say so (`sampling_from`); the openai backend reads the same file and sends the resolved values."""
+    from wtb_local.backends import backend_class
+
+    sampling_from = backend_class(settings.backend).capabilities.sampling_from
+    if sampling_from == "none":
         return {"source": f"none: the {settings.backend} backend does not sample"}
     requested = {k: v for k, v in (("temperature", settings.sampling.temperature),
                                    ("top_p", settings.sampling.top_p)) if v is not None}
-    if settings.backend not in _ENGINE_BACKENDS:  # a server applies its own defaults to what is not sent
+    if sampling_from == "server":  # a server applies its own defaults to what is not sent
         return {"source": "the server's defaults, except the values sent", "sent": requested,
                 "max_new_tokens": settings.sampling.max_new_tokens, "seed": settings.sampling.seed}
     from wtb_local.backends.sampling_defaults import model_defaults, resolve
