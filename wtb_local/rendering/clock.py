@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 # The render argument that carries the frozen date's strftime fields (plain strings only).
@@ -87,6 +88,12 @@ def clock_fields(when: datetime) -> dict[str, str]:
     return fields
 
 
+@lru_cache(maxsize=256)
+def frozen_clock(when: datetime) -> dict[str, str]:
+    """`clock_fields(when)`, computed once per date (a run's sessions share a few dates); read-only."""
+    return clock_fields(when)
+
+
 def clocked_template(template: str) -> str:
     """The template with the frozen `strftime_now` defined before its text."""
     return _MACRO + template
@@ -97,7 +104,7 @@ def render_chat(tokenizer: Any, template: str, messages: list[dict[str, Any]],
                 when: datetime | None = None, **template_kwargs: Any) -> str:
     """`tokenizer.apply_chat_template` as text, with the clock frozen at `when` (default: the date of
     `messages`). Every chat-template rendering of wtb_local goes through here."""
-    fields = clock_fields(when or conversation_date(messages))
+    fields = frozen_clock(when or conversation_date(messages))
     return tokenizer.apply_chat_template(
         messages, tools=tools or None, chat_template=clocked_template(template),
         add_generation_prompt=add_generation_prompt, tokenize=False,

@@ -16,7 +16,13 @@ from pydantic import BaseModel
 
 from wtb_local.end_of_turn import END_OF_TURN, strip_end_of_turn
 from wtb_local.rendering.adapt import adapt_messages
-from wtb_local.rendering.clock import render_chat
+from wtb_local.rendering.clock import (
+    CLOCK_ARGUMENT,
+    clocked_template,
+    conversation_date,
+    frozen_clock,
+    render_chat,
+)
 from wtb_local.rendering.kwargs import thinking_kwargs
 from wtb_local.rendering.probe import (
     PROBE_TOOLS,
@@ -253,7 +259,10 @@ class FastTemplate:
             return known[1]
 
         env.filters["tojson"] = tojson_
-        self._template = env.from_string(template)
+        # the same frozen clock as the slow path (clock.py): its macro before the text, the conversation's
+        # date as data; a template that never calls strftime_now gets no date to format
+        self._template = env.from_string(clocked_template(template))
+        self._reads_clock = "strftime_now" in template
         # apply_chat_template's variables: the special tokens, then the call's keyword arguments
         self._variables = {**tokenizer.special_tokens_map, **template_kwargs}
 
@@ -264,8 +273,9 @@ class FastTemplate:
         self.renders += 1
         self._schemas = {id(tool): tool for tool in tools or ()}
         try:
+            clock = {CLOCK_ARGUMENT: frozen_clock(conversation_date(messages))} if self._reads_clock else {}
             text = self._template.render(messages=messages, tools=list(tools) if tools else None, documents=None,
-                                         add_generation_prompt=add_generation_prompt, **self._variables)
+                                         add_generation_prompt=add_generation_prompt, **self._variables, **clock)
         except Exception:  # noqa: BLE001 - the slow path raises transformers' own error (or renders)
             return self._slow(self._template_text, messages, tools, add_generation_prompt=add_generation_prompt)
         finally:
