@@ -265,6 +265,7 @@ class FastTemplate:
         self._reads_clock = "strftime_now" in template
         # apply_chat_template's variables: the special tokens, then the call's keyword arguments
         self._variables = {**tokenizer.special_tokens_map, **template_kwargs}
+        self._prepare_messages = _installed_message_steps()
 
     def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
                add_generation_prompt: bool) -> str:
@@ -274,6 +275,8 @@ class FastTemplate:
         self._schemas = {id(tool): tool for tool in tools or ()}
         try:
             clock = {CLOCK_ARGUMENT: frozen_clock(conversation_date(messages))} if self._reads_clock else {}
+            for step in self._prepare_messages:
+                messages = step(messages)
             text = self._template.render(messages=messages, tools=list(tools) if tools else None, documents=None,
                                          add_generation_prompt=add_generation_prompt, **self._variables, **clock)
         except Exception:  # noqa: BLE001 - the slow path raises transformers' own error (or renders)
@@ -289,3 +292,17 @@ class FastTemplate:
                 return reference
         return text
 
+
+
+def _installed_message_steps() -> list[Any]:
+    """What the installed transformers does to the messages before its template sees them, in its order.
+
+    Newer releases (5.25) drop None-valued keys (`_normalize_chat_messages`) and copy a message's reasoning
+    under every name templates read (`_alias_reasoning_fields`: gpt-oss reads `thinking`); older ones pass
+    the messages as given. The fast path takes the same steps where they exist, so its prompt stays
+    apply_chat_template's byte for byte on either (tests/rendering/test_fast_template.py).
+    """
+    from transformers.utils import chat_template_utils as utils
+
+    return [step for step in (getattr(utils, "_normalize_chat_messages", None),
+                              getattr(utils, "_alias_reasoning_fields", None)) if step is not None]
