@@ -9,12 +9,12 @@ that show one run. Imports no torch, vllm or transformers.
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from wtb_local.jsonl import read_json_object
 from wtb_local.protocols import find_protocol
 from wtb_local.reports.table import ReportRow, metric_row, paper_row
 
@@ -47,11 +47,8 @@ def read_run_manifest(path: str | Path) -> dict[str, Any] | None:
     """The manifest of a run directory (or of the first repeat of a `--repeats` run); None if unreadable."""
     folder = Path(path)
     for candidate in (folder / "manifest.json", folder / "repeats" / "0" / "manifest.json"):
-        try:
-            data = json.loads(candidate.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(data, dict):
+        data = read_json_object(candidate)
+        if data is not None:
             return data
     return None
 

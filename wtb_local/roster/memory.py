@@ -6,9 +6,10 @@ not modelled: vLLM measures them at start-up and gives the KV cache what is left
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
+
+from wtb_local.jsonl import read_json_object
 
 GIB = 1024 ** 3
 KV_BYTES = 2  # vLLM's default KV cache dtype follows the activations (bf16), also for FP8 weights
@@ -21,11 +22,7 @@ def cached_config(model: str) -> dict[str, Any] | None:
     path = model_file(model, "config.json")
     if path is None:
         return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+    return read_json_object(path)
 
 
 def _text(config: dict[str, Any]) -> dict[str, Any]:

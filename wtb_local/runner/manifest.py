@@ -13,6 +13,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from wtb_local.jsonl import read_json_object
+
 MANIFEST_NAME = "manifest.json"
 
 
@@ -56,10 +58,7 @@ def manifest_near(path: str | Path) -> dict[str, Any] | None:
     if len(path.parents) >= 3:
         candidates.append(path.parents[2] / MANIFEST_NAME)
     for candidate in candidates:
-        try:
-            data = json.loads(candidate.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(data, dict):
+        data = read_json_object(candidate)
+        if data is not None:
             return data
     return None

@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from wtb_local.jsonl import read_json_object
 from wtb_local.runner.resolved import ResolvedRun
 
 
@@ -30,11 +31,7 @@ def _generation_config(model: str | None, revision: str | None) -> dict[str, Any
             path = None
     if path is None or not path.is_file():
         return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+    return read_json_object(path)
 
 
 def sampling_used(settings: ResolvedRun) -> dict[str, Any]:
