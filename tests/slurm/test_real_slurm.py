@@ -96,6 +96,11 @@ def test_sharded_array_with_preemption_merges_to_the_one_process_run(qwen_tiny_d
 
             _wait("the held request of shard 1", lambda: any(marker in server.prompt_text(r.get("prompt", "")) for r in list(server.requests)),
                   150, cluster)
+            # Preempt with exactly the held session in flight: its 3 siblings are on disk first (sessions are
+            # in flight together, so the held request can arrive before the last sibling is written).
+            shard_result = run_dir / "shards" / "1-of-2" / "result" / "fake" / "Wild-Tool-Bench_result.jsonl"
+            _wait("the 3 other sessions of shard 1 on disk",
+                  lambda: shard_result.exists() and len(shard_result.read_text().splitlines()) == 3, 60, cluster)
             assert _job_field(cluster, task, "JobState") == "RUNNING"
             cluster.run("scancel", "--signal=TERM", task)
             shard_manifest = run_dir / "shards" / "1-of-2" / "manifest.json"
