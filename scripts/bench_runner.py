@@ -5,7 +5,7 @@ tests/fixtures/rendering/chat_templates.json), a real tokenizer (a byte-level BP
 trained on the sample's text: the tokenizer class and code path of a downloaded Qwen3, built offline), the
 model family's tool-call parser, the evaluator and the durable result store; the engine is replaced by
 the instant backend (wtb_local/backends/instant.py), which answers each request with its gold completion
-in the model's native format from a table filled by an unmeasured first run (the first worker's, kept in
+in the model's native format from a table filled by an unmeasured priming run of this checkout (kept in
 a file for the others). The workload is the sample
 repeated to `--copies` x 8 sessions (32 copies: the release's 256 sessions, 1,024 tasks).
 
@@ -54,14 +54,41 @@ def load() -> str:
 # --- the harness (runs inside a worker process, against whichever `wtb_local` is on sys.path) -----------
 
 def _instant_backend_class() -> Any:
-    """The instant backend of THIS checkout, also for the baseline tree (which has none)."""
-    spec = importlib.util.spec_from_file_location("bench_instant", REPO / "wtb_local" / "backends" / "instant.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.InstantBackend
+    """The instant backend (this checkout's), which writes the gold replies: the priming run only."""
+    from wtb_local.backends.instant import InstantBackend
+
+    return InstantBackend
 
 
-async def _one_run(sessions: list[Any], backend: Any, renderer: Any, parser: Any, out: Path) -> dict[str, Any]:
+class _FrozenReplies:
+    """The frozen instant backend (`InstantBackend.frozen`) restated here on the schema alone, so a baseline
+    tree older than the instant backend (or than its base classes) answers from the same table."""
+
+    name = "instant"
+    produces_text, needs_prompt, needs_gold = True, True, False
+
+    def __init__(self, replies: dict[str, tuple[str, int]]) -> None:
+        self.replies = replies
+
+    async def generate(self, request: Any) -> Any:
+        from wtb_local.schema import Completion
+
+        await asyncio.sleep(0)  # as an engine answers: after the loop's other ready work
+        prompt_tokens = len(request.prompt_token_ids or [])
+        known = self.replies.get(request.request_id)
+        if known is None:
+            return Completion(request_id=request.request_id, prompt_tokens=prompt_tokens, finish_reason="error",
+                              error=f"instant backend: no reply recorded for {request.request_id}")
+        text, tokens = known
+        return Completion(request_id=request.request_id, text=text, prompt_tokens=prompt_tokens,
+                          completion_tokens=tokens, finish_reason="stop", latency_s=0.0)
+
+    def prefilled_reasoning(self, request: Any) -> bool | None:
+        return None
+
+
+async def _one_run(sessions: list[Any], backend: Any, renderer: Any, parser: Any, out: Path,
+                   workers: int = 0) -> dict[str, Any]:
     from wtb_local.evaluator.episode import session_episodes, session_result
     from wtb_local.runner.loop import SessionRunner
     from wtb_local.runner.progress import ProgressStats, make_progress
@@ -71,8 +98,15 @@ async def _one_run(sessions: list[Any], backend: Any, renderer: Any, parser: Any
 
     store = ResultStore(out)
     store.open(fresh=True)
+    pool = None
+    if workers:  # started and ready before the clock starts, as a run starts them beside the engine
+        from wtb_local.rendering.pool import RenderPool
+
+        pool = RenderPool(renderer, workers)
+        pool.start()
+        await pool.ready()
     driver = StepDriver(backend, sampling=SamplingConfig(temperature=0.0, seed=0), parser=parser,
-                        renderer=renderer)
+                        renderer=renderer, **({"pool": pool} if pool is not None else {}))
     tasks = sum(len(s.english_tasks) for s in sessions)
     stats = ProgressStats(len(sessions), tasks, 0)
     load_before = load()
@@ -83,11 +117,15 @@ async def _one_run(sessions: list[Any], backend: Any, renderer: Any, parser: Any
     with make_progress("none", stats, sys.stderr) as progress:
         runner = SessionRunner(driver, store, model_name="bench", progress=progress,
                                episodes_for=session_episodes, session_row=session_row)
+        workers_cpu = _children_cpu(pool.pids) if pool is not None else 0.0
         started, cpu_started = time.perf_counter(), time.process_time()
         driver.meter.started = driver.meter.now()
         await runner.run(sessions, "continuous")
         store.finalize()
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+    if pool is not None:
+        cpu += _children_cpu(pool.pids) - workers_cpu  # the workers' CPU time over the same span
+        pool.close()
     if hasattr(driver.meter, "writer_busy_s"):
         driver.meter.writer_busy_s = store.write_s
     block = driver.meter.summary(tasks)
@@ -96,6 +134,15 @@ async def _one_run(sessions: list[Any], backend: Any, renderer: Any, parser: Any
             # CPU seconds of the process (all threads): less sensitive to a busy machine than wall time
             "cpu_s": round(cpu, 3), "steps_per_cpu_s": round(block["steps"] / cpu, 1),
             "load_before": load_before, "load_after": load()}
+
+
+def _children_cpu(pids: list[int]) -> float:
+    """User + system CPU seconds of running processes so far (/proc/PID/stat fields 14 and 15)."""
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 class _Recording:
@@ -143,17 +190,15 @@ def worker(args: Any) -> None:
     parser = get_parser(select_parser(TEMPLATE_MODEL, chat_template=renderer.template))
     sessions, _ = read_dataset(Path(args.dataset))
     table = Path(args.replies)
-    instant_class = _instant_backend_class()
-    if table.exists():  # written by the first worker: the same requests in every tree (digests checked)
-        replies = {rid: (text, tokens) for rid, (text, tokens) in json.loads(table.read_text("utf-8")).items()}
-        frozen = instant_class(replies=replies)
-    else:
-        instant = instant_class(parser=parser, renderer=renderer)
-        asyncio.run(_one_run(sessions, instant, renderer, parser, work / "prime.jsonl"))  # fills the table
-        frozen = instant.frozen()
-        table.write_text(json.dumps(frozen.replies, ensure_ascii=False), encoding="utf-8")
+    if args.prime:  # this checkout only: the oracle writes every gold reply once, kept for every measured run
+        instant = _instant_backend_class()(parser=parser, renderer=renderer)
+        asyncio.run(_one_run(sessions, instant, renderer, parser, work / "prime.jsonl"))
+        table.write_text(json.dumps(instant.frozen().replies, ensure_ascii=False), encoding="utf-8")
+        return
+    replies = {rid: (text, tokens) for rid, (text, tokens) in json.loads(table.read_text("utf-8")).items()}
+    frozen = _FrozenReplies(replies)
     recording = _Recording(frozen)
-    figures = asyncio.run(_one_run(sessions, recording, renderer, parser, work / "result.jsonl"))
+    figures = asyncio.run(_one_run(sessions, recording, renderer, parser, work / "result.jsonl", args.workers))
     figures.update(prompt_digest=recording.digest(), result_digest=_result_digest(work / "result.jsonl"),
                    requests=len(recording.seen), parser=parser.name)
     Path(args.json).write_text(json.dumps(figures) + "\n", encoding="utf-8")
@@ -169,14 +214,14 @@ def _baseline_tree(rev: str, into: Path) -> Path:
     return into
 
 
-def _run_worker(tree: Path, tokenizer: Path, dataset: Path, work: Path) -> dict[str, Any]:
+def _run_worker(tree: Path, tokenizer: Path, dataset: Path, work: Path, *extra: str) -> dict[str, Any]:
     work.mkdir(parents=True, exist_ok=True)
     out = work / "figures.json"
     env = {**os.environ, "PYTHONPATH": str(tree), "TOKENIZERS_PARALLELISM": "false"}
     subprocess.run([sys.executable, str(Path(__file__).resolve()), "--worker", "--tokenizer", str(tokenizer),
                     "--dataset", str(dataset), "--work", str(work), "--json", str(out),
-                    "--replies", str(work.parent / "replies.json")], check=True, env=env, cwd=str(tree))
-    return json.loads(out.read_text(encoding="utf-8"))
+                    "--replies", str(work.parent / "replies.json"), *extra], check=True, env=env, cwd=str(tree))
+    return json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
 
 
 def _stages(block: dict[str, Any]) -> dict[str, Any]:
@@ -196,6 +241,11 @@ def main() -> None:
     parser.add_argument("--dataset", help=argparse.SUPPRESS)
     parser.add_argument("--work", help=argparse.SUPPRESS)
     parser.add_argument("--replies", help=argparse.SUPPRESS)
+    parser.add_argument("--prime", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--workers", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--render-workers", default="1,2",
+                        help="also measure the checkout with these numbers of render workers (comma-separated; "
+                             "'' for none)")
     args = parser.parse_args()
     if args.worker:
         worker(args)
@@ -214,13 +264,16 @@ def main() -> None:
                                      vocab_size=args.vocab_size, max_position_embeddings=1 << 17,
                                      corpus=sample.read_text(encoding="utf-8").splitlines())
     dataset = replicated_dataset(sample, args.copies, work / "dataset.jsonl")
-    trees = {"before": _baseline_tree(args.baseline, work / "baseline"), "after": REPO}
-    runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
+    trees = {"before": (_baseline_tree(args.baseline, work / "baseline"), 0), "after": (REPO, 0)}
+    for count in [int(n) for n in args.render_workers.split(",") if n.strip()]:
+        trees[f"after, {count} render worker{'s' if count > 1 else ''}"] = (REPO, count)
+    _run_worker(REPO, tokenizer, dataset, work / "prime", "--prime")  # the gold replies, unmeasured
+    runs: dict[str, list[dict[str, Any]]] = {label: [] for label in trees}
     for round_no in range(args.rounds):
-        for label, tree in trees.items():
-            figures = _run_worker(tree, tokenizer, dataset, work / f"{label}-{round_no}")
+        for number, (label, (tree, workers)) in enumerate(trees.items()):
+            figures = _run_worker(tree, tokenizer, dataset, work / f"{number}-{round_no}", "--workers", str(workers))
             runs[label].append(figures)
-            print(f"{label:<7} round {round_no}: {figures['steps_per_s']:>8.1f} steps/s "
+            print(f"{label:<24} round {round_no}: {figures['steps_per_s']:>8.1f} steps/s "
                   f"{figures['steps_per_cpu_s']:>8.1f} steps/CPU s "
                   f"({figures['ms_per_step']:.3f} ms/step, {figures['steps']} steps) "
                   f"stages {json.dumps(_stages(figures['throughput']))} load {figures['load_before']}",
@@ -238,14 +291,16 @@ def main() -> None:
                           "stages_ms_per_step_of_best": _stages(best["throughput"]),
                           "throughput_of_best": best["throughput"]}
     ratio = round(summary["after"]["steps_per_s_median"] / summary["before"]["steps_per_s_median"], 2)
+    for label, s in summary.items():
+        s["ratio_to_before"] = round(s["steps_per_s_median"] / summary["before"]["steps_per_s_median"], 2)
     steps = runs["after"][0]["steps"]
     print(f"workload: {args.copies} x sample ({steps} steps), template {TEMPLATE_MODEL}, byte-level BPE "
           f"({args.vocab_size} tokens, trained on the sample), parser {runs['after'][0]['parser']}, "
           f"before = {args.baseline}")
-    for label in ("before", "after"):
+    for label in trees:
         s = summary[label]
-        print(f"{label:<7} {s['steps_per_s_median']:>8.1f} steps/s median of {s['steps_per_s_runs']}  "
-              f"{s['steps_per_cpu_s_median']:>8.1f} steps per CPU second  "
+        print(f"{label:<24} {s['steps_per_s_median']:>8.1f} steps/s median of {s['steps_per_s_runs']}  "
+              f"{s['steps_per_cpu_s_median']:>8.1f} steps per CPU second  x{s['ratio_to_before']} of before  "
               f"{s['ms_per_step_median']:.3f} ms/step  stages (ms/step, best run) "
               f"{json.dumps(s['stages_ms_per_step_of_best'])}")
     print(f"after / before: x{ratio}; prompts, token ids and result rows identical: {identical}")

@@ -45,19 +45,56 @@ def mistral_id(original: str) -> str:
 def adapt_messages(messages: list[dict[str, Any]], adaptation: Adaptation) -> list[dict[str, Any]]:
     """A new message list shaped by `adaptation`; the input is left untouched."""
     ids = _id_map(messages, adaptation.ids)
-    out: list[dict[str, Any]] = []
-    for message in messages:
-        message = copy.deepcopy(message)
-        if message.get("role") == "assistant" and message.get("tool_calls"):
-            message["tool_calls"] = [_adapt_call(call, adaptation, ids) for call in message["tool_calls"]]
-            if adaptation.content == "none" and not message.get("content"):
-                message["content"] = None
-            elif message.get("content") is None:
-                message["content"] = ""
-        elif message.get("role") == "tool" and message.get("tool_call_id") is not None:
-            message["tool_call_id"] = ids.get(message["tool_call_id"], message["tool_call_id"])
-        out.append(message)
+    out = [_adapt_one(message, adaptation, ids) for message in messages]
     return _split_parallel(out) if adaptation.split_parallel else out
+
+
+class GrowingAdapter:
+    """`adapt_messages` for conversations that only grow and whose message dicts never change once appended
+    (Episode.conversation; a render worker's copies): each message is reshaped once, not at every step
+    (docs/runner-speed.md §2). A message's reshaping depends on itself and on the reshaped ids of its own
+    calls or result; it is reused only for the very same dict with the same ids. The reshaped dicts are
+    shared between renderings: templates render in an immutable sandbox and transformers' message steps
+    build new dicts, so nothing changes them."""
+
+    LIMIT = 65536  # remembered messages; emptied when full
+
+    def __init__(self, adaptation: Adaptation) -> None:
+        self.adaptation = adaptation
+        self._memo: dict[int, tuple[dict[str, Any], Any, dict[str, Any]]] = {}
+
+    def __call__(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        adaptation, memo = self.adaptation, self._memo
+        ids = _id_map(messages, adaptation.ids)
+        out = []
+        for message in messages:
+            used = _ids_used(message, ids) if ids else None
+            known = memo.get(id(message))
+            if known is None or known[0] is not message or known[1] != used:
+                if len(memo) >= self.LIMIT:
+                    memo.clear()
+                known = memo[id(message)] = (message, used, _adapt_one(message, adaptation, ids))
+            out.append(known[2])
+        return _split_parallel(out) if adaptation.split_parallel else out
+
+
+def _ids_used(message: dict[str, Any], ids: dict[str, str]) -> Any:
+    if message.get("role") == "tool":
+        return ids.get(message.get("tool_call_id"))  # type: ignore[arg-type]
+    return tuple(ids.get(call.get("id")) for call in message.get("tool_calls") or ())
+
+
+def _adapt_one(message: dict[str, Any], adaptation: Adaptation, ids: dict[str, str]) -> dict[str, Any]:
+    message = copy.deepcopy(message)
+    if message.get("role") == "assistant" and message.get("tool_calls"):
+        message["tool_calls"] = [_adapt_call(call, adaptation, ids) for call in message["tool_calls"]]
+        if adaptation.content == "none" and not message.get("content"):
+            message["content"] = None
+        elif message.get("content") is None:
+            message["content"] = ""
+    elif message.get("role") == "tool" and message.get("tool_call_id") is not None:
+        message["tool_call_id"] = ids.get(message["tool_call_id"], message["tool_call_id"])
+    return message
 
 
 def _adapt_call(call: dict[str, Any], adaptation: Adaptation, ids: dict[str, str]) -> dict[str, Any]:

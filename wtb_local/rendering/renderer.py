@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from wtb_local.end_of_turn import END_OF_TURN, strip_end_of_turn
-from wtb_local.rendering.adapt import adapt_messages
+from wtb_local.rendering.adapt import GrowingAdapter, adapt_messages
 from wtb_local.rendering.clock import (
     CLOCK_ARGUMENT,
     clocked_template,
@@ -83,6 +83,11 @@ class PromptRenderer:
         return cls(tokenizer, model_id=model_id_or_path, chat_template=chat_template,
                    template_kwargs=template_kwargs, thinking=thinking, parser=parser)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """What a render worker needs (pool.py): the tokenizer, the template chosen and its variables. The
+        fast paths hold compiled code and caches; a copy builds its own, and checks them again."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("_fast", "_segments", "_growing")}
+
     # --- rendering -------------------------------------------------------------------------------------
 
     reads_only = True  # never changes the messages it is given (adapt_messages copies what it reshapes)
@@ -111,8 +116,15 @@ class PromptRenderer:
         return self._segments
 
     def render_text(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, *,
-                    add_generation_prompt: bool = True) -> str:
-        adapted = adapt_messages(messages, self.choice.adaptation)
+                    add_generation_prompt: bool = True, grows: bool = False) -> str:
+        """The prompt text. `grows`: `messages` is a conversation that only grows and whose dicts never
+        change once appended (an episode's own), so each message is reshaped once (adapt.GrowingAdapter)."""
+        if grows:
+            if getattr(self, "_growing", None) is None:
+                self._growing = GrowingAdapter(self.choice.adaptation)
+            adapted = self._growing(messages)
+        else:
+            adapted = adapt_messages(messages, self.choice.adaptation)
         if getattr(self, "_fast", None) is None:
             self._fast = FastTemplate(self._render_with, self.tokenizer, self.template, self.template_kwargs)
         return self._fast.render(adapted, tools or [], add_generation_prompt=add_generation_prompt)

@@ -32,9 +32,13 @@ class StepDriver:
 
     def __init__(self, backend: Backend, *, sampling: SamplingConfig, parser: Any = None,
                  renderer: Any = None, id_style: str = "openai",
-                 meter: ThroughputMeter | None = None) -> None:
+                 meter: ThroughputMeter | None = None, pool: Any = None) -> None:
+        """`pool`: a started RenderPool (rendering/pool.py) for `renderer`: prompts are rendered and
+        tokenised in its worker processes, byte for byte as `renderer` would, off the event loop."""
         self.backend = backend
         self.meter = meter if meter is not None else ThroughputMeter()
+        self.pool = pool if backend.needs_prompt else None
+        self.meter.pool = self.pool
         # request id -> (render, tokenise) seconds spent building it, until its step is accepted
         self._build_s: dict[str, tuple[float, float]] = {}
         self.sampling = sampling
@@ -56,12 +60,32 @@ class StepDriver:
         rid = request_id(episode.session_id, episode.task_idx, episode.step)
         timing = [0.0]  # tokenising time, filled by _build
         try:
-            return self._build(episode, rid, messages, tools, timing)
+            return self._build(episode, rid, messages, tools, timing, shared)
         finally:
             self._build_s[rid] = (self.meter.now() - started - timing[0], timing[0])
 
-    def _build(self, episode: Any, rid: str, messages: list[dict[str, Any]],
-               tools: list[dict[str, Any]], timing: list[float]) -> tuple[GenerationRequest | None, str | None]:
+    async def build(self, episode: Any) -> tuple[GenerationRequest | None, str | None]:
+        """`build_request`, with the prompt rendered by the render pool when there is one (awaited while the
+        other episodes go on); the request and the reason for a failed rendering are the same."""
+        if self.pool is None:
+            return self.build_request(episode)
+        from wtb_local.rendering.pool import RenderFailed
+
+        messages, tools = episode.conversation() if hasattr(episode, "conversation") else episode.request()
+        rid = request_id(episode.session_id, episode.task_idx, episode.step)
+        request = self._request(episode, rid, messages, tools)
+        try:
+            text, ids, render_s, tokenise_s = await self.pool.build(
+                (episode.session_id, episode.task_idx), episode.session_id, messages, tools)
+        except RenderFailed as exc:
+            self._build_s[rid] = (0.0, 0.0)
+            return None, str(exc)
+        self._build_s[rid] = (render_s, tokenise_s)  # the worker's time: off the loop (throughput.py)
+        request.prompt, request.prompt_token_ids = text, ids
+        return request, None
+
+    def _request(self, episode: Any, rid: str, messages: list[dict[str, Any]],
+                 tools: list[dict[str, Any]]) -> GenerationRequest:
         # Built without validation: every field is already of its declared type (a measurable share of
         # a step's time otherwise, docs/runner-speed.md §2).
         request = GenerationRequest.model_construct(
@@ -74,10 +98,17 @@ class StepDriver:
             from wtb_local.backends.gold_replies import gold_reply
 
             request.gold_reply = gold_reply(episode)
+        return request
+
+    def _build(self, episode: Any, rid: str, messages: list[dict[str, Any]],
+               tools: list[dict[str, Any]], timing: list[float],
+               shared: bool = False) -> tuple[GenerationRequest | None, str | None]:
+        request = self._request(episode, rid, messages, tools)
         if self.backend.needs_prompt:
             staged = hasattr(self.renderer, "render_text") and hasattr(self.renderer, "encode_prompt")
             try:
-                text = self.renderer.render_text(messages, tools) if staged else None
+                text = (self.renderer.render_text(messages, tools, **({"grows": True} if shared else {}))
+                        if staged else None)
             except Exception as exc:  # noqa: BLE001 - a template's raise_exception fails this step only
                 return None, f"render failed: {type(exc).__name__}: {_one_line(exc)}"
             if staged:
@@ -125,7 +156,9 @@ class StepDriver:
                         cached_tokens=cached)
         total = render_s + tokenise_s + parse_s + judge_s
         episode.annotate(step, {"runner_ms": round(1000 * total, 3)})
-        if getattr(episode, "done", False) and hasattr(self.renderer, "forget"):
+        if getattr(episode, "done", False) and self.pool is not None:
+            self.pool.forget((episode.session_id, episode.task_idx))
+        elif getattr(episode, "done", False) and hasattr(self.renderer, "forget"):
             self.renderer.forget((episode.session_id, episode.task_idx))
         return outcome
 

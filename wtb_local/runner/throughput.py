@@ -11,6 +11,10 @@
   an engine that answered at once (steps over the runner's own time) next to the steps per second the
   run made: a ceiling close to the achieved rate means the runner set the pace, a ceiling far above it
   the engine (docs/runner-speed.md §4);
+- with render workers (`--render-workers`, rendering/pool.py) rendering and tokenising run in other
+  processes: they are reported (`render`, `tokenise`: the workers' time per step) but are not the loop's;
+  the loop's share is sending the appended messages and reading the prompt back (`ipc`), and the ceiling is
+  set by whichever is slower, the loop or the workers together (docs/runner-speed.md §6);
 - prompt tokens served from the prefix cache, when the backend reports them (vLLM does per request).
 `summary()` is the `throughput` block of the manifest's invocation and of the run summary.
 """
@@ -35,6 +39,7 @@ class ThroughputMeter:
         self.judge_s = 0.0
         self.write_s = 0.0
         self.writer_busy_s: float | None = None  # set by the caller from the result store, when it has one
+        self.pool: Any = None  # a RenderPool rendering off the loop (its `size`, `loop_s`, `worker_s`)
         self.max_step_s = 0.0
         self.prompt_tokens = 0
         self.generated_tokens = 0
@@ -74,7 +79,12 @@ class ThroughputMeter:
     def summary(self, tasks: int) -> dict[str, Any]:
         wall = self._clock() - self.started
         busy = self.engine_busy_s + (self._clock() - self._busy_since if self.in_flight else 0.0)
-        own = self.render_s + self.tokenise_s + self.parse_s + self.judge_s + self.write_s
+        workers = self.pool.size if self.pool is not None else 0
+        ipc_s = self.pool.loop_s if self.pool is not None else 0.0
+        rendering = self.render_s + self.tokenise_s
+        own = (ipc_s if workers else rendering) + self.parse_s + self.judge_s + self.write_s
+        # the slower of the loop and the workers together sets the pace the runner can feed
+        limit = max(own, rendering / workers) if workers else own
 
         def per_step_ms(seconds: float) -> float | None:
             return round(1000 * seconds / self.steps, 4) if self.steps else None
@@ -82,6 +92,11 @@ class ThroughputMeter:
         def rate(count: float) -> float | None:
             return round(count / wall, 3) if wall > 0 else None
 
+        breakdown = {"render": per_step_ms(self.render_s), "tokenise": per_step_ms(self.tokenise_s),
+                     "parse": per_step_ms(self.parse_s), "judge": per_step_ms(self.judge_s),
+                     "write": per_step_ms(self.write_s)}
+        if workers:
+            breakdown["ipc"] = per_step_ms(ipc_s)
         return {
             "wall_s": round(wall, 3),
             "tasks": tasks,
@@ -100,17 +115,16 @@ class ThroughputMeter:
             if self.reported_prompt_tokens else None,
             "runner_ms_per_step": per_step_ms(own),
             "runner_ms_per_step_max": round(1000 * self.max_step_s, 3) if self.steps else None,
-            "runner_ms_breakdown": {"render": per_step_ms(self.render_s),
-                                    "tokenise": per_step_ms(self.tokenise_s),
-                                    "parse": per_step_ms(self.parse_s),
-                                    "judge": per_step_ms(self.judge_s),
-                                    "write": per_step_ms(self.write_s)},
+            "runner_ms_breakdown": breakdown,
             "runner_busy_s": round(own, 3),
             "runner_busy_share": round(own / wall, 4) if wall > 0 else None,
             "steps_per_s": rate(self.steps),
             # the step rate the runner alone could have sustained: steps over its own time
-            "runner_ceiling_steps_per_s": round(self.steps / own, 1) if own > 0 else None,
+            "runner_ceiling_steps_per_s": round(self.steps / limit, 1) if limit > 0 else None,
             "writer_busy_s": round(self.writer_busy_s, 3) if self.writer_busy_s is not None else None,
+            # 0: rendered on the loop; N: by N worker processes, busy `render_workers_busy_s` together
+            "render_workers": workers,
+            "render_workers_busy_s": round(rendering, 3) if workers else None,
         }
 
 

@@ -1,0 +1,94 @@
+"""One render worker process (`python -m wtb_local.rendering.worker`), driven by `RenderPool` (pool.py).
+
+It reads length-prefixed pickles from stdin and answers on the stdout it was started with (anything a
+library prints goes to stderr instead, so it cannot corrupt the replies):
+  ("init", 0, renderer pickle)                     -> ("ready", 0) or ("failed", 0, reason)
+  ("render", n, key, family, base, new, tools#, tools|None)
+                                                   -> ("ok", n, text, ids bytes, render s, tokenise s)
+                                                      or ("error", n, "render failed: Type: message")
+  ("forget", 0, key)                               -> nothing
+A conversation is its first `base` messages as last sent plus `new`; `render` is `render_text` then
+`encode_prompt(text, key, family)` of the run's own renderer, so the prompt and its ids are the in-process
+ones. The fast paths' notes (FastTemplate, SegmentEncoder) are sent once each as ("note", 0, text).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import pickle
+import sys
+import time
+from typing import Any, BinaryIO
+
+from wtb_local.rendering.pool import _HEADER, ids_to_bytes, pack
+
+
+def _read(stream: BinaryIO) -> Any:
+    header = stream.read(_HEADER.size)
+    if len(header) < _HEADER.size:
+        return None
+    (length,) = _HEADER.unpack(header)
+    body = stream.read(length)
+    return pickle.loads(body) if len(body) == length else None
+
+
+def serve(inbox: BinaryIO, outbox: BinaryIO) -> None:
+    def send(message: Any) -> None:
+        outbox.write(pack(message))
+        outbox.flush()
+
+    first = _read(inbox)
+    if first is None:
+        return
+    try:
+        renderer = pickle.loads(first[2])
+    except Exception as exc:  # noqa: BLE001 - said to the pool, which refuses to go on
+        send(("failed", 0, f"{type(exc).__name__}: {' '.join(str(exc).split())}"))
+        return
+    gc.freeze()  # the tokenizer and template live as long as the worker: out of every full collection
+    send(("ready", 0))
+    conversations: dict[Any, list[dict[str, Any]]] = {}
+    tools_by_number: dict[int, Any] = {}
+    noted: set[str] = set()
+    clock = time.perf_counter
+    while True:
+        message = _read(inbox)
+        if message is None:
+            return
+        kind = message[0]
+        if kind == "forget":
+            conversations.pop(message[2], None)
+            renderer.forget(message[2])
+            continue
+        _, number, key, family, base, new, tools_number, tools = message
+        if tools is not None:
+            tools_by_number[tools_number] = tools
+        messages = conversations.get(key, []) if base else []
+        del messages[base:]
+        messages.extend(new)
+        conversations[key] = messages
+        started = clock()
+        try:
+            text = renderer.render_text(list(messages), tools_by_number[tools_number], grows=True)
+        except Exception as exc:  # noqa: BLE001 - a template's raise_exception fails this step only
+            send(("error", number, f"render failed: {type(exc).__name__}: {' '.join(str(exc).split())}"))
+            continue
+        rendered = clock()
+        ids = renderer.encode_prompt(text, key, family)
+        send(("ok", number, text, ids_to_bytes(ids), rendered - started, clock() - rendered))
+        for note in (getattr(getattr(renderer, "_fast", None), "note", ""), renderer.segments.note):
+            if note and note not in noted:
+                noted.add(note)
+                send(("note", 0, note))
+
+
+def main() -> None:
+    outbox = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    sys.stdout = sys.stderr  # a library's print must not land in the reply stream
+    os.dup2(sys.stderr.fileno(), 1)
+    serve(sys.stdin.buffer, outbox)
+
+
+if __name__ == "__main__":
+    main()
