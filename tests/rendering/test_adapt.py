@@ -9,7 +9,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from wtb_local.rendering.adapt import Adaptation, adapt_messages, mistral_id
+from wtb_local.rendering.adapt import Adaptation, GrowingAdapter, adapt_messages, mistral_id
 
 
 def _conversation() -> list[dict]:
@@ -121,3 +121,21 @@ def test_adaptation_never_drops_history(calls: list[tuple[str, int]], split: boo
     assert got_calls == [(name, {"v": value}) for name, value in calls]
     assert [m["content"] for m in out if m["role"] == "tool"] == [f"r{k}" for k in range(len(calls))]
     assert adapt_messages(conversation, Adaptation(ids=ids, split_parallel=split)) == out  # deterministic
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(["keep", "mistral", "kimi"]), st.booleans(), st.sampled_from(["dict", "json"]),
+       st.permutations(range(9)))
+def test_growing_adapter_equals_adapt_messages_at_every_length(ids: str, split: bool, arguments: str,
+                                                               order: list[int]) -> None:
+    """Each message reshaped once (GrowingAdapter) gives adapt_messages' list at every step of a growing
+    conversation, and again for the same message dicts in another order: Kimi's running index moves with
+    the calls before a message, so a remembered reshaping is reused only with the same ids."""
+    adaptation = Adaptation(ids=ids, split_parallel=split, arguments=arguments)
+    conversation = _conversation()
+    grow = GrowingAdapter(adaptation)
+    for length in range(1, len(conversation) + 1):
+        assert grow(conversation[:length]) == adapt_messages(conversation[:length], adaptation)
+    shuffled = [conversation[i] for i in order]  # the same dicts, other neighbours
+    assert grow(shuffled) == adapt_messages(shuffled, adaptation)
+    assert conversation == _conversation()  # never changed

@@ -37,6 +37,9 @@ def test_every_prompt_of_the_sample_equals_apply_chat_template(key: str) -> None
                 slow = _outcome(renderer._render_with, renderer.template,
                                 adapt_messages(messages, renderer.choice.adaptation), tools)
                 assert fast == slow, f"{key}: {episode.session_id} task {episode.task_idx} step {episode.step}"
+                # each message reshaped once over the episode's steps (adapt.GrowingAdapter): the same prompt
+                grown = _outcome(lambda m, t: renderer.render_text(m, t, grows=True), messages, tools)
+                assert grown == slow, f"{key}: {episode.session_id} task {episode.task_idx} step {episode.step}"
                 if fast[0] == "ok":
                     prompts += 1
                     assert renderer.render(messages, tools).token_ids == renderer.encode(fast[1])
@@ -45,7 +48,7 @@ def test_every_prompt_of_the_sample_equals_apply_chat_template(key: str) -> None
                     reply = {**reply, "reasoning_content": f"Thinking about step {episode.step}."}
                 episode.accept(reply)
     assert prompts > 60
-    assert renderer._fast.note == "" and renderer._fast.renders == 2 * prompts  # render_text, render
+    assert renderer._fast.note == "" and renderer._fast.renders == 3 * prompts  # render_text twice, render
 
 
 def test_a_difference_turns_the_fast_path_off_and_says_so() -> None:

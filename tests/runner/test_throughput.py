@@ -61,12 +61,40 @@ def test_meter_counts_busy_time_as_the_union_of_requests_in_flight() -> None:
         # 16 ms of the runner's own work in 10 s: it could have fed 3 steps / 0.016 s
         "runner_busy_s": 0.016, "runner_busy_share": 0.0016, "steps_per_s": 0.3,
         "runner_ceiling_steps_per_s": 187.5, "writer_busy_s": 0.012,
+        "render_workers": 0, "render_workers_busy_s": None,
     }
     assert summary_line(summary) == (
         "throughput: 0.20 tasks/s, 6.0 generated tok/s, 50.0 prompt tok/s, prefix cache 50.0% of prompt "
         "tokens, engine busy 40% of 10.0 s, runner 5.333 ms/step, runner busy 0%, could feed 188 steps/s "
         "(ran 0.3)"
     )
+
+
+class _Pool:  # what the meter reads of a RenderPool
+    size, loop_s = 2, 0.003
+
+
+def test_meter_with_render_workers_counts_rendering_off_the_loop() -> None:
+    """With render workers the loop's own time is ipc + parse + judge + write; rendering and tokenising are
+    the workers' (reported, not the loop's), and the ceiling is the slower of the loop and the workers."""
+    clock = FakeClock()
+    meter = ThroughputMeter(clock)
+    meter.pool = _Pool()
+    meter.step(render_s=0.004, tokenise_s=0.002, parse_s=0.001, judge_s=0.001, prompt_tokens=10,
+               generated_tokens=1, cached_tokens=None)
+    meter.step(render_s=0.004, tokenise_s=0.002, parse_s=0.001, judge_s=0.001, prompt_tokens=10,
+               generated_tokens=1, cached_tokens=None)
+    meter.session_written(0.001)
+    clock.t = 10.0
+    summary = meter.summary(tasks=1)
+    assert summary["runner_ms_breakdown"] == {"render": 4.0, "tokenise": 2.0, "parse": 1.0, "judge": 1.0,
+                                              "write": 0.5, "ipc": 1.5}
+    # the loop: 3 ms ipc + 2 parse + 2 judge + 1 write = 8 ms; the workers: 12 ms over 2 workers = 6 ms
+    assert summary["runner_busy_s"] == 0.008 and summary["runner_ms_per_step"] == 4.0
+    assert summary["render_workers"] == 2 and summary["render_workers_busy_s"] == 0.012
+    assert summary["runner_ceiling_steps_per_s"] == 250.0  # 2 steps / 8 ms: the loop is the slower
+    meter.pool.loop_s = 0.0
+    assert meter.summary(tasks=1)["runner_ceiling_steps_per_s"] == round(2 / 0.006, 1)  # now the workers
 
 
 def test_meter_without_cache_reports_says_so() -> None:

@@ -62,17 +62,39 @@ def ids_from_bytes(data: bytes) -> list[int]:
     return values.tolist()
 
 
-def auto_workers(cpus: int | None = None, episodes: int = 0) -> int:
+AUTO_MIN_EPISODES = 256  # below this a run is over before started workers repay their start
+AUTO_MAX = 8
+
+
+def usable_cpus() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def auto_workers(cpus: int, episodes: int) -> int:
     """`--render-workers auto`: none for a run too small to repay starting processes (each imports
-    transformers, about a second), else one per spare CPU up to 8; the loop keeps one CPU."""
-    cpus = cpus if cpus is not None else len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
-        else (os.cpu_count() or 1)
+    transformers, about a second) or on one CPU, else one per CPU beside the loop's, up to 8."""
     if episodes < AUTO_MIN_EPISODES or cpus < 2:
         return 0
-    return min(8, cpus - 1)
+    return min(AUTO_MAX, cpus - 1)
 
 
-AUTO_MIN_EPISODES = 256
+def resolve_render_workers(given: str, source: str, *, renderer: Any, backend: Any, episodes: int,
+                           err: Any) -> tuple[int, str]:
+    """The number of render workers and where it came from (the manifest's `sources`). A number given for
+    a run whose prompts cannot be rendered in workers is said to change nothing, in one line."""
+    renders = bool(getattr(backend.capabilities, "renders_prompts", False)) and \
+        bool(getattr(renderer, "renders_in_workers", False))
+    if not renders:
+        why = ("the backend renders no prompts" if not getattr(backend.capabilities, "renders_prompts", False)
+               else f"the {type(renderer).__name__} renders on the event loop only")
+        if given != "auto" and int(given) > 0:
+            print(f"warning: --render-workers {given} changes nothing: {why}", file=err)
+        return 0, why
+    if given == "auto":
+        cpus = usable_cpus()
+        count = auto_workers(cpus, episodes)
+        return count, f"auto ({cpus} CPUs, {episodes} episodes)"
+    return int(given), source
 
 
 class _Worker:

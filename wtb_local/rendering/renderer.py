@@ -91,6 +91,7 @@ class PromptRenderer:
     # --- rendering -------------------------------------------------------------------------------------
 
     reads_only = True  # never changes the messages it is given (adapt_messages copies what it reshapes)
+    renders_in_workers = True  # picklable; render_text(grows=) + encode_prompt run in a RenderPool (pool.py)
 
     def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> RenderedPrompt:
         text = self.render_text(messages, tools)

@@ -116,10 +116,18 @@ async def _run_pending(prep: PreparedRun, pending: list[Any], backend: Backend, 
     from wtb_local.evaluator.episode import session_result
 
     settings = prep.run
+    pool = _start_pool(prep.renderer, settings.render_workers, err) if backend.needs_prompt else None
+    try:
+        if own_backend:
+            await backend.start()  # the render workers load meanwhile
+        if pool is not None:
+            await pool.ready()
+    except BaseException:
+        if pool is not None:
+            pool.close()
+        raise
     driver = StepDriver(backend, sampling=settings.sampling, parser=prep.parser, renderer=prep.renderer,
-                        meter=meter)
-    if own_backend:
-        await backend.start()
+                        meter=meter, pool=pool)
     meter.started = meter.now()  # rates count from the first request, not from engine start
     try:
         with make_progress(settings.progress, stats, err) as progress:
@@ -129,8 +137,30 @@ async def _run_pending(prep: PreparedRun, pending: list[Any], backend: Backend, 
                                    label_counts=_label_counts, should_stop=lambda: stop.requested)
             await runner.run(pending, scheduling)
     finally:
+        if pool is not None:
+            for note in pool.notes:
+                print(f"note: {note}", file=err)
+            pool.close()
         if own_backend:
             await backend.close()
+
+
+def _start_pool(renderer: Any, workers: int, err: Any) -> Any:
+    """The run's render workers, started (they load while the engine does); None for none. A renderer that
+    cannot be sent to a worker renders on the loop instead, said in one line."""
+    if workers < 1 or renderer is None:
+        return None
+    from wtb_local.rendering.pool import RenderPool
+
+    pool = RenderPool(renderer, workers)
+    try:
+        pool.start()
+    except Exception as exc:  # noqa: BLE001 - e.g. a remote-code tokenizer that does not pickle
+        pool.close()
+        print(f"warning: --render-workers {workers}: the renderer cannot go to a worker process "
+              f"({type(exc).__name__}: {' '.join(str(exc).split())}); rendering on the event loop", file=err)
+        return None
+    return pool
 
 
 async def run_job_async(options: RunOptions, *, backend: Backend | None = None, renderer: Any = None,
@@ -195,7 +225,10 @@ async def run_job_async(options: RunOptions, *, backend: Backend | None = None, 
         # a broken backend stops the run; finished sessions stay
         cause = _first_cause(exc)
         failure = f"{type(cause).__name__}: {' '.join(str(cause).split())}"
-        raise RunError(f"the {settings.backend} backend failed, run stopped ({failure}); "
+        from wtb_local.rendering.pool import PoolError
+
+        who = "render workers" if isinstance(cause, PoolError) else f"{settings.backend} backend"
+        raise RunError(f"the {who} failed, run stopped ({failure}); "
                        f"{len(store.rows)} finished session(s) kept in {paths.result_file}: "
                        "rerun the same command to resume") from exc
     finally:

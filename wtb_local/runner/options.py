@@ -75,6 +75,14 @@ def _shard(_ctx: click.Context, _param: click.Parameter, value: str | None) -> s
 _POSITIVE = click.IntRange(min=1)
 
 
+def _workers(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    if value is None or value.strip() == "auto":
+        return value and "auto"
+    if not value.strip().isdigit():
+        raise click.BadParameter(f"{value!r} is not a number of processes (0, 1, 2, ...) or auto")
+    return str(int(value))
+
+
 class RunOptions(BaseModel):
     """The `run` command's options as given (unset: the default below). Never changed after it is made;
     `prepare` turns it into a resolved run (runner/resolved.py)."""
@@ -182,6 +190,10 @@ class RunOptions(BaseModel):
         "continuous: each episode's next step goes out as soon as its reply is judged; waves: step-synchronous "
         "(auto: waves for step-synchronous backends, e.g. transformers).", type=click.Choice(SCHEDULING_MODES),
         show_default=True)] = "auto"
+    render_workers: Annotated[str, Cli(
+        "Processes that render and tokenise prompts beside the event loop (0: on the loop; auto: one per spare "
+        "CPU up to 8 for runs of 256 episodes or more, else 0). Prompts are the same either way "
+        "(docs/runner-speed.md §6).", callback=_workers, show_default=True)] = "auto"
     repeats: Annotated[int, Cli(
         "Run K seeds of a sampled run (one engine) and report mean ± standard error; each repeat is a run "
         "directory under <run dir>/repeats/.", type=_POSITIVE, show_default=True)] = 1

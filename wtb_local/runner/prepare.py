@@ -150,6 +150,11 @@ def _prepare(options: RunOptions, renderer: Any, err: Any, engine: bool) -> Prep
         context, values["default_max_model_len"] = engine_context_length(values, renderer, selected)
         if values["default_max_model_len"] is not None:
             sources["max_model_len"] = context["how"]
+    from wtb_local.rendering.pool import resolve_render_workers
+
+    values["render_workers"], sources["render_workers"] = resolve_render_workers(
+        options.render_workers, sources["render_workers"], renderer=renderer, backend=backend,
+        episodes=sum(len(s.english_tasks) for s in selected), err=err)
     values["sampling"] = SamplingConfig(temperature=values.pop("temperature"), top_p=values.pop("top_p"),
                                         max_new_tokens=values.pop("max_new_tokens"), seed=values.pop("seed"))
     for name in ("temperature", "top_p", "max_new_tokens", "seed"):

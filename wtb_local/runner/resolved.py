@@ -55,6 +55,7 @@ class ResolvedRun(BaseModel):
     enforce_eager: bool = False
     batch_size: int = 16
     scheduling: str = "auto"
+    render_workers: int = 0  # processes rendering prompts beside the loop (rendering/pool.py); not hashed
     progress: str = "auto"
     protocol: str | None = None  # the protocol's hash value: None for release (left out of the hash)
     paper_family: str | None = None
