@@ -27,7 +27,6 @@ import argparse
 import asyncio
 import functools
 import hashlib
-import importlib.util
 import inspect
 import json
 import os
@@ -226,7 +225,7 @@ def _run_worker(tree: Path, tokenizer: Path, dataset: Path, work: Path, *extra: 
 
 def _stages(block: dict[str, Any]) -> dict[str, Any]:
     stages = dict(block.get("runner_ms_breakdown") or {})
-    return {k: stages.get(k) for k in ("render", "tokenise", "parse", "judge", "parse_judge", "write")}
+    return {k: stages.get(k) for k in ("render", "tokenise", "parse", "judge", "parse_judge", "write", "ipc")}
 
 
 def main() -> None:

@@ -146,6 +146,8 @@ def test_the_installed_wheel_runs_the_quickstart_from_outside_the_checkout(venv:
     override = hashlib.sha256((ROOT / "chat_templates" / "llama3_json.jinja").read_bytes()).hexdigest()
     assert f"template: override:llama3_json sha256={override}" in installed.stderr.splitlines()
 
+    _assert_render_worker_runs(venv, tmp_path, env)
+
     doctor = _run([str(venv), "-m", "wtb_local", "doctor"], cwd=tmp_path, env=env)
     assert doctor.returncode == 0, doctor.stderr
     assert doctor.stdout.splitlines()[1].startswith("ok      packages: wtb-local 0.1.0, ")
@@ -157,6 +159,23 @@ def test_the_installed_wheel_runs_the_quickstart_from_outside_the_checkout(venv:
     text = page.read_text(encoding="utf-8")
     assert (ROOT / "wtb_local" / "reports" / "browser.css").read_text(encoding="utf-8") in text
     assert "Qwen3-8B" in text
+
+
+def _assert_render_worker_runs(venv: Path, tmp_path: Path, env: dict[str, str]) -> None:
+    """A run whose prompts are rendered in a render worker process (docs/runner-speed.md §6): the worker
+    imports this same installed (or zipped) wtb_local, and every task gets its gold reply."""
+    from wtb_local.testing import build_tiny_tokenizer
+
+    model = build_tiny_tokenizer(tmp_path / "qwen3-tokenizer", real_templates()["Qwen/Qwen3-0.6B"]["chat_template"],
+                                 special_tokens=["<tool_call>", "</tool_call>"], vocab_size=1024,
+                                 max_position_embeddings=1 << 17)
+    run = _run([str(venv), "-m", "wtb_local", "--model", str(model), "--backend", "instant", "--parser", "hermes",
+                "--dataset", "sample", "--limit", "2", "--render-workers", "1", "--out", "pooled",
+                "--progress", "none"], cwd=tmp_path, env=env)
+    assert run.returncode == 0, run.stderr
+    manifest = json.loads((tmp_path / "pooled" / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["summary"]["throughput"]["render_workers"] == 1
+    assert manifest["summary"]["task_accuracy"]["accuracy"] == 1.0
 
 
 def test_the_wheel_runs_as_a_zip(built: tuple[Path, Path], venv: Path, tmp_path: Path) -> None:
@@ -174,6 +193,7 @@ def test_the_wheel_runs_as_a_zip(built: tuple[Path, Path], venv: Path, tmp_path:
     copied = Path(manifest["dataset"]["path"])
     assert copied.parent.parent == tmp_path / "cache" / "shipped" and copied.name == "sample.jsonl"
     assert copied.read_bytes() == (ROOT / "data" / "sample.jsonl").read_bytes()
+    _assert_render_worker_runs(venv, tmp_path, env)
     report = _run([str(venv), "-m", "wtb_local", "report", "demo", "--format", "html", "--out", "report"],
                   cwd=tmp_path, env=env)
     assert report.returncode == 0, report.stderr

@@ -43,8 +43,8 @@ def test_the_run_option_reaches_the_vllm_config() -> None:
     ctx = run.make_context("run", ["--model", "m", "--backend", "vllm", "--data-parallel-size", "2"])
     options = options_from_click(ctx, ctx.params)
     assert options.data_parallel_size == 2 and options.given == {"model", "backend", "data_parallel_size"}
-    # prepare copies every option the resolved run holds (runner/prepare.py)
-    resolved = ResolvedRun(**{k: v for k, v in options if k in ResolvedRun.model_fields})
+    # prepare copies every option the resolved run holds (runner/prepare.py), resolving --render-workers
+    resolved = ResolvedRun(**{k: v for k, v in options if k in ResolvedRun.model_fields and k != "render_workers"})
     backend = backend_class("vllm").from_run(resolved, parser=None, renderer=None)
     assert backend.config.data_parallel_size == 2 and backend.config.tensor_parallel_size == 1
     ctx = run.make_context("run", ["--model", "m"])

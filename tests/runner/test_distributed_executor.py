@@ -29,7 +29,7 @@ def test_the_run_option_and_its_env_twin_reach_the_vllm_config(monkeypatch: pyte
                                    "--tensor-parallel-size", "8", "--pipeline-parallel-size", "2"])
     options = settings_from_options(ctx)
     # prepare copies every option the resolved run holds (runner/prepare.py)
-    resolved = ResolvedRun(**{k: v for k, v in options if k in ResolvedRun.model_fields})
+    resolved = ResolvedRun(**{k: v for k, v in options if k in ResolvedRun.model_fields and k != "render_workers"})
     backend = backend_class("vllm").from_run(resolved, parser=None, renderer=None)
     assert (backend.config.distributed_executor_backend, backend.config.tensor_parallel_size,
             backend.config.pipeline_parallel_size) == ("ray", 8, 2)

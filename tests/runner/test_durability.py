@@ -1,7 +1,8 @@
 """A session the runner reports finished survives a kill -9, with the result writer off the event loop
 (docs/runner-speed.md §3): a real run in its own process is SIGKILLed after it has reported some sessions
 finished; every reported session is on disk, whole and equal to an uninterrupted run's, and a resumed
-run skips exactly the finished sessions on disk and ends with the uninterrupted run's file."""
+run skips exactly the finished sessions on disk and ends with the uninterrupted run's file. The same holds
+with render workers (docs/runner-speed.md §6), which leave with the killed run."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -57,8 +59,9 @@ def _complete_rows(path: Path) -> dict[str, dict]:
     return rows
 
 
+@pytest.mark.parametrize("workers", ["0", "2"])
 def test_reported_sessions_survive_kill_9_and_resume_skips_exactly_the_finished(workload: tuple[Path, Path],
-                                                                                tmp_path: Path) -> None:
+                                                                                tmp_path: Path, workers: str) -> None:
     reference = tmp_path / "reference.jsonl"
     subprocess.run(_command(workload, reference), env=_env(), check=True, capture_output=True, timeout=600,
                    cwd=ROOT)
@@ -66,10 +69,14 @@ def test_reported_sessions_survive_kill_9_and_resume_skips_exactly_the_finished(
     assert len(expected) == 8 * COPIES
 
     killed = tmp_path / "killed.jsonl"
-    proc = subprocess.Popen(_command(workload, killed), env=_env(), stdout=subprocess.PIPE,
+    proc = subprocess.Popen(_command(workload, killed, "--workers", workers), env=_env(), stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
     reported: list[str] = []
+    pids: list[int] = []
     for line in proc.stdout:
+        if line.startswith("workers "):
+            pids = [int(pid) for pid in line.split()[1:]]
+            continue
         reported.append(line.split()[1])
         if len(reported) == REPORTED_BEFORE_KILL:
             os.kill(proc.pid, signal.SIGKILL)
@@ -77,6 +84,11 @@ def test_reported_sessions_survive_kill_9_and_resume_skips_exactly_the_finished(
     rest, _ = proc.communicate(timeout=60)
     reported += [line.split()[1] for line in rest.splitlines() if line.startswith("finished ")]
     assert proc.returncode == -signal.SIGKILL
+    assert len(pids) == int(workers)
+    deadline = time.monotonic() + 30  # a worker reads the end of its pipe and leaves
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(pid) for pid in pids), "a render worker outlived the killed run"
 
     on_disk = _complete_rows(killed)
     assert set(reported) <= set(on_disk), "a session reported finished is missing after kill -9"
@@ -84,14 +96,23 @@ def test_reported_sessions_survive_kill_9_and_resume_skips_exactly_the_finished(
     for sid, row in on_disk.items():  # every line on disk is a whole finished session, as run uninterrupted
         assert without_timing(row) == expected[sid]
 
-    resumed = subprocess.run(_command(workload, killed, "--resume"), env=_env(), check=True,
+    resumed = subprocess.run(_command(workload, killed, "--resume", "--workers", workers), env=_env(), check=True,
                              capture_output=True, text=True, timeout=600, cwd=ROOT)
-    lines = resumed.stdout.splitlines()
+    lines = [line for line in resumed.stdout.splitlines() if not line.startswith("workers ")]
     assert lines[0] == "resumed " + json.dumps(sorted(on_disk))
     assert sorted(line.split()[1] for line in lines[1:]) == sorted(set(expected) - set(on_disk))
     final = read_jsonl(killed)
     assert [row["id"] for row in final] == [row["id"] for row in read_jsonl(reference)]  # sorted by number
     assert [without_timing(row) for row in final] == [expected[row["id"]] for row in final]
+
+
+def _alive(pid: int) -> bool:
+    """Running, not a zombie waiting for its (killed) parent's reaper."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"
 
 
 def test_group_commit_reports_rows_in_order_only_after_they_are_written(tmp_path: Path) -> None:

@@ -48,9 +48,14 @@ def _wait_for(predicate: Any, proc: subprocess.Popen[str], timeout: float) -> No
     raise AssertionError("condition not reached")
 
 
-def _stopped(proc: subprocess.Popen[str], sig: int, result_file: Path, timeout: float) -> tuple[str, float]:
+def _stopped(proc: subprocess.Popen[str], sig: int, result_file: Path, timeout: float,
+             group: bool = False) -> tuple[str, float]:
+    """Send `sig` to the run (`group`: to its whole process group, as Ctrl-C in a terminal does)."""
     sent = time.monotonic()
-    proc.send_signal(sig)
+    if group:
+        os.killpg(proc.pid, sig)
+    else:
+        proc.send_signal(sig)
     _, stderr = proc.communicate(timeout=timeout)
     elapsed = time.monotonic() - sent
     assert proc.returncode == 130, stderr
@@ -91,6 +96,49 @@ def test_oracle_run_stops_on_a_signal_and_resumes(tmp_path: Path, sig: int) -> N
     assert [row["id"] for row in read_jsonl(result_file)][: len(kept)] == kept
     assert len(read_jsonl(result_file)) == 512
     assert json.loads((out / "manifest.json").read_text())["status"] == "complete"
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_run_with_render_workers_stops_when_its_whole_process_group_is_signalled(tmp_path: Path,
+                                                                                  sig: int) -> None:
+    """Ctrl-C (and Slurm's SIGTERM) reach the render workers too (docs/runner-speed.md §6): the run still
+    stops with its one line and exit 130, no worker prints a traceback, and none outlives the run."""
+    from wtb_local.testing import build_tiny_tokenizer
+
+    templates = ROOT / "tests" / "fixtures" / "rendering" / "chat_templates.json"
+    template = json.loads(templates.read_text(encoding="utf-8"))["Qwen/Qwen3-0.6B"]["chat_template"]
+    model = build_tiny_tokenizer(tmp_path / "tokenizer", template, special_tokens=["<tool_call>", "</tool_call>"],
+                                 vocab_size=1024, max_position_embeddings=1 << 17)
+    dataset = replicated_sample(32, tmp_path / "big.jsonl")  # 256 sessions: far from done when stopped
+    out = tmp_path / "run"
+    args = [sys.executable, "-m", "wtb_local", "--model", str(model), "--backend", "instant", "--parser", "hermes",
+            "--dataset", str(dataset), "--out", str(out), "--progress", "none", "--render-workers", "2"]
+    result_file = out / "result" / "tokenizer" / RESULT_NAME
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
+                            start_new_session=True)
+    try:
+        _wait_for(lambda: result_file.exists() and result_file.stat().st_size > 0, proc, 240)
+        workers = _children(proc.pid)
+        assert len(workers) == 2
+        _, elapsed = _stopped(proc, sig, result_file, 60, group=True)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert elapsed < 10
+    assert not any(Path(f"/proc/{pid}").exists() for pid in workers), "a render worker outlived the run"
+    assert json.loads((out / "manifest.json").read_text())["status"] == "interrupted"
 
 
 def test_transformers_run_stops_within_a_wave(qwen_tiny_dir: Path, tmp_path: Path) -> None:

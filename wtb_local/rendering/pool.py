@@ -139,12 +139,13 @@ class RenderPool:
         """Start the processes (they load while the engine does); `ready()` waits for them."""
         self._loop = asyncio.get_running_loop()
         state = pickle.dumps(self.renderer, protocol=pickle.HIGHEST_PROTOCOL)  # PromptRenderer.__getstate__
+        # this very wtb_local (a checkout, a wheel, a zip) comes first, whatever the working directory holds
         package_root = str(Path(__file__).resolve().parents[2])
-        env = {**os.environ, "TOKENIZERS_PARALLELISM": "false",
-               "PYTHONPATH": os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)}
+        command = [sys.executable, "-c", (f"import sys; sys.path.insert(0, {package_root!r}); "
+                                          "from wtb_local.rendering.worker import main; main()")]
+        env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
         for index in range(self.size):
-            process = subprocess.Popen([sys.executable, "-m", "wtb_local.rendering.worker"], stdin=subprocess.PIPE,
-                                       stdout=subprocess.PIPE, env=env)
+            process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
             worker = _Worker(index, process)
             self._workers.append(worker)
             self._loop.add_reader(worker.recv_fd, self._readable, worker)

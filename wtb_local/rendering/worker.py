@@ -1,4 +1,4 @@
-"""One render worker process (`python -m wtb_local.rendering.worker`), driven by `RenderPool` (pool.py).
+"""One render worker process (`worker.main`, started by `RenderPool`, pool.py).
 
 It reads length-prefixed pickles from stdin and answers on the stdout it was started with (anything a
 library prints goes to stderr instead, so it cannot corrupt the replies):
@@ -17,6 +17,7 @@ from __future__ import annotations
 import gc
 import os
 import pickle
+import signal
 import sys
 import time
 from typing import Any, BinaryIO
@@ -84,6 +85,10 @@ def serve(inbox: BinaryIO, outbox: BinaryIO) -> None:
 
 
 def main() -> None:
+    # Ctrl-C and Slurm's SIGTERM reach the whole process group: the run stops itself (stopping.py) and the
+    # worker leaves when the run closes its pipe (or dies), not mid-reply with a traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     outbox = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     sys.stdout = sys.stderr  # a library's print must not land in the reply stream
     os.dup2(sys.stderr.fileno(), 1)
