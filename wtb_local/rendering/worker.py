@@ -92,7 +92,10 @@ def main() -> None:
     outbox = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     sys.stdout = sys.stderr  # a library's print must not land in the reply stream
     os.dup2(sys.stderr.fileno(), 1)
-    serve(sys.stdin.buffer, outbox)
+    try:
+        serve(sys.stdin.buffer, outbox)
+    except (BrokenPipeError, ConnectionResetError):  # the run closed its end (stopped, or gone): done
+        os._exit(0)  # nothing left to flush to a closed pipe
 
 
 if __name__ == "__main__":
