@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -146,9 +147,45 @@ def test_a_worker_that_dies_stops_with_one_line() -> None:
     asyncio.run(_with_pool(renderer, 1, body))
 
 
+def _unloadable() -> None:
+    raise RuntimeError("cannot be loaded here")
+
+
+class _Unloadable:
+    """Pickles, but its copy cannot be made in a worker (as a tokenizer class the worker cannot import)."""
+
+    def __reduce__(self) -> tuple[Any, tuple[()]]:
+        return _unloadable, ()
+
+
+def test_a_renderer_a_worker_cannot_load_falls_back_to_the_loop_in_one_line() -> None:
+    import io
+
+    from wtb_local.runner.job import _pool_ready
+
+    renderer = _renderer("Qwen/Qwen3-0.6B")
+    renderer.poison = _Unloadable()
+    err = io.StringIO()
+
+    async def go() -> Any:
+        pool = RenderPool(renderer, 2)
+        pool.start()
+        pids = pool.pids
+        started = time.monotonic()
+        result = await _pool_ready(pool, err)
+        return result, time.monotonic() - started, pids
+
+    result, waited, pids = asyncio.run(go())
+    assert result is None and waited < 60  # told at once, not after the start timeout
+    # the first worker to answer is named (both fail alike)
+    assert err.getvalue() in {f"warning: --render-workers 2: render worker {n} could not start: RuntimeError: "
+                              "cannot be loaded here; rendering on the event loop\n" for n in (0, 1)}
+    assert not any(Path(f"/proc/{pid}").exists() for pid in pids)  # both closed and reaped
+
+
 def test_auto_leaves_small_runs_and_one_cpu_on_the_loop() -> None:
-    assert auto_workers(16, 1024) == 8 and auto_workers(4, 1024) == 3 and auto_workers(2, 256) == 1
-    assert auto_workers(16, 255) == 0 and auto_workers(1, 1024) == 0
+    assert auto_workers(16, 1024) == 8 and auto_workers(4, 1024) == 3 and auto_workers(2, 64) == 1
+    assert auto_workers(16, 63) == 0 and auto_workers(1, 1024) == 0 and auto_workers(16, 32) == 0
 
 
 def _rows(run: Path) -> list[dict[str, Any]]:

@@ -62,7 +62,7 @@ def ids_from_bytes(data: bytes) -> list[int]:
     return values.tolist()
 
 
-AUTO_MIN_EPISODES = 256  # below this a run is over before started workers repay their start
+AUTO_MIN_EPISODES = 64  # below this (the sample has 32) the loop keeps up; a Slurm shard of 1/8 has 128
 AUTO_MAX = 8
 
 
@@ -71,8 +71,8 @@ def usable_cpus() -> int:
 
 
 def auto_workers(cpus: int, episodes: int) -> int:
-    """`--render-workers auto`: none for a run too small to repay starting processes (each imports
-    transformers, about a second) or on one CPU, else one per CPU beside the loop's, up to 8."""
+    """`--render-workers auto`: none for a small run (each worker imports transformers, about a second of
+    CPU, though beside the engine's load) or on one CPU, else one per CPU beside the loop's, up to 8."""
     if episodes < AUTO_MIN_EPISODES or cpus < 2:
         return 0
     return min(AUTO_MAX, cpus - 1)
@@ -286,13 +286,13 @@ class RenderPool:
 
     def _reply(self, worker: _Worker, message: tuple[Any, ...]) -> None:
         kind, request, *rest = message
-        future = worker.pending.pop(request, None)
         if kind == "note":
             self.notes.append(f"render worker {worker.index}: {rest[0]}")
             return
-        if kind == "failed":  # the worker could not start: its reason
+        if kind == "failed":  # the worker could not start: its reason, to whoever waits for it
             self._fail(worker, f"render worker {worker.index} could not start: {rest[0]}")
             return
+        future = worker.pending.pop(request, None)
         if future is None or future.done():
             return
         if kind == "ready":

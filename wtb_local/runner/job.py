@@ -121,7 +121,7 @@ async def _run_pending(prep: PreparedRun, pending: list[Any], backend: Backend, 
         if own_backend:
             await backend.start()  # the render workers load meanwhile
         if pool is not None:
-            await pool.ready()
+            pool = await _pool_ready(pool, err)
     except BaseException:
         if pool is not None:
             pool.close()
@@ -143,6 +143,20 @@ async def _run_pending(prep: PreparedRun, pending: list[Any], backend: Backend, 
             pool.close()
         if own_backend:
             await backend.close()
+
+
+async def _pool_ready(pool: Any, err: Any) -> Any:
+    """The pool once its workers have loaded the renderer; None, said in one line, when one could not
+    (e.g. a tokenizer class the worker cannot import): the prompts are then rendered on the loop."""
+    from wtb_local.rendering.pool import PoolError
+
+    try:
+        await pool.ready()
+    except PoolError as exc:
+        pool.close()
+        print(f"warning: --render-workers {pool.size}: {exc}; rendering on the event loop", file=err)
+        return None
+    return pool
 
 
 def _start_pool(renderer: Any, workers: int, err: Any) -> Any:

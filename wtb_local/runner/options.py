@@ -192,7 +192,7 @@ class RunOptions(BaseModel):
         show_default=True)] = "auto"
     render_workers: Annotated[str, Cli(
         "Processes that render and tokenise prompts beside the event loop (0: on the loop; auto: one per spare "
-        "CPU up to 8 for runs of 256 episodes or more, else 0). Prompts are the same either way "
+        "CPU up to 8 for runs of 64 episodes or more, else 0). Prompts are the same either way "
         "(docs/runner-speed.md §6).", callback=_workers, show_default=True)] = "auto"
     repeats: Annotated[int, Cli(
         "Run K seeds of a sampled run (one engine) and report mean ± standard error; each repeat is a run "
