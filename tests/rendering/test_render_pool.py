@@ -259,3 +259,47 @@ def test_a_bad_value_is_refused_in_one_line() -> None:
                           capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 2
     assert "'two' is not a number of processes (0, 1, 2, ...) or auto" in proc.stderr
+
+
+def test_a_worker_killed_mid_run_stops_the_run_in_one_line_and_the_rerun_resumes(tmp_path: Path) -> None:
+    """The real CLI with two render workers over 256 sessions; one worker is SIGKILLed mid-run: the run
+    stops with one line naming it (exit 1, no traceback), keeps its finished sessions, and the same command
+    resumes and completes."""
+    from tests.runner.test_signals import _children, replicated_sample
+    from wtb_local.testing import build_tiny_tokenizer
+
+    template = real_templates()["Qwen/Qwen3-0.6B"]["chat_template"]
+    model = build_tiny_tokenizer(tmp_path / "tokenizer", template, special_tokens=["<tool_call>", "</tool_call>"],
+                                 vocab_size=1024, max_position_embeddings=1 << 17)
+    dataset = replicated_sample(32, tmp_path / "big.jsonl")
+    out = tmp_path / "run"
+    args = [sys.executable, "-m", "wtb_local", "--model", str(model), "--backend", "instant", "--parser", "hermes",
+            "--dataset", str(dataset), "--out", str(out), "--progress", "none", "--render-workers", "2"]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    result_file = out / "result" / "tokenizer" / "Wild-Tool-Bench_result.jsonl"
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        deadline = time.monotonic() + 240
+        while not (result_file.exists() and result_file.stat().st_size > 0):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.02)
+        workers = _children(proc.pid)
+        assert len(workers) == 2
+        os.kill(workers[1], signal.SIGKILL)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1 and "Traceback" not in stderr, stderr
+    kept = len(result_file.read_text(encoding="utf-8").splitlines())
+    assert 1 <= kept < 256
+    index = sorted(workers).index(workers[1])  # workers are numbered in the order they were started
+    assert stderr.strip().splitlines()[-1] == (
+        f"Error: the render workers failed, run stopped (PoolError: render worker {index} exited (code -9)); "
+        f"{kept} finished session(s) kept in {result_file}: rerun the same command to resume")
+    assert json.loads((out / "manifest.json").read_text(encoding="utf-8"))["status"] == "failed"
+
+    resumed = subprocess.run(args, capture_output=True, text=True, env=env, timeout=600, check=False)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert f"{kept} finished session(s) skipped, {256 - kept} to run" in resumed.stderr
+    assert len(result_file.read_text(encoding="utf-8").splitlines()) == 256
