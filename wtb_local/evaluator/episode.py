@@ -40,9 +40,11 @@ class Episode:
         *,
         graph: TaskGraph | None = None,
         id_style: str = "openai",
+        owned: bool = False,
     ) -> None:
         """`messages` is the conversation at step 0 (ending with the task's user message); `tools` the
-        converted tools; `nodes` the task's gold nodes (release dicts, `Node` models or `GoldNode`s)."""
+        converted tools; `nodes` the task's gold nodes (release dicts, `Node` models or `GoldNode`s).
+        `owned`: `messages` are fresh dicts no one else holds (session_prefixes'), taken without a copy."""
         self.session_id = session_id
         self.task_idx = task_idx
         self.nodes: list[GoldNode] = [n if isinstance(n, GoldNode) else gold_nodes([n])[0] for n in nodes]
@@ -53,7 +55,7 @@ class Episode:
         self.tools = tools
         self.done = False
         self.step = 0
-        self._messages: list[dict[str, Any]] = copy.deepcopy(list(messages))
+        self._messages: list[dict[str, Any]] = list(messages) if owned else copy.deepcopy(list(messages))
         self._label = "error"
         self._accepted: dict[int, Step] = {}  # tool steps: they narrow the paths
         # text steps taken as ask: they do not narrow (docs/evaluation.md §4)
@@ -310,7 +312,9 @@ def session_episodes(session: Session, *, id_style: str = "openai") -> list[Epis
         id_style=id_style,
     )
     return [
-        Episode(session.id, i, nodes_per_task[i], prefixes[i], tools, graph=graphs[i], id_style=id_style)
+        # each prefix is a fresh copy made for its task alone (session_prefixes): not copied again
+        Episode(session.id, i, nodes_per_task[i], prefixes[i], tools, graph=graphs[i], id_style=id_style,
+                owned=True)
         for i in range(len(session.english_tasks))
     ]
 
