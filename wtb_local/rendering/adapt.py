@@ -54,8 +54,9 @@ class GrowingAdapter:
     (Episode.conversation; a render worker's copies): each message is reshaped once, not at every step
     (docs/runner-speed.md §2). A message's reshaping depends on itself and on the reshaped ids of its own
     calls or result; it is reused only for the very same dict with the same ids. The reshaped dicts are
-    shared between renderings: templates render in an immutable sandbox and transformers' message steps
-    build new dicts, so nothing changes them."""
+    shared between renderings, and share plain values and call arguments with the messages they come
+    from: templates render in an immutable sandbox and transformers' message steps build new dicts, so
+    nothing changes them."""
 
     LIMIT = 65536  # remembered messages; emptied when full
 
@@ -73,7 +74,7 @@ class GrowingAdapter:
             if known is None or known[0] is not message or known[1] != used:
                 if len(memo) >= self.LIMIT:
                     memo.clear()
-                known = memo[id(message)] = (message, used, _adapt_one(message, adaptation, ids))
+                known = memo[id(message)] = (message, used, _adapt_one(message, adaptation, ids, _light_copy))
             out.append(known[2])
         return _split_parallel(out) if adaptation.split_parallel else out
 
@@ -84,8 +85,20 @@ def _ids_used(message: dict[str, Any], ids: dict[str, str]) -> Any:
     return tuple(ids.get(call.get("id")) for call in message.get("tool_calls") or ())
 
 
-def _adapt_one(message: dict[str, Any], adaptation: Adaptation, ids: dict[str, str]) -> dict[str, Any]:
-    message = copy.deepcopy(message)
+def _light_copy(message: dict[str, Any]) -> dict[str, Any]:
+    """A new dict whose plain values (text, numbers, None) and call list are the message's own: enough
+    where neither the message nor its reshaping is ever changed (GrowingAdapter); `tool_calls` is
+    rebuilt by the reshaping, anything else nested is copied."""
+    return {key: value if key == "tool_calls" or isinstance(value, _PLAIN) else copy.deepcopy(value)
+            for key, value in message.items()}
+
+
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def _adapt_one(message: dict[str, Any], adaptation: Adaptation, ids: dict[str, str],
+               copier: Any = copy.deepcopy) -> dict[str, Any]:
+    message = copier(message)
     if message.get("role") == "assistant" and message.get("tool_calls"):
         message["tool_calls"] = [_adapt_call(call, adaptation, ids) for call in message["tool_calls"]]
         if adaptation.content == "none" and not message.get("content"):

@@ -245,9 +245,9 @@ class RenderPool:
                 del worker.outbox[:written]
         except BlockingIOError:
             pass
-        except OSError as exc:  # the worker is gone: its reader sees the end and says why
+        except OSError:  # the worker is gone (a broken pipe): said as its exit, whichever side sees it first
             worker.outbox.clear()
-            self._fail(worker, f"sending failed: {exc}")
+            self._fail(worker, self._exited(worker))
             return
         if worker.outbox and not worker.writing:
             worker.writing = True
@@ -268,9 +268,7 @@ class RenderPool:
             error = None
         if not data:
             self._loop.remove_reader(worker.recv_fd)  # type: ignore[union-attr]
-            code = worker.process.poll()
-            self._fail(worker, f"render worker {worker.index} exited (code {code})" if error is None
-                       else f"render worker {worker.index}: {error}")
+            self._fail(worker, self._exited(worker) if error is None else f"render worker {worker.index}: {error}")
             return
         worker.inbox += data
         view, offset = worker.inbox, 0
@@ -303,6 +301,14 @@ class RenderPool:
             future.set_result(("ok", text, ids_from_bytes(ids), render_s, tokenise_s))
         else:
             future.set_result(("error", rest[0]))
+
+    @staticmethod
+    def _exited(worker: _Worker) -> str:
+        try:  # its pipe is closed: it has exited or is exiting (failure path only, so a short wait is fine)
+            code = worker.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            code = None
+        return f"render worker {worker.index} exited (code {code})"
 
     def _fail(self, worker: _Worker, why: str) -> None:
         if self._failure is None:

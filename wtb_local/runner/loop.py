@@ -74,14 +74,16 @@ class SessionRunner:
         self._loop = asyncio.get_running_loop()
         self._written = asyncio.Event()
         self._written.set()
+        # Everything alive now (the engine, tokenizer, dataset) and the episodes made next live through the
+        # run: leave them out of the garbage collector's full passes, each of which otherwise walks all of it
+        # (a third of a second per pass with transformers loaded: docs/runner-speed.md §2), also while the
+        # episodes are being made. Given back afterwards.
+        gc.freeze()
         states = [_SessionState(s, self.episodes_for(s)) for s in sessions]
+        gc.freeze()
         for state in states:  # sessions without tasks are finished at once
             if state.remaining == 0:
                 self._finish(state)
-        # Everything alive now (the engine, tokenizer, dataset, the episodes) lives through the run: leave it
-        # out of the garbage collector's full passes, each of which otherwise walks all of it (a third of a
-        # second per pass with transformers loaded: docs/runner-speed.md §2). Given back afterwards.
-        gc.freeze()
         try:
             if scheduling == "waves":
                 await self._run_waves(states)
