@@ -124,7 +124,6 @@ class RenderPool:
         self.size = workers
         self.notes: list[str] = []  # the workers' fast-path notes (FastTemplate, SegmentEncoder), once each
         self.loop_s = 0.0  # the loop's own time spent sending requests and reading replies
-        self.worker_s = 0.0  # the workers' rendering and tokenising time, summed over workers
         self._workers: list[_Worker] = []
         self._route: dict[Any, _Worker] = {}
         self._sent: dict[Any, tuple[_Worker, list[Any]]] = {}
@@ -297,7 +296,6 @@ class RenderPool:
             future.set_result(None)
         elif kind == "ok":
             text, ids, render_s, tokenise_s = rest
-            self.worker_s += render_s + tokenise_s
             future.set_result(("ok", text, ids_from_bytes(ids), render_s, tokenise_s))
         else:
             future.set_result(("error", rest[0]))

@@ -39,7 +39,7 @@ class ThroughputMeter:
         self.judge_s = 0.0
         self.write_s = 0.0
         self.writer_busy_s: float | None = None  # set by the caller from the result store, when it has one
-        self.pool: Any = None  # a RenderPool rendering off the loop (its `size`, `loop_s`, `worker_s`)
+        self.pool: Any = None  # a RenderPool rendering off the loop (its `size` and `loop_s`)
         self.max_step_s = 0.0
         self.prompt_tokens = 0
         self.generated_tokens = 0
