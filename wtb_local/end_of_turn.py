@@ -23,6 +23,8 @@ END_OF_TURN: tuple[str, ...] = (
     "<|observation|>", "<|user|>",                            # GLM-4.5+ (the next turn's header stops it)
     "<seed:eos>",                                             # Seed-OSS
     "[e~[",                                                   # MiniMax-M2
+    "<turn|>", "<|tool_response>",                            # Gemma 4 (a call turn stops at the response)
+    "<|assistant_end|>",                                      # Apertus
 )  # fmt: skip
 
 

@@ -7,7 +7,14 @@ from typing import Any, TextIO
 
 import click
 
-from wtb_local.parsers import get_parser, parse_completion, parser_class, parser_names, select_parser
+from wtb_local.parsers import (
+    get_parser,
+    parse_completion,
+    parser_aliases,
+    parser_class,
+    parser_names,
+    select_parser,
+)
 from wtb_local.parsers.base import ToolParser
 from wtb_local.schema import ParseResult
 
@@ -21,15 +28,18 @@ def parsers() -> None:
 
 @parsers.command("list")
 def list_parsers() -> None:
-    """Every registered parser with its families and model-id patterns."""
+    """Every registered parser: the vLLM parser it mirrors, its families and model-id patterns."""
     from rich.console import Console
     from rich.table import Table
 
-    table = Table("name", "families", "model-id patterns", "priority")
+    table = Table("name", "vLLM name", "families", "model-id patterns", "priority")
     for name in parser_names():
         cls = parser_class(name)
-        table.add_row(name, ", ".join(cls.families), " ".join(cls.model_patterns), str(cls.priority))
-    Console(width=160).print(table)
+        table.add_row(name, ", ".join(cls.vllm_names) or "-", ", ".join(cls.families),
+                      " ".join(cls.model_patterns), str(cls.priority))
+    Console(width=180).print(table)
+    click.echo(f"{len(parser_names())} parsers; --parser also takes vLLM's names: "
+               + ", ".join(f"{alias} ({name})" for alias, name in parser_aliases().items()))
 
 
 @parsers.command("parse")

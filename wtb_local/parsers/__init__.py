@@ -25,6 +25,7 @@ __all__ = [
     "get_parser",
     "normalize_model_id",
     "parse_completion",
+    "parser_aliases",
     "parser_class",
     "parser_names",
     "reasoning_calls",
@@ -60,11 +61,34 @@ def parser_names() -> list[str]:
     return list(_registry())
 
 
+@cache
+def _vllm_owners() -> dict[str, tuple[str, ...]]:
+    """vLLM parser name -> the registry parsers that mirror it, for vLLM names that are not registry
+    names themselves (vLLM's `openai` is wtb_local's `gpt_oss`)."""
+    owners: dict[str, list[str]] = {}
+    for name, cls in _registry().items():
+        for vllm_name in cls.vllm_names:
+            if vllm_name not in _registry():
+                owners.setdefault(vllm_name, []).append(name)
+    return {k: tuple(v) for k, v in sorted(owners.items())}
+
+
+def parser_aliases() -> dict[str, str]:
+    """vLLM names accepted by `--parser` besides the registry names: alias -> registry name."""
+    return {alias: names[0] for alias, names in _vllm_owners().items() if len(names) == 1}
+
+
 def parser_class(name: str) -> type[ToolParser]:
-    try:
+    """The parser registered as `name`, or the one parser mirroring vLLM's parser of that name."""
+    if name in _registry():
         return _registry()[name]
-    except KeyError:
-        raise ValueError(f"unknown parser {name!r}; known parsers: {', '.join(parser_names())}") from None
+    owners = _vllm_owners().get(name, ())
+    if len(owners) == 1:
+        return _registry()[owners[0]]
+    if owners:
+        raise ValueError(f"vLLM parser {name!r} is mirrored by several parsers ({', '.join(owners)}); "
+                         "pass one of them")
+    raise ValueError(f"unknown parser {name!r}; known parsers: {', '.join(parser_names())}")
 
 
 def get_parser(name: str, **options: Any) -> ToolParser:

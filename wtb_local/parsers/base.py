@@ -16,6 +16,9 @@ from wtb_local.schema import ParsedCall, ParseResult
 
 class ToolParser(ABC):
     name: ClassVar[str]  # registry name, e.g. "hermes"
+    # vLLM's `--tool-call-parser` names this parser mirrors (empty: vLLM has none); the registry accepts
+    # each as an alias when it is not itself a registry name and names one parser only.
+    vllm_names: ClassVar[tuple[str, ...]] = ()
     families: ClassVar[tuple[str, ...]] = ()  # human-readable families, e.g. ("Qwen2.5", "Qwen3")
     model_patterns: ClassVar[tuple[str, ...]] = ()  # regexes matched (re.search) against the lowercased model id
     template_markers: ClassVar[tuple[str, ...]] = ()  # substrings of a chat template that identify the format

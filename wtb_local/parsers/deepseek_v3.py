@@ -97,6 +97,7 @@ def parse_deepseek(text: str, reasoning: str | None, finish_reason: str | None) 
 
 class DeepSeekV3Parser(ToolParser):
     name = "deepseek_v3"
+    vllm_names = ("deepseek_v3",)
     families = ("DeepSeek-V3", "DeepSeek-V3-0324")
     model_patterns = (r"deepseek-v3(?!\.\d)",)
     template_markers = ("tool['type'] + '<｜tool▁sep｜>'",)
@@ -126,6 +127,7 @@ class DeepSeekR1Parser(DeepSeekV3Parser):
     """R1 / R1-0528 and the R1 distills: same calls, and the completion starts inside `<think>`."""
 
     name = "deepseek_r1"
+    vllm_names = ("deepseek_v3",)
     families = ("DeepSeek-R1", "DeepSeek-R1-0528", "DeepSeek-R1-Distill")
     model_patterns = (r"deepseek-r1",)
     template_markers = ("content.split('</think>')[-1] %}", "<｜Assistant｜><think>")

@@ -25,6 +25,7 @@ from wtb_local.schema import ParsedCall, ParseResult
 
 class DeepSeekV31Parser(ToolParser):
     name = "deepseek_v31"
+    vllm_names = ("deepseek_v31",)
     families = ("DeepSeek-V3.1",)
     model_patterns = (r"deepseek-v3\.1",)
     template_markers = ("tool['function']['name'] + '<｜tool▁sep｜>'",)

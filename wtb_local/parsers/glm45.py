@@ -37,6 +37,7 @@ _NAME_END = re.compile(r"\\n|\n|<arg_key>|$")
 
 class Glm45Parser(ToolParser):
     name = "glm45"
+    vllm_names = ("glm45",)
     families = ("GLM-4.5", "GLM-4.5-Air", "GLM-4.6", "GLM-4.7")
     model_patterns = (r"glm-4\.[5-9]", r"glm-4\.\d-air", r"glm4\.[5-9]", r"glm-4-moe", r"glm4_moe")
     template_markers = ("<arg_key>",)

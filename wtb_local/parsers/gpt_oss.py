@@ -115,6 +115,7 @@ def parse_harmony(text: str, finish_reason: str | None) -> ParseResult:
 
 class GptOssParser(ToolParser):
     name = "gpt_oss"
+    vllm_names = ("openai",)
     families = ("gpt-oss",)
     model_patterns = (r"gpt-oss",)
     template_markers = ("<|channel|>",)

@@ -37,6 +37,7 @@ def _split_thoughts(text: str) -> tuple[str | None, str]:
 
 class GraniteParser(ToolParser):
     name = "granite"
+    vllm_names = ("granite",)
     families = ("Granite 3.0", "Granite 3.1", "Granite 3.2", "Granite 3.3")
     model_patterns = (r"granite-3",)
     template_markers = ("<|tool_call|>",)
@@ -57,8 +58,10 @@ class GraniteParser(ToolParser):
 
 class Granite4Parser(HermesParser):
     name = "granite4"
-    families = ("Granite 4.0",)
+    vllm_names = ("granite4",)
+    families = ("Granite 4.0", "Granite 4.1")
     model_patterns = (r"granite-4",)
-    # Its tool prompt also carries the Hermes marker; this name is specific to the Granite 4 template.
-    template_markers = ("g4_default_system_message",)
+    # Its tool prompt also carries the Hermes marker; these names are specific to the Granite 4 templates
+    # (4.0 and 4.1 both build a documents prompt; Granite 3.x templates do not).
+    template_markers = ("g4_default_system_message", "documents_system_message_prefix")
     priority = 1

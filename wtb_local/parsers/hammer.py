@@ -11,6 +11,7 @@ from wtb_local.parsers.xlam import XlamParser
 
 class HammerParser(XlamParser):
     name = "hammer"
+    vllm_names = ()
     families = ("Hammer2.1 (MadeAgents, Qwen2.5-based)",)
     model_patterns = (r"hammer",)
     template_markers = ("[BEGIN OF AVAILABLE_TOOLS]",)

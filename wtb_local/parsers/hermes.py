@@ -75,6 +75,7 @@ def json_block_calls(body: str, *, missing_ok: bool = True) -> list[ParsedCall] 
 
 class HermesParser(ToolParser):
     name = "hermes"
+    vllm_names = ("hermes",)
     families = ("Qwen2.5-Instruct", "Qwen3 (thinking on/off)", "QwQ", "Hermes-2-Pro", "Hermes-3")
     # Qwen3-Coder and Qwen3.5 write XML calls (qwen3_coder), so "qwen3-" must not swallow them.
     model_patterns = (r"qwen2\.5", r"qwen2-", r"qwen3-(?!coder)", r"qwq", r"hermes-[23]", r"hermes-2-pro")

@@ -25,6 +25,7 @@ _REPLY_PREFIX = re.compile(r"^\s*助手[：:]")
 
 class HunyuanParser(ToolParser):
     name = "hunyuan"
+    vllm_names = ("hunyuan_a13b",)
     families = ("Hunyuan-A13B",)
     model_patterns = (r"hunyuan",)
     template_markers = ("<tool_calls>",)

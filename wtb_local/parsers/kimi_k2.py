@@ -35,6 +35,7 @@ _ID = re.compile(r"\s*(?:functions\.)?([\w.\-]+?):(\d+)\s*")
 
 class KimiK2Parser(ToolParser):
     name = "kimi_k2"
+    vllm_names = ("kimi_k2",)
     families = ("Kimi-K2-Instruct", "Kimi-K2-Thinking")
     model_patterns = (r"kimi-k2", r"kimi_k2")
     template_markers = ("<|tool_calls_section_begin|>", "<|tool_call_section_begin|>")

@@ -22,6 +22,7 @@ _SEPARATORS = " \t\r\n;,"
 
 class Llama3JsonParser(ToolParser):
     name = "llama3_json"
+    vllm_names = ("llama3_json", "llama4_json")
     families = ("Llama-3.1-Instruct", "Llama-3.2-Instruct", "Llama-3.3-Instruct")
     model_patterns = (r"llama-3\.[123]", r"llama3\.[123]", r"llama-3-", r"llama3-")
     template_markers = ('"parameters": dictionary of argument name and its value',)

@@ -32,6 +32,7 @@ SYNTAX = XmlSyntax(function_open=re.compile(r"""<invoke\s+name\s*=\s*["']?([^"'>
 
 class MiniMaxM2Parser(ToolParser):
     name = "minimax_m2"
+    vllm_names = ("minimax_m2",)
     families = ("MiniMax-M2",)
     model_patterns = (r"minimax-m2",)
     template_markers = ("<minimax:tool_call>",)

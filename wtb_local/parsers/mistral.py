@@ -96,6 +96,7 @@ def parse_mistral(text: str, finish_reason: str | None) -> ParseResult:
 
 class MistralParser(ToolParser):
     name = "mistral"
+    vllm_names = ("mistral",)
     families = ("Mistral-7B-Instruct-v0.3", "Mistral-Nemo", "Mixtral", "Mistral-Small ≤ 3.1")
     model_patterns = (r"mistral", r"mixtral", r"ministral")
     template_markers = ('"[TOOL_CALLS][', '"[TOOL_CALLS] [')
@@ -119,6 +120,7 @@ class MistralV11Parser(MistralParser):
     """Small-3.2 / Magistral / Devstral: one `[TOOL_CALLS]NAME[CALL_ID]id[ARGS]{json}` per call."""
 
     name = "mistral_v11"
+    vllm_names = ("mistral",)
     families = ("Mistral-Small-3.2", "Magistral", "Devstral")
     model_patterns = (r"mistral-small-3\.2", r"mistral-small-(?:24b-instruct-)?2506", r"magistral", r"devstral",
                       r"mistral-medium-3")

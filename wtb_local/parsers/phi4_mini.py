@@ -27,6 +27,7 @@ def call_list_text(tool_calls: list[ParsedCall]) -> str:
 
 class Phi4MiniParser(ToolParser):
     name = "phi4_mini"
+    vllm_names = ("phi4_mini_json",)
     families = ("Phi-4-mini",)
     model_patterns = (r"phi-4-mini",)
     template_markers = ("functools[",)

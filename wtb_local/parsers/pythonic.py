@@ -32,6 +32,7 @@ _LIST_START = re.compile(r"\[\s*([A-Za-z_][\w.]*)\s*\(")
 
 class PythonicParser(ToolParser):
     name = "pythonic"
+    vllm_names = ("pythonic", "llama4_pythonic")
     families = (
         "Llama-3.2/3.3 (pythonic prompt)",
         "ToolACE-2-8B",

@@ -12,7 +12,8 @@ Values are raw text typed by the offered tools' schema (strings stay strings; nu
 and arrays are decoded once), so the arguments text is built with `dumps_arguments`. A `<function=…>`
 element written without its `<tool_call>` wrapper still counts; a malformed `<function=` tag (no `>`)
 is an error for that block only; a block holding Hermes-style JSON instead of XML is read as JSON (its
-arguments text as written). Qwen3.5 adds a `<think>` block (pre-filled opening tag).
+arguments text as written). Qwen3.5/3.6/3.8 and Nemotron 3 add a `<think>` block (pre-filled opening tag);
+a call written before `</think>` is part of the reasoning (docs/parser-policies.md §1).
 """
 
 from __future__ import annotations
@@ -40,9 +41,11 @@ def function_text(call: ParsedCall, *, value_newlines: bool) -> str:
 
 class Qwen3CoderParser(ToolParser):
     name = "qwen3_coder"
-    families = ("Qwen3-Coder", "Qwen3.5")
-    model_patterns = (r"qwen3-coder", r"qwen3\.5")
-    template_markers = ("<function=' + tool_call.name",)
+    vllm_names = ("qwen3_coder",)
+    families = ("Qwen3-Coder", "Qwen3.5", "Qwen3.6", "Qwen3.8", "Nemotron 3 Nano/Ultra/Omni")
+    model_patterns = (r"qwen3-coder", r"qwen3\.[5-9]", r"nemotron-3-(?:nano|ultra|omni)")
+    # Qwen's templates join strings with +, Nemotron 3's with ~
+    template_markers = ("<function=' + tool_call.name", "<function=' ~ tool_call.name")
     priority = 1  # Qwen3-Coder ids also match the generic Qwen3 (hermes) patterns
 
     def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,

@@ -27,6 +27,7 @@ OPEN, CLOSE = "<seed:tool_call>", "</seed:tool_call>"
 
 class SeedOssParser(ToolParser):
     name = "seed_oss"
+    vllm_names = ("seed_oss",)
     families = ("Seed-OSS",)
     model_patterns = (r"seed-oss",)
     template_markers = ("<seed:tool_call>",)

@@ -30,6 +30,7 @@ _AFTER = re.compile(r"\s*(?:```|</tool_call>)")
 
 class XlamParser(ToolParser):
     name = "xlam"
+    vllm_names = ("xlam",)
     families = ("xLAM-2 (Llama-xLAM-2-8b/70b-fc-r, xLAM-2-1b/3b/32b-fc-r)",)
     model_patterns = (r"xlam",)
     template_markers = ("make calls in a single JSON array", "Salesforce xLAM team")
