@@ -143,6 +143,25 @@ _MODEL_TYPES = {
     "minimaxm2": "minimax_m2",
     "seedoss": "seed_oss",
     "mistral": "mistral",
+    # 2026 families (transformers' model types; Nemotron 3's `nemotron_h` is shared with earlier Nemotron-H
+    # models and MiniCPM5/FunctionGemma have none of their own, so their ids and templates decide)
+    "gemma4": "gemma4",
+    "gemma4text": "gemma4",
+    "gemma4unified": "gemma4",
+    "gemma4unifiedtext": "gemma4",
+    "olmo3": "olmo3",
+    "apertus": "apertus",
+    "qwen35": "qwen3_coder",
+    "qwen35text": "qwen3_coder",
+    "qwen35moe": "qwen3_coder",
+    "qwen35moetext": "qwen3_coder",
+    "ernie45": "ernie45",
+    "ernie45moe": "ernie45",
+    "granitemoehybrid": "granite4",
+    "step3p5": "step3p5",
+    "step3p7": "step3p5",
+    "lfm2": "lfm2",
+    "lfm2moe": "lfm2",
 }
 _HEADS = ("forcausallm", "forconditionalgeneration", "model")
 
