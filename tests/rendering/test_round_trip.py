@@ -21,6 +21,7 @@ from wtb_local.rendering.templates import TemplateError, normalize_model_id
 
 # The model each shipped override is for (every file in chat_templates/ must be listed here).
 OVERRIDE_MODELS = {
+    "apertus": "swiss-ai/Apertus-8B-Instruct-2509",
     "deepseek_r1_distill": "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B",
     "deepseek_v3": "deepseek-ai/DeepSeek-V3-0324",
     "deepseek_v31": "deepseek-ai/DeepSeek-V3.1",
@@ -28,6 +29,8 @@ OVERRIDE_MODELS = {
     "gpt_oss": "openai/gpt-oss-120b",
     "granite3_3": "ibm-granite/granite-3.3-2b-instruct",
     "hammer2_1": "MadeAgents/Hammer2.1-7b",
+    "lfm2": "LiquidAI/LFM2-8B-A1B",
+    "lfm2_5": "LiquidAI/LFM2.5-1.2B-Instruct",
     "llama3_json": "meta-llama/Llama-3.1-8B-Instruct",
     "llama4_pythonic": "meta-llama/Llama-4-Scout-17B-16E-Instruct",
     "phi4_mini": "microsoft/Phi-4-mini-instruct",

@@ -37,18 +37,24 @@ SERVED = {
     "deepseek-ai/DeepSeek-R1-Distill-Llama-70B": "deepseek_r1_distill",
     "deepseek-ai/DeepSeek-V3.1": "deepseek_v31",
     "deepseek-ai/DeepSeek-V3.1-Terminus": "deepseek_v31",
+    "swiss-ai/Apertus-8B-Instruct-2509": "apertus",
+    "swiss-ai/Apertus-70B-Instruct-2509": "apertus",
+    "LiquidAI/LFM2-8B-A1B": "lfm2",
+    "LiquidAI/LFM2-1.2B": "lfm2",
+    "LiquidAI/LFM2.5-1.2B-Instruct": "lfm2_5",
 }
 NOT_SERVED = ["Qwen/Qwen3-8B", "Salesforce/Llama-xLAM-2-8b-fc-r", "NousResearch/Hermes-2-Pro-Llama-3-8B",
               "ibm-granite/granite-4.0-h-small", "deepseek-ai/DeepSeek-V3.2", "deepseek-ai/DeepSeek-R1-0528",
-              "moonshotai/Kimi-K2-Instruct", "google/gemma-2-9b-it", "microsoft/Phi-4"]
+              "moonshotai/Kimi-K2-Instruct", "google/gemma-2-9b-it", "microsoft/Phi-4",
+              "google/gemma-4-31B-it", "Qwen/Qwen3.5-4B", "openbmb/MiniCPM5-1B"]
 
 
 def test_overrides_are_found_in_the_shipped_folder() -> None:
     assert chat_templates_dir().resolve() == OVERRIDES_DIR.resolve()
     names = [o.name for o in list_overrides()]
-    assert names == sorted(names) == ["deepseek_r1_distill", "deepseek_v3", "deepseek_v31", "gemma3_pythonic", "gpt_oss",
-                                      "granite3_3", "hammer2_1", "llama3_json", "llama4_pythonic", "phi4_mini",
-                                      "pythonic_llama3"]
+    assert names == sorted(names) == ["apertus", "deepseek_r1_distill", "deepseek_v3", "deepseek_v31",
+                                      "gemma3_pythonic", "gpt_oss", "granite3_3", "hammer2_1", "lfm2", "lfm2_5",
+                                      "llama3_json", "llama4_pythonic", "phi4_mini", "pythonic_llama3"]
     assert all(o.patterns for o in list_overrides())
 
 
@@ -75,7 +81,7 @@ def test_resolve_by_name_path_and_error(tmp_path) -> None:
     path.write_text("{{ messages }}", encoding="utf-8")
     assert resolve_template(str(path)) == (f"path:{path}", "{{ messages }}")
     with pytest.raises(TemplateError, match=r"--chat-template 'nope': neither a shipped override \(known: "
-                                            r"deepseek_r1_distill, .*\) nor a file"):
+                                            r"[\w, ]*deepseek_r1_distill, [\w, ]*\) nor a file"):
         resolve_template("nope")
 
 

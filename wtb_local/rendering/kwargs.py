@@ -17,7 +17,8 @@ from wtb_local.model_ids import normalize_model_id
 
 # (model-id regex, kwarg) for templates that do not reveal their switch.
 _FAMILY_SWITCHES: tuple[tuple[str, str], ...] = (
-    (r"qwen3\.5|qwen3-(?!coder)|qwq", "enable_thinking"),
+    (r"qwen3\.[5-9]|qwen3-(?!coder)|qwq", "enable_thinking"),
+    (r"gemma-?4|nemotron-3-|apertus|minicpm-?5", "enable_thinking"),
     (r"glm-4\.[5-9]", "enable_thinking"),
     (r"hunyuan", "enable_thinking"),
     (r"deepseek-v3\.[1-9]", "thinking"),
@@ -26,7 +27,8 @@ _FAMILY_SWITCHES: tuple[tuple[str, str], ...] = (
     (r"gpt-oss", "reasoning_effort"),
 )
 
-_THINKING_VARIABLE = re.compile(r"(?:if|not|and|or)\s+thinking\b|\bthinking\s+is\s+(?:not\s+)?defined")
+# `thinking` as a template variable; `message.thinking is defined` (LFM2.5 reads a message field) is not one
+_THINKING_VARIABLE = re.compile(r"(?:if|not|and|or)\s+thinking\b|(?<![.\w])thinking\s+is\s+(?:not\s+)?defined")
 
 
 def thinking_switch(model_id: str, template: str | None) -> str | None:

@@ -217,16 +217,22 @@ def _last_text(before: list[dict[str, Any]]) -> str:
 # it before writing the turn, so the completion starts with the closing tag.
 _OPENER = re.compile(r"^\s*<(?P<tag>[A-Za-z][\w:-]*)>\s*$")
 # A pre-filled, closed reasoning block (`<think>\n\n</think>\n` with thinking off, Seed-OSS's budget note
-# with a zero budget): the turn follows it as is.
-_CLOSED = re.compile(r"^\s*<(?P<tag>[A-Za-z][\w:-]*)>.*</(?P=tag)>\s*$", re.DOTALL)
+# with a zero budget, Gemma 4's `<|channel>thought\n<channel|>`): the turn follows it as is.
+_CLOSED = re.compile(r"^\s*(?:<(?P<tag>[A-Za-z][\w:-]*)>.*</(?P=tag)>"
+                     r"|<\|(?P<token>[A-Za-z][\w:-]*)>.*<(?P=token)\|>)\s*$", re.DOTALL)
+
+
+_CLOSER = re.compile(r"</[A-Za-z][\w:-]*>")
 
 
 def completion_after(prefill: str, body: str) -> str | None:
     """What a model writes after a generation prompt that pre-fills `prefill`, to produce the history
-    form `body`: `body` itself (no pre-fill, or a closed `<tag>...</tag>` block), or `</tag>` + blank
-    line + `body` after a pre-filled `<tag>`; None when the pre-filled text is anything else (no honest
-    completion can be derived)."""
-    if not prefill or _CLOSED.match(prefill):
+    form `body`: `body` itself (no pre-fill, a closed `<tag>...</tag>` block, or only whitespace before a
+    body that opens with a closing tag), or `</tag>` + blank line + `body` after a pre-filled `<tag>`;
+    None when the pre-filled text is anything else (no honest completion can be derived). Whitespace:
+    Nemotron 3's prompt opens `<think>\n` where its history writes `<think></think>`, so the cut falls
+    after `<think>` and the completion closes the block after the pre-filled newline."""
+    if not prefill or _CLOSED.match(prefill) or (not prefill.strip() and _CLOSER.match(body)):
         return body
     opened = _OPENER.match(prefill)
     return f"</{opened.group('tag')}>\n\n{body}" if opened else None

@@ -30,9 +30,10 @@ from pydantic import BaseModel
 NON_THINKING_MAX_NEW_TOKENS = 512
 THINKING_MAX_NEW_TOKENS = 8192
 
-# Opening tags of the reasoning blocks templates pre-fill or close empty.
-_OPEN_TAGS = ("<think>", "<seed:think>")
-_EMPTY_BLOCK = re.compile(r"<(seed:)?think>\s*</(seed:)?think>\s*$")
+# Opening tags of the reasoning blocks templates pre-fill or close empty (Gemma 4's channel is a pair of
+# tokens: `<|channel>thought` ... `<channel|>`).
+_OPEN_TAGS = ("<think>", "<seed:think>", "<|channel>thought")
+_EMPTY_BLOCK = re.compile(r"(?:<(seed:)?think>\s*</(seed:)?think>|<\|channel>thought\s*<channel\|>)\s*$")
 # Parsers whose format always reasons, whatever the prompt ends with.
 _REASONING_FORMATS = {
     "gpt_oss": "the harmony format always reasons (analysis channel)",
