@@ -88,3 +88,18 @@ def test_usage_errors(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "--parser" in result.output
     result = CliRunner().invoke(cli, ["parsers", "parse", str(path), "--parser", "nope"])
     assert result.exit_code == 2 and "known parsers" in result.output
+
+
+def test_list_shows_each_parsers_vllm_name_and_the_aliases() -> None:
+    from wtb_local.parsers import parser_aliases, parser_class, parser_names
+
+    code, out = run(["parsers", "list"])
+    assert code == 0
+    lines = out.splitlines()
+    for name in parser_names():
+        row = next(line for line in lines if line.startswith(f"│ {name} "))
+        cells = [cell.strip() for cell in row.strip("│").split("│")]
+        assert cells[0] == name and cells[1] == (", ".join(parser_class(name).vllm_names) or "-"), row
+    assert f"{len(parser_names())} parsers; --parser also takes vLLM's names: " in out
+    assert all(f"{alias} ({name})" in out for alias, name in parser_aliases().items())
+    assert "openai (gpt_oss)" in out

@@ -191,3 +191,52 @@ def test_parse_completion_wraps_exceptions() -> None:
     assert result.errors and "broken_for_test crashed: KeyError" in result.errors[0]
     ok = parse_completion(get_parser("hermes"), "hi")
     assert ok.content == "hi" and ok.errors == []
+
+
+def test_every_parser_declares_the_vllm_names_it_mirrors() -> None:
+    for name in parser_names():
+        cls = parser_class(name)
+        assert "vllm_names" in vars(cls), f"{name}: declare vllm_names (empty when vLLM has no such parser)"
+        assert all(isinstance(v, str) and v for v in cls.vllm_names), name
+
+
+def test_vllm_names_are_aliases() -> None:
+    from wtb_local.parsers import parser_aliases
+
+    assert get_parser("openai").name == "gpt_oss"
+    assert get_parser("phi4_mini_json").name == "phi4_mini"
+    assert get_parser("llama4_pythonic").name == "pythonic"
+    assert parser_class("mistral").name == "mistral"  # a registry name is never an alias
+    aliases = parser_aliases()
+    assert aliases["openai"] == "gpt_oss" and "hermes" not in aliases
+    assert all(alias not in parser_names() for alias in aliases)
+    with pytest.raises(ValueError, match="unknown parser 'nope'"):
+        parser_class("nope")
+
+
+def test_a_vllm_name_two_parsers_mirror_is_no_alias(monkeypatch: pytest.MonkeyPatch) -> None:
+    import wtb_local.parsers as registry
+
+    class A(ToolParser):
+        name = "a"
+        vllm_names = ("shared",)
+
+        def parse(self, text, *, tools=None, finish_reason=None):  # type: ignore[override]
+            return ParseResult()
+
+        def format(self, content, tool_calls, reasoning=None):  # type: ignore[override]
+            return ""
+
+    class B(A):
+        name = "b"
+        vllm_names = ("shared",)
+
+    monkeypatch.setattr(registry, "_registry", lambda: {"a": A, "b": B})
+    registry._vllm_owners.cache_clear()
+    try:
+        assert registry.parser_aliases() == {}
+        with pytest.raises(ValueError, match=r"vLLM parser 'shared' is mirrored by several parsers \(a, b\)"):
+            registry.parser_class("shared")
+    finally:
+        monkeypatch.undo()
+        registry._vllm_owners.cache_clear()
