@@ -1,10 +1,12 @@
-"""The 2026 templates of the Gemma 4, Qwen3.5, Nemotron 3, Granite 4, LFM2, Apertus, Step-3.5 and MiniCPM5
-families: the start-up probe's verdict, the round trip of 1-3 calls through each, the thinking mode and
+"""The 2026 templates of the Gemma 4, Qwen3.5, Nemotron 3, Granite 4, LFM2, Apertus, Step-3.5, MiniCPM5 and
+Olmo 3 families: the start-up probe's verdict, the round trip of 1-3 calls through each, the thinking mode and
 reasoning pre-fill each run gets, and the overrides three of them need.
 
-The templates (tests/fixtures/rendering/2026/gemma-qwen35-olmo.json) are llama.cpp's captures of the
-checkpoints' own templates, each with its source (repository, path, commit). The key is the model id a
-run passes (`::2026` marks a second capture of a template the main fixture already holds).
+The templates (tests/fixtures/rendering/2026/gemma-qwen35-olmo.json, each with its source: repository,
+path, commit, and its kind) are llama.cpp's captures of the checkpoints' own templates, plus two copies
+others wrote, as cross-checks: vLLM's Olmo 3 example (the only Olmo 3 prompt found) and llama.cpp's
+interleaved-thinking Gemma 4 variant. The key is the model id a run passes (`::2026` marks a second
+capture of a template the main fixture already holds, `::vllm` / `::interleaved` the copies).
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ JSON_ARGS = Adaptation(arguments="json")
 # key -> (template the probe chooses, adaptation, parser selected from that template and the model id)
 EXPECTED: dict[str, tuple[str, Adaptation, str]] = {
     "LiquidAI/LFM2-8B-A1B": ("override:lfm2", Adaptation(), "lfm2"),
+    "allenai/Olmo-3-7B-Instruct::vllm": ("tokenizer", Adaptation(), "olmo3"),
+    "google/gemma-4-31B-it::interleaved": ("tokenizer", Adaptation(), "gemma4"),
     "LiquidAI/LFM2.5-1.2B-Instruct": ("override:lfm2_5", Adaptation(), "lfm2"),
     "LiquidAI/LFM2.5-8B-A1B": ("tokenizer", Adaptation(), "lfm2"),
     "Qwen/Qwen3.5-4B": ("tokenizer", Adaptation(), "qwen3_coder"),
@@ -115,6 +119,8 @@ THINKING: dict[str, tuple[dict[str, Any], bool]] = {
     "LiquidAI/LFM2-8B-A1B": ({}, False),
     "LiquidAI/LFM2.5-1.2B-Instruct": ({}, False),
     "LiquidAI/LFM2.5-8B-A1B": ({}, False),
+    "allenai/Olmo-3-7B-Instruct::vllm": ({}, False),
+    "google/gemma-4-31B-it::interleaved": ({}, False),
     "Qwen/Qwen3.5-4B": ({"thinking": "per-step"}, True),
     "google/gemma-4-31B-it": ({}, False),
     "ibm-granite/granite-4.0::2026": ({}, False),
@@ -127,6 +133,7 @@ THINKING: dict[str, tuple[dict[str, Any], bool]] = {
 SWITCHED: dict[str, tuple[bool, dict[str, Any]]] = {
     "Qwen/Qwen3.5-4B": (True, {"thinking": "per-step"}),
     "google/gemma-4-31B-it": (True, {}),
+    "google/gemma-4-31B-it::interleaved": (True, {}),
     "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": (True, {"thinking": "per-step"}),
     "openbmb/MiniCPM5-1B": (True, {"thinking": "per-step"}),
     "swiss-ai/Apertus-8B-Instruct-2509": (True, {}),

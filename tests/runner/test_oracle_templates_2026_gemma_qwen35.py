@@ -1,5 +1,5 @@
 """The oracle through every 2026 template of the Gemma 4, Qwen3.5, Nemotron 3, Granite 4, LFM2, Apertus,
-Step-3.5 and MiniCPM5 families: 100% with zero `format` fallbacks, as test_oracle_templates.py does for the
+Step-3.5, MiniCPM5 and Olmo 3 families: 100% with zero `format` fallbacks, as test_oracle_templates.py does for the
 earlier families (tests/fixtures/rendering/2026/gemma-qwen35-olmo.json; the probe may pick the family's
 override, the parser is selected from the chosen template, every gold reply is cut out of the template's
 own rendering, parsed and judged)."""
@@ -21,6 +21,8 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "LiquidAI/LFM2-8B-A1B": ("lfm2", "override:lfm2"),
     "LiquidAI/LFM2.5-1.2B-Instruct": ("lfm2", "override:lfm2_5"),
     "LiquidAI/LFM2.5-8B-A1B": ("lfm2", "tokenizer"),
+    "allenai/Olmo-3-7B-Instruct::vllm": ("olmo3", "tokenizer"),
+    "google/gemma-4-31B-it::interleaved": ("gemma4", "tokenizer"),
     "Qwen/Qwen3.5-4B": ("qwen3_coder", "tokenizer"),
     "google/gemma-4-31B-it": ("gemma4", "tokenizer"),
     "ibm-granite/granite-4.0::2026": ("granite4", "tokenizer"),
@@ -31,9 +33,9 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "swiss-ai/Apertus-8B-Instruct-2509": ("apertus", "override:apertus"),
 }
 # Parsers of these families no template reaches: no template of theirs was found in a citable source
-# (tool-call-formats-2026.md: FunctionGemma, ERNIE 4.5; Olmo 3 has only vLLM's example, and Nemotron 3
-# Super's template is not at hand: a template of the format selects qwen3_coder).
-WITHOUT_TEMPLATE = {"functiongemma", "ernie45", "olmo3", "qwen3_xml"}
+# (tool-call-formats-2026.md: FunctionGemma, ERNIE 4.5), and Nemotron 3 Super's is not at hand (a
+# template of the format selects qwen3_coder, which reads it the same way).
+WITHOUT_TEMPLATE = {"functiongemma", "ernie45", "qwen3_xml"}
 # Family BOS/EOS literals (templates print bos_token; the EOS ends a completion like the end-of-turn).
 _SPECIALS = (
     ("google/gemma-4", "<bos>", "<turn|>"),
