@@ -64,7 +64,7 @@ class TestGemma4(ParserConformance):
         result = parse("Please call:me maybe")
         assert (result.content, result.tool_calls, result.errors) == ("Please call:me maybe", [], [])
 
-    # --- the known Gemma 4 parser bugs (tool-call-formats-2026.md §6), same inputs ---------------------
+    # --- the inputs of the known Gemma 4 parser bugs (vLLM and ollama issues) ------------------------------
 
     def test_string_delimiters_never_leak_into_arguments(self) -> None:
         # nested strings, delimited keys and delimited list items come out as plain strings

@@ -1,15 +1,15 @@
 """Every 2026 sample of the Gemma 4, FunctionGemma, Olmo 3, Apertus, Qwen3.5/3.6 and Nemotron 3 (qwen3_coder,
 qwen3_xml), ERNIE 4.5, Granite 4, Step-3.5, LFM2 and MiniCPM5 families, through wtb_local's parser.
 
-The fixture copies these families' lines of the reference set (`line` is the line number there), each
-with the calls, content and reasoning its source (a vLLM tool-parser test or llama.cpp's test-chat.cpp)
-asserts. A sample is parsed with the parser named by its `family` (vLLM's parser name, which is a
-registry name here) and the options its prompt implies (OPTIONS); what the source asserts must come back
-exactly (content null == "", whitespace stripped, arguments as parsed JSON, names only where the source
-asserts only names). What a source does not assert is pinned to wtb_local's result (UNASSERTED_*), so
-every field of every sample is exact. Where wtb_local's policy differs from the source, the sample is in
-OURS with the policy (docs/parser-policies.md, "2026 families") and our exact result. Every sample's
-errors are asserted exactly (ERRORS).
+The fixture copies these families' lines of a set of 242 real outputs of the 2026 families (`line` is
+the line number there), each with the calls, content and reasoning its source (a vLLM tool-parser test or
+llama.cpp's test-chat.cpp) asserts. A sample is parsed with the parser named by its `family` (vLLM's
+parser name, which is a registry name here) and the options its prompt implies (OPTIONS); what the source
+asserts must come back exactly (content null == "", whitespace stripped, arguments as parsed JSON, names
+only where the source asserts only names). What a source does not assert is pinned to wtb_local's result
+(UNASSERTED_*), so every field of every sample is exact. Where wtb_local's policy differs from the source,
+the sample is in OURS with the policy (docs/parser-policies.md, "2026 families") and our exact result.
+Every sample's errors are asserted exactly (ERRORS).
 """
 
 from __future__ import annotations

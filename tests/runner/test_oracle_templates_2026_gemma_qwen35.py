@@ -33,7 +33,7 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "swiss-ai/Apertus-8B-Instruct-2509": ("apertus", "override:apertus"),
 }
 # Parsers of these families no template reaches: no template of theirs was found in a citable source
-# (tool-call-formats-2026.md: FunctionGemma, ERNIE 4.5), and Nemotron 3 Super's is not at hand (a
+# (FunctionGemma, ERNIE 4.5), and Nemotron 3 Super's is not at hand (a
 # template of the format selects qwen3_coder, which reads it the same way).
 WITHOUT_TEMPLATE = {"functiongemma", "ernie45", "qwen3_xml"}
 # Family BOS/EOS literals (templates print bos_token; the EOS ends a completion like the end-of-turn).
