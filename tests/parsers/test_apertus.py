@@ -35,3 +35,14 @@ class TestApertus(ParserConformance):
     def test_arguments_text_as_written(self) -> None:
         result = get_parser("apertus").parse('<|tools_prefix|>[{"f": {"a":1,  "b": [2]}}]<|tools_suffix|>')
         assert result.tool_calls[0].arguments == '{"a":1,  "b": [2]}'
+
+    def test_truncated_json(self) -> None:
+        # vLLM recovers a truncated item; here a cut at the token limit is an error, and an item left
+        # unreadable at a normal stop keeps its name and raw text with an error
+        text = '<|tools_prefix|>[{"a": {"x": 1}}, {"b": {"y": "zz'
+        cut = get_parser("apertus").parse(text, finish_reason="length")
+        assert ([c.name for c in cut.tool_calls], cut.errors) == (
+            ["a"], ["truncated tool call: call list cut off at the token limit"])
+        stopped = get_parser("apertus").parse(text, finish_reason="stop")
+        assert [(c.name, c.arguments) for c in stopped.tool_calls] == [("a", '{"x": 1}'), ("b", '{"y": "zz')]
+        assert stopped.errors == ["tool call item is not valid JSON: '{\"b\": {\"y\": \"zz'; arguments kept as raw text"]

@@ -14,11 +14,13 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 _NAME = re.compile(r"[A-Za-z_][\w.\-]*")
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _LITERALS = {"true": True, "false": False, "null": None, "none": None}
+_BARE_KEY = re.compile(r"[^:=,{}\[\]()\s]+")
 _WS = " \t\r\n"
 
 
@@ -149,7 +151,7 @@ class _Reader:
         if self.text[j] == '"':
             key, end = self._json_string(j)
             return key, end
-        found = re.compile(r"[^:=,{}\[\]()\s]+").match(self.text, j)
+        found = _BARE_KEY.match(self.text, j)
         if found is None:
             raise Unreadable(f"unexpected {self.text[j]!r} where a key belongs")
         return found.group(0), found.end()
@@ -186,16 +188,20 @@ class _Reader:
                 raise Unreadable(f"unexpected {self.text[j]!r} in an array")
 
     def _bare(self, j: int, close: str) -> tuple[Any, int]:
-        stops = {",", "}", "]", close, "\n"}
-        k = j
-        while k < len(self.text) and self.text[k] not in stops and self._delimiter_at(k) is None:
-            k += 1
+        found = _bare_end(close, self.delimiters).search(self.text, j)
+        k = found.start() if found else len(self.text)
         if k >= len(self.text):
             raise Unreadable("a value is never ended", cut=True)
         word = self.text[j:k].strip()
         if not word:
             raise Unreadable(f"a value is missing before {self.text[k]!r}")
         return _literal(word), k
+
+
+@lru_cache(maxsize=16)
+def _bare_end(close: str, delimiters: tuple[str, ...]) -> re.Pattern[str]:
+    """Where a bare word ends: a separator, a closing bracket, a line end or a string delimiter."""
+    return re.compile("|".join(re.escape(c) for c in sorted({",", "}", "]", close, "\n", *delimiters})))
 
 
 def _literal(word: str) -> Any:
