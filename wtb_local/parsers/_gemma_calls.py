@@ -12,6 +12,7 @@ argument list (`call:NAME(...)`) read too, and are reported (`CallRead.errors`).
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -212,5 +213,5 @@ def _literal(word: str) -> Any:
         if re.fullmatch(r"[+-]?\d+", word):
             return int(word)
         number = float(word)
-        return number if number == number and abs(number) != float("inf") else word
+        return number if math.isfinite(number) else word
     return word

@@ -67,7 +67,7 @@ def read_call_list(text: str, i: int, finish_reason: str | None) -> tuple[list[P
         if close_token < 0 and is_truncated(finish_reason):
             return [], [f"{TRUNCATED}: call list cut off at the token limit"], len(text)
         source = text[j:stop].strip()
-        inner = source[1:] if source.startswith("[") else source
+        inner = source.removeprefix("[")
         calls, errors = read_block(_split_items(inner.rstrip("]")), OPEN)
         return calls, [*errors, f"the call list after {OPEN} is not valid: {source[:60]!r}"], stop
     source = text[j:end]

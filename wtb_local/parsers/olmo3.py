@@ -71,7 +71,7 @@ def read_block(body: str, where: str = OPEN) -> tuple[list[ParsedCall], list[str
                 errors.append(f"not a call in {where}: {line[:60]!r}")
                 continue
             inner = line[head.end():].rstrip()
-            calls.append(ParsedCall(name=head.group(1), arguments=inner[:-1] if inner.endswith(")") else inner))
+            calls.append(ParsedCall(name=head.group(1), arguments=inner.removesuffix(")")))
             errors.append(f"call {head.group(1)}: not a valid call ({exc}); arguments kept as raw text")
             continue
         calls += [ParsedCall(name=name, arguments=dumps_arguments(args)) for name, args in parsed]
