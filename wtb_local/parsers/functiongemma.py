@@ -65,7 +65,6 @@ class FunctionGemmaParser(ToolParser):
     families = ("FunctionGemma (functiongemma-270m-it)",)
     model_patterns = (r"functiongemma", r"function-gemma")
     template_markers = ("<start_function_call>",)
-    priority = 2  # its ids also contain "gemma"
 
     def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
               finish_reason: str | None = None) -> ParseResult:

@@ -38,8 +38,8 @@ _CHANNEL_NAME = re.compile(r"\A\s*thought\b[ \t]*\n?")
 _CHANNEL_NAME_LINE = re.compile(r"\A\s*thought[ \t]*\n")
 
 
-def split_channels(text: str, thinking: bool | None) -> tuple[str | None, str, int]:
-    """(reasoning, the text outside reasoning blocks, how many blocks) of a Gemma completion.
+def split_channels(text: str, thinking: bool | None) -> tuple[str | None, str]:
+    """(reasoning, the text outside reasoning blocks) of a Gemma completion.
 
     `thinking=True`: the prompt pre-filled `<|channel>`, so the text starts inside a block. Otherwise a
     block is `<|channel>...<channel|>`; a closer seen before any opener means the text started inside one.
@@ -64,7 +64,7 @@ def split_channels(text: str, thinking: bool | None) -> tuple[str | None, str, i
         parts.append(_CHANNEL_NAME.sub("", body, count=1))
     kept = [p.strip() for p in parts if p.strip()]
     rest = "".join(pieces).replace(CHANNEL_CLOSE, "")  # a stray closer is markup, not text
-    return ("\n".join(kept) or None), rest, len(parts)
+    return ("\n".join(kept) or None), rest
 
 
 def _block_body(text: str, start: int) -> tuple[str, int]:
@@ -149,12 +149,11 @@ class Gemma4Parser(ToolParser):
     families = ("Gemma 4 (E2B, E4B, 12B, 26B-A4B, 31B)",)
     model_patterns = (r"gemma-?4",)
     template_markers = ("<|tool_call>call:",)
-    priority = 1  # "gemma" ids of other generations never match gemma-4
 
     def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         text = strip_end_of_turn(text or "")
-        reasoning, rest, _ = split_channels(text, self.options.get("thinking"))
+        reasoning, rest = split_channels(text, self.options.get("thinking"))
         pieces, calls, errors = read_calls(rest, finish_reason)
         return ParseResult(reasoning=reasoning, content=join_content(pieces), tool_calls=calls, errors=errors)
 
