@@ -34,6 +34,16 @@ REPRESENTATIVE = {
     "qwen3_coder": "Qwen/Qwen3-Coder-30B-A3B-Instruct",
     "seed_oss": "ByteDance-Seed/Seed-OSS-36B-Instruct",
     "xlam": "Salesforce/Llama-xLAM-2-8b-fc-r",
+    # 2026 families (Gemma, Qwen3.5, Olmo, ...)
+    "apertus": "swiss-ai/Apertus-8B-Instruct-2509",
+    "ernie45": "baidu/ERNIE-4.5-21B-A3B-Thinking",
+    "functiongemma": "google/functiongemma-270m-it",
+    "gemma4": "google/gemma-4-31B-it",
+    "lfm2": "LiquidAI/LFM2-8B-A1B",
+    "minicpm5": "openbmb/MiniCPM5-1B",
+    "olmo3": "allenai/Olmo-3-7B-Instruct",
+    "qwen3_xml": "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8",
+    "step3p5": "stepfun-ai/Step-3.5-Flash",
 }
 
 
