@@ -240,3 +240,20 @@ def test_a_vllm_name_two_parsers_mirror_is_no_alias(monkeypatch: pytest.MonkeyPa
     finally:
         monkeypatch.undo()
         registry._vllm_owners.cache_clear()
+
+
+@pytest.mark.parametrize(("config", "parser"), [
+    ({"model_type": "gemma4"}, "gemma4"), ({"architectures": ["Gemma4ForConditionalGeneration"]}, "gemma4"),
+    ({"model_type": "olmo3"}, "olmo3"), ({"model_type": "apertus"}, "apertus"),
+    ({"model_type": "qwen3_5"}, "qwen3_coder"), ({"model_type": "qwen3_5_moe"}, "qwen3_coder"),
+    ({"model_type": "ernie4_5_moe"}, "ernie45"), ({"model_type": "granitemoehybrid"}, "granite4"),
+    ({"model_type": "step3p5"}, "step3p5"), ({"model_type": "lfm2"}, "lfm2"), ({"model_type": "lfm2_moe"}, "lfm2"),
+])
+def test_2026_model_types(config: dict, parser: str) -> None:
+    assert select_parser("/models/local-checkpoint", config=config) == parser
+
+
+def test_nemotron_h_model_type_alone_decides_nothing() -> None:
+    # shared by Nemotron 3 and the earlier Nemotron-H models: the id or the template decides
+    with pytest.raises(ValueError, match="no tool-call parser matches"):
+        select_parser("/models/local-checkpoint", config={"model_type": "nemotron_h"})

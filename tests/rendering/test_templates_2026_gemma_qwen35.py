@@ -194,3 +194,23 @@ def test_shipped_lfm2_template_without_override_is_refused() -> None:
     with pytest.raises(TemplateError, match="reads back with parser lfm2 as no calls"):
         PromptRenderer(make_tokenizer(text, name="someone/lfm2-finetune"), model_id="someone/lfm2-finetune",
                        parser="lfm2")
+
+
+@pytest.mark.parametrize(("model_id", "switch"), [
+    ("google/gemma-4-31B-it", "enable_thinking"), ("Qwen/Qwen3.6-35B-A3B", "enable_thinking"),
+    ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "enable_thinking"),
+    ("swiss-ai/Apertus-8B-Instruct-2509", "enable_thinking"), ("openbmb/MiniCPM5-1B", "enable_thinking"),
+    ("LiquidAI/LFM2-8B-A1B", None), ("stepfun-ai/Step-3.5-Flash", None)])
+def test_thinking_switch_by_model_id(model_id: str, switch: str | None) -> None:
+    from wtb_local.rendering.kwargs import thinking_switch
+
+    # without a template to read (a hub id not downloaded yet), the family's switch
+    assert thinking_switch(model_id, None) == switch
+
+
+def test_a_message_field_named_thinking_is_no_switch() -> None:
+    # LFM2.5-8B-A1B's template reads `message.thinking`, a message field, not a template variable
+    from wtb_local.rendering.kwargs import thinking_switch
+
+    assert thinking_switch("LiquidAI/LFM2.5-8B-A1B", templates()["LiquidAI/LFM2.5-8B-A1B"]["chat_template"]) is None
+    assert thinking_switch("x/y", "{% if thinking is defined and thinking %}") == "thinking"
