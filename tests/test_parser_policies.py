@@ -33,7 +33,8 @@ def test_parse_a_call_inside_the_reasoning_block(tmp_path: Path) -> None:
     inside = f"<think>\nLet me see. {HERMES_CALL} No, not yet.\n</think>\n\nDone."
     [row] = _parse(tmp_path, "hermes", inside)
     assert row == {"parser": "hermes", "reasoning": f"Let me see. {HERMES_CALL} No, not yet.", "content": "Done.",
-                   "tool_calls": [], "errors": [], "calls_in_reasoning": 1}
+                   "tool_calls": [], "errors": [], "calls_in_reasoning": 1,
+                   "format_deviation": None}
 
 
 def test_a_foreign_format_leaves_its_markup_as_content(tmp_path: Path) -> None:
