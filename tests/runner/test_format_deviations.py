@@ -122,6 +122,10 @@ def test_report_counts_them_in_run_health_and_per_kind(release_run, tmp_path: Pa
         per_kind = list(csv.DictReader(handle))
     assert per_kind == [{"model": MODEL_DIR, "kind": "ours", "steps": "4", "calls": "5", "bare_json": "1",
                          "fenced_json": "2", "format:mistral": "1"}]
+    # judged as text where a call was due, three of the four failed tasks are classified Refusal
+    with open(tmp_path / "report" / "errors.csv", encoding="utf-8", newline="") as handle:
+        errors = list(csv.DictReader(handle))
+    assert [(row["failed"], row["Refusal"], row["Call Error"]) for row in errors] == [("4", "75.0000", "25.0000")]
     lines = done.stdout.splitlines()
     title = lines.index("Format deviations: steps with tool calls outside the model's format")
     assert lines[title + 1].split() == ["model", "steps", "calls", "bare_json", "fenced_json", "format:mistral"]
