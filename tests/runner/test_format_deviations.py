@@ -2,7 +2,8 @@
 commands: the replay of `tests/fixtures/deviations/replies.jsonl` (a Qwen2.5 model's replies, hermes format,
 with calls written as fenced JSON, bare JSON and Mistral's `[TOOL_CALLS]`, plus two answers holding JSON that
 is not a call of the step) is run, reported and compared. Each step names its foreign wrapper, the run's
-output has one line, `report` counts them in run health and per kind, `parsers compare` per parser; the
+output has one line, `report` counts them in run health and per kind (and its trajectory browser shows each
+step's, in headless chromium), `parsers compare` per parser; the
 release protocol judges these replies as text, with the very score and metric files the code wrote before
 the deviations were recorded, and the paper protocol's qwen rule does the same."""
 
@@ -12,6 +13,8 @@ import csv
 import gzip
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -112,7 +115,7 @@ def test_the_release_protocol_judges_them_exactly_as_before(release_run) -> None
 
 def test_report_counts_them_in_run_health_and_per_kind(release_run, tmp_path: Path) -> None:
     out, _ = release_run
-    done = _wtb("report", str(out), "--out", str(tmp_path / "report"), "--format", "md,csv")
+    done = _wtb("report", str(out), "--out", str(tmp_path / "report"), "--format", "md,csv,html")
     assert done.returncode == 0, done.stderr
     with open(tmp_path / "report" / "health.csv", encoding="utf-8", newline="") as handle:
         health = list(csv.DictReader(handle))
@@ -130,6 +133,8 @@ def test_report_counts_them_in_run_health_and_per_kind(release_run, tmp_path: Pa
     title = lines.index("Format deviations: steps with tool calls outside the model's format")
     assert lines[title + 1].split() == ["model", "steps", "calls", "bare_json", "fenced_json", "format:mistral"]
     assert lines[title + 2].split() == [MODEL_DIR, "4", "5", "1", "2", "1"]
+    page = (tmp_path / "report" / "report.html").read_text(encoding="utf-8")
+    assert '<section id="sec-format_deviations">' in page and "<th>format:mistral</th>" in page
 
 
 def test_a_run_without_deviations_shows_none(tmp_path: Path) -> None:
@@ -179,3 +184,39 @@ def test_the_paper_protocol_qwen_rule_reads_them_as_text_too(tmp_path: Path) -> 
     labels = [(row["id"], task["label"]) for row in read_jsonl(out / "score" / MODEL_DIR / SCORE_NAME)
               for task in row["results"]]
     assert labels == VERDICTS
+
+
+OPEN_FIRST_TASK = """<script>
+window.addEventListener("load", function () {
+  document.querySelector("#b-rows tr").click();
+  var shown = Array.prototype.map.call(document.querySelectorAll("#b-detail .step .k"), function (k) {
+    return k.textContent; }).filter(function (t) { return t.indexOf("format deviation") === 0; });
+  var pre = document.createElement("pre"); pre.id = "probe"; pre.textContent = JSON.stringify(shown);
+  document.body.appendChild(pre);
+});
+</script>"""
+
+
+def test_the_trajectory_browser_shows_a_steps_deviation(release_run, tmp_path: Path) -> None:
+    """The first task (two calls in fenced JSON) opened in Debian's headless chromium: its step says so.
+    Skipped only when chromium is absent outside CI (`CI=true`: it must run)."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        if os.environ.get("CI", "").lower() in ("true", "1", "yes"):
+            pytest.fail("chromium is not installed (.ci/run installs it)")
+        pytest.skip("chromium is not installed (apt-get install chromium; CI installs it)")
+    out, _ = release_run
+    done = _wtb("report", str(out), "--out", str(tmp_path / "report"), "--format", "html")
+    assert done.returncode == 0, done.stderr
+    page = (tmp_path / "report" / "report.html").read_text(encoding="utf-8")
+    probe = tmp_path / "probe.html"
+    probe.write_text(page.replace("</body>", OPEN_FIRST_TASK + "</body>", 1), encoding="utf-8")
+    browser = subprocess.run(
+        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", probe.as_uri()],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert browser.returncode == 0, browser.stderr[-2000:]
+    match = re.search(r'<pre id="probe">(.*?)</pre>', browser.stdout, re.DOTALL)
+    assert match, browser.stdout[-2000:]
+    assert json.loads(match.group(1).replace("&quot;", '"')) == ["format deviation: fenced_json, 2 call(s) not executed"]
