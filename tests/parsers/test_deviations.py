@@ -106,8 +106,8 @@ REAL_SHAPES = {
     "qwen3-coder xml inside the tags": (
         "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>",
         {"kind": "format:qwen3_coder", "calls": 1}),
-    "harmony": ('<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris"}'
-                "<|call|>", {"kind": "format:gpt_oss", "calls": 1}),
+    "harmony": (('<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris"}'
+                 "<|call|>"), {"kind": "format:gpt_oss", "calls": 1}),
     "pythonic": ('[get_weather(city="Paris")]', {"kind": "format:pythonic", "calls": 1}),
     "a fenced call beside a tagged one": (f"<tool_call>\n{WEATHER}\n</tool_call>\nand\n```json\n{SEARCH}\n```",
                                           {"kind": "fenced_json", "calls": 1}),

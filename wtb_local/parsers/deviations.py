@@ -112,7 +112,7 @@ def _reads_plain_json(parser: Any) -> bool:
     for text in _PLAIN:
         try:
             calls = parser.parse(text, tools=None, finish_reason="stop").tool_calls
-        except Exception:  # noqa: BLE001 - a parser that cannot read it does not read it
+        except Exception:  # noqa: BLE001, S112 - a parser that cannot read it does not read it
             continue
         if any(call.name == _PROBE_NAME for call in calls):
             return True
@@ -130,7 +130,7 @@ def _registered() -> tuple[tuple[Shape, Any], ...]:
             parser = _instance(cls)
             call_text = _call_text(parser)
             shape = Shape(name, call_text, _marker(call_text), _reads_plain_json(parser), int(cls.priority))
-        except Exception:  # noqa: BLE001 - a parser that cannot render a probe call is not tried
+        except Exception:  # noqa: BLE001, S112 - a parser that cannot render a probe call is not tried
             continue
         found.append((shape, parser))
     return tuple(found)
