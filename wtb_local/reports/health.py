@@ -4,9 +4,8 @@ with tool calls written in a foreign wrapper (format deviations), requests that 
 task, latency per step, wall time.
 
 Read from the result file's steps (`raw`, `parse_errors`, `calls_in_reasoning`, `format_deviation`,
-`finish_reason`, `error_reason`,
-`reasoning_content`/`content`/`tool_calls`) and per-task `latency`/`input_token_count`/
-`output_token_count` lists, and from the manifest's `invocations[].wall_s` and `status`. Whatever a file
+`finish_reason`, `error_reason`, `reasoning_content`/`content`/`tool_calls`) and per-task `latency`/
+`input_token_count`/`output_token_count` lists, and from the manifest's `invocations[].wall_s` and `status`. Whatever a file
 lacks (the benchmark harness's files have no raw completions) shows as None ("n/a").
 """
 
@@ -122,7 +121,6 @@ def reasoning_calls_line(result_rows: list[dict[str, Any]], protocol: str | None
     policy = (find_protocol(protocol) or find_protocol(None)).calls_in_reasoning
     return (f"steps with a tool call inside the reasoning block: {len(steps)} ({calls} call(s), {policy}; "
             "docs/parser-policies.md)")
-
 
 
 def _deviation(step: dict[str, Any]) -> tuple[str, int] | None:
