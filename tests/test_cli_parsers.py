@@ -69,6 +69,7 @@ def test_parse_with_parser_to_stdout(tmp_path: Path) -> None:
         "tool_calls": [{"name": "search", "arguments": {"query": "x"}}],
         "errors": [],
         "calls_in_reasoning": 0,
+        "format_deviation": None,
     }
 
 

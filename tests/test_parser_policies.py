@@ -1,5 +1,6 @@
 """The parser policies of docs/parser-policies.md through the real `parsers` commands (subprocesses): a
-call written inside a closed reasoning block (§1), and a reply in a foreign format (§2)."""
+call written inside a closed reasoning block (§1), a reply in a foreign format (§2), tool calls written in a
+foreign wrapper (§3)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,26 @@ def test_parse_a_call_inside_the_reasoning_block(tmp_path: Path) -> None:
     inside = f"<think>\nLet me see. {HERMES_CALL} No, not yet.\n</think>\n\nDone."
     [row] = _parse(tmp_path, "hermes", inside)
     assert row == {"parser": "hermes", "reasoning": f"Let me see. {HERMES_CALL} No, not yet.", "content": "Done.",
-                   "tool_calls": [], "errors": [], "calls_in_reasoning": 1}
+                   "tool_calls": [], "errors": [], "calls_in_reasoning": 1,
+                   "format_deviation": None}
+
+
+def test_parse_names_calls_in_a_foreign_wrapper(tmp_path: Path) -> None:
+    """Each row's `format_deviation`, with the row's tools: fenced JSON, Mistral's tags, and an answer whose
+    call-shaped JSON names no tool of the row (not counted)."""
+    tools = [{"type": "function", "function": {"name": "search", "parameters": {"type": "object", "properties": {}}}}]
+    call = '{"name": "search", "arguments": {"query": "x"}}'
+    rows = [{"raw": f"Let me look.\n```json\n{call}\n```", "tools": tools},
+            {"raw": f"[TOOL_CALLS][{call}]", "tools": tools},
+            {"raw": 'I could run {"name": "lookup", "arguments": {"query": "x"}} for you.', "tools": tools}]
+    source = tmp_path / "rows.jsonl"
+    source.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    done = _wtb("parsers", "parse", str(source), "--parser", "hermes")
+    assert done.returncode == 0, done.stderr
+    parsed = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [(row["tool_calls"], row["format_deviation"]) for row in parsed] == [
+        ([], {"kind": "fenced_json", "calls": 1}), ([], {"kind": "format:mistral", "calls": 1}), ([], None)]
+    assert parsed[0]["content"] == rows[0]["raw"]
 
 
 def test_a_foreign_format_leaves_its_markup_as_content(tmp_path: Path) -> None:

@@ -91,6 +91,15 @@ class ParsedCall(BaseModel):
     arguments: str
 
 
+class FormatDeviation(BaseModel):
+    """Tool calls a reply wrote outside the format its parser reads (docs/parser-policies.md §3): `kind` is
+    `fenced_json`, `bare_json` or `format:<parser>` (another registered parser's format), `calls` how many
+    calls of the step's tools were written so."""
+
+    kind: str
+    calls: int
+
+
 class ParseResult(BaseModel):
     """What a parser returns. Parsers never raise.
 
@@ -108,6 +117,9 @@ class ParseResult(BaseModel):
     # Calls written inside the reasoning block (docs/parser-policies.md §1): not in `tool_calls` under the
     # release protocol (vLLM drops them too), kept by the paper protocol's rules; counted either way.
     calls_in_reasoning: int = 0
+    # Calls written in a foreign wrapper and not read (docs/parser-policies.md §3): filled by
+    # `parsers.parse_completion`, recorded on the step, judged as the reply's text (release protocol).
+    format_deviation: FormatDeviation | None = None
 
 
 # --- generation (backends) -------------------------------------------------------------------------------

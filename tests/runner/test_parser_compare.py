@@ -66,11 +66,12 @@ def test_compare_counts_calls_failures_and_disagreements(recorded_run: Path, tmp
     # a disagreement too (docs/parser-policies.md §2).
     assert summary == {
         "hermes": {"calls": call + partial, "steps_with_calls": call + partial, "parse_failures": broken,
-                   "partial_parses": partial, "disagreements": 0},
+                   "partial_parses": partial, "format_deviations": {}, "disagreements": 0},
         "qwen3_coder": {"calls": call, "steps_with_calls": call, "parse_failures": partial + broken,
-                        "partial_parses": 0, "disagreements": partial},
+                        "partial_parses": 0, "format_deviations": {}, "disagreements": partial},
         "llama3_json": {"calls": call + partial, "steps_with_calls": call + partial, "parse_failures": 0,
-                        "partial_parses": partial, "disagreements": call + partial + broken},
+                        "partial_parses": partial, "format_deviations": {},
+                        "disagreements": call + partial + broken},
     }
     examples = report["completions"]["llama3_json"]["examples"]
     assert all(set(example) == {"request", "raw", "differs", "hermes", "llama3_json"} for example in examples)
@@ -95,7 +96,8 @@ def test_compare_markdown_and_errors(recorded_run: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0] == f"# Parser comparison: {recorded_run}"
-    assert "| parser | calls | steps with calls | parse failures | partial parses | disagreements with hermes |" in lines
+    assert ("| parser | calls | steps with calls | parse failures | partial parses | format deviations | "
+            "disagreements with hermes |") in lines
     assert any(line.startswith("| llama3_json | 32 | ") for line in lines)
     assert "### llama3_json vs hermes" in lines
     bad = _compare(str(recorded_run), "--parsers", "hermes,nosuch")

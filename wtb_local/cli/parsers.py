@@ -113,6 +113,8 @@ def result_row(parser_name: str, result: ParseResult) -> dict[str, Any]:
         "tool_calls": calls,
         "errors": result.errors,
         "calls_in_reasoning": result.calls_in_reasoning,  # docs/parser-policies.md §1
+        # docs/parser-policies.md §3
+        "format_deviation": result.format_deviation.model_dump() if result.format_deviation else None,
     }
 
 

@@ -78,11 +78,14 @@ def run(ctx: click.Context, **params: Any) -> None:
         warning = cuts_warning(cuts, run_settings.sampling.max_new_tokens)
         if warning:
             click.echo(warning, err=True)
-    from wtb_local.reports.health import reasoning_calls_line
+    from wtb_local.reports.health import format_deviations_line, reasoning_calls_line
 
     hidden = reasoning_calls_line(outcome.result_rows, run_settings.protocol)
     if hidden:
         click.echo(hidden)
+    foreign = format_deviations_line(outcome.result_rows, run_settings.protocol)
+    if foreign:
+        click.echo(foreign)
     # label, paper row (by the recorded thinking mode) and notes as every command shows this run
     shown = present(paths.run_dir, outcome.metric, manifest=outcome.manifest)
     shown.show(sys.stdout)

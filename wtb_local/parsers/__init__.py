@@ -224,7 +224,9 @@ def parse_completion(
     finish_reason: str | None = None,
 ) -> ParseResult:
     """`parser.parse`, with any unexpected exception turned into an error result: a malformed reply must
-    never crash a run (parsers are written not to raise; this is the second line of defence)."""
+    never crash a run (parsers are written not to raise; this is the second line of defence). Calls written
+    inside the reasoning block and calls written in a foreign wrapper are counted on the result
+    (docs/parser-policies.md §1, §3)."""
     try:
         result = parser.parse(text, tools=tools, finish_reason=finish_reason)
         if not isinstance(result, ParseResult):
@@ -233,6 +235,11 @@ def parse_completion(
             hidden = reasoning_calls(parser, result.reasoning, tools)
             if hidden:
                 result = result.model_copy(update={"calls_in_reasoning": len(hidden)})
+        from wtb_local.parsers.deviations import format_deviation
+
+        deviation = format_deviation(parser, text, result, tools)  # docs/parser-policies.md §3
+        if deviation is not None:
+            result = result.model_copy(update={"format_deviation": deviation})
         return result
     except Exception as exc:  # noqa: BLE001 - defence in depth, the error becomes data
         where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None

@@ -28,6 +28,8 @@ class Protocol(ABC):
     checker: ClassVar[str]  # the argument checker its runs are scored with ("strict", "lenient")
     # what happens to a tool call written inside the reasoning block (docs/parser-policies.md §1)
     calls_in_reasoning: ClassVar[str] = "not executed, as vLLM's reasoning parsers drop them"
+    # what happens to tool calls written in a foreign wrapper (docs/parser-policies.md §3)
+    format_deviations: ClassVar[str] = "not executed: judged as text replies, as the released evaluator does"
     reproduces_paper: ClassVar[bool] = False  # runs as the paper's harness did (its numbers are comparable)
     # renders with the project's template overrides when a model's own template cannot render the run
     # (release); False: always the model's own template, as the paper's harness did

@@ -16,6 +16,7 @@ class PaperProtocol(Protocol):
     hash_value = "paper"
     reproduces_paper = True
     calls_in_reasoning = "read as calls, as the paper harness does"
+    format_deviations = "not read as calls by the family's parse rule, as in the paper harness"
     uses_template_overrides = False
 
     def family(self, values: dict[str, Any]) -> FamilyRule:

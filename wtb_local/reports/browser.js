@@ -100,6 +100,10 @@
     box.appendChild(el("div", { "class": "k" }, ["raw completion"]));
     box.appendChild(pre(s.raw === undefined ? "(not recorded)" : s.raw, "raw"));
     if (s.parse_errors) { box.appendChild(el("div", { "class": "k" }, ["parse errors"])); box.appendChild(pre(pretty(s.parse_errors))); }
+    if (s.format_deviation) {  // calls written outside the model's format (docs/parser-policies.md §3)
+      box.appendChild(el("div", { "class": "k" }, ["format deviation: " + s.format_deviation.kind + ", " +
+        s.format_deviation.calls + " call(s) not executed"]));
+    }
     box.appendChild(el("div", { "class": "k" }, ["parsed reply"]));
     box.appendChild(pre(pretty({ reasoning_content: s.reasoning, content: s.content, tool_calls: s.tool_calls })));
     box.appendChild(el("div", { "class": "k" }, [s.label === "correct" ? "accepted gold step" : "gold candidates at this step"]));

@@ -1,10 +1,11 @@
 """A run's health, per model: is a low score the model or the run? Parse failures, completions cut by the
-token limit (inside the reasoning or not), steps with a tool call written inside the reasoning block,
-requests that failed and why, tokens per task, latency per step, wall time.
+token limit (inside the reasoning or not), steps with a tool call written inside the reasoning block, steps
+with tool calls written in a foreign wrapper (format deviations), requests that failed and why, tokens per
+task, latency per step, wall time.
 
-Read from the result file's steps (`raw`, `parse_errors`, `calls_in_reasoning`, `finish_reason`, `error_reason`,
-`reasoning_content`/`content`/`tool_calls`) and per-task `latency`/`input_token_count`/
-`output_token_count` lists, and from the manifest's `invocations[].wall_s` and `status`. Whatever a file
+Read from the result file's steps (`raw`, `parse_errors`, `calls_in_reasoning`, `format_deviation`,
+`finish_reason`, `error_reason`, `reasoning_content`/`content`/`tool_calls`) and per-task `latency`/
+`input_token_count`/`output_token_count` lists, and from the manifest's `invocations[].wall_s` and `status`. Whatever a file
 lacks (the benchmark harness's files have no raw completions) shows as None ("n/a").
 """
 
@@ -24,6 +25,7 @@ HEALTH_COLUMNS: tuple[tuple[str, str], ...] = (
     ("length_steps", "ended by length"),
     ("length_in_reasoning", "…inside reasoning"),
     ("calls_in_reasoning", "calls in reasoning"),
+    ("format_deviations", "format deviations"),
     ("failed_requests", "failed requests"),
     ("failed_reasons", "failure reasons"),
     ("prompt_tokens_per_task", "prompt tok/task"),
@@ -94,6 +96,8 @@ def run_health(result_rows: list[dict[str, Any]] | None, score_rows: list[dict[s
         "length_in_reasoning": len(in_reasoning) if completions else None,
         # steps with a call written inside the reasoning block (docs/parser-policies.md §1)
         "calls_in_reasoning": sum(1 for s in served if s.get("calls_in_reasoning")) if completions else None,
+        # steps with tool calls written in a foreign wrapper (docs/parser-policies.md §3)
+        "format_deviations": sum(1 for s in served if _deviation(s)) if completions else None,
         "failed_requests": sum(reasons.values()) if completions or crashed else None,
         "failed_reasons": "; ".join(f"{reason} ×{n}" for reason, n in sorted(reasons.items())) or "",
         "prompt_tokens_per_task": sum(prompt) / len(prompt) if prompt and any(prompt) else None,
@@ -118,3 +122,45 @@ def reasoning_calls_line(result_rows: list[dict[str, Any]], protocol: str | None
     return (f"steps with a tool call inside the reasoning block: {len(steps)} ({calls} call(s), {policy}; "
             "docs/parser-policies.md)")
 
+
+def _deviation(step: dict[str, Any]) -> tuple[str, int] | None:
+    """(kind, calls) of a step's recorded format deviation, None when it has none."""
+    record = step.get("format_deviation")
+    if not isinstance(record, dict):
+        return None
+    kind, calls = record.get("kind"), record.get("calls")
+    if not isinstance(kind, str) or not isinstance(calls, int) or isinstance(calls, bool) or calls < 1:
+        return None
+    return kind, calls
+
+
+def format_deviation_counts(result_rows: list[dict[str, Any]] | None) -> dict[str, dict[str, int]] | None:
+    """kind -> {"steps", "calls"} over a run's steps, sorted by kind (docs/parser-policies.md §3); None when
+    no step records a raw completion (nothing could be counted)."""
+    steps = list(_steps(result_rows or []))
+    if not any("raw" in step or "finish_reason" in step for step in steps):
+        return None
+    counts: dict[str, dict[str, int]] = {}
+    for step in steps:
+        found = _deviation(step)
+        if found is not None:
+            entry = counts.setdefault(found[0], {"steps": 0, "calls": 0})
+            entry["steps"] += 1
+            entry["calls"] += found[1]
+    return dict(sorted(counts.items()))
+
+
+def format_deviations_line(result_rows: list[dict[str, Any]], protocol: str | None) -> str | None:
+    """The run's one line about steps with tool calls written in a foreign wrapper, None when there is
+    none; the policy it states is the protocol's (docs/parser-policies.md §3)."""
+    counts = format_deviation_counts(result_rows) or {}
+    if not counts:
+        return None
+    from wtb_local.protocols import find_protocol
+
+    policy = (find_protocol(protocol) or find_protocol(None)).format_deviations
+    steps = sum(entry["steps"] for entry in counts.values())
+    calls = sum(entry["calls"] for entry in counts.values())
+    kinds = ", ".join(f"{kind} {entry['steps']}" for kind, entry in counts.items())
+    return (f"steps with tool calls outside the model's tool-call format: {steps} ({kinds}; {calls} call(s), "
+            f"{policy}; docs/parser-policies.md)")

@@ -55,7 +55,8 @@ def task_detail(scored: Any, recorded: Any, category: str | None) -> dict[str, A
             "tool_calls": output.get("tool_calls"), "gold": use.get("inference_answer"),
         }
         for name, source in (("raw", "raw"), ("finish_reason", "finish_reason"), ("error_reason", "error_reason"),
-                             ("parse_errors", "parse_errors"), ("arguments_label", "current_action_arguments_label"),
+                             ("parse_errors", "parse_errors"), ("format_deviation", "format_deviation"),
+                             ("arguments_label", "current_action_arguments_label"),
                              ("check", "current_action_arguments_check_result")):
             if source in output:
                 entry[name] = output[source]

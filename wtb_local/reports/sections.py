@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from wtb_local.reports.health import HEALTH_COLUMNS, run_health
+from wtb_local.reports.health import HEALTH_COLUMNS, format_deviation_counts, run_health
 from wtb_local.reports.paper import paper_name, paper_rows
 from wtb_local.reports.runs import Run
 from wtb_local.reports.table import COLUMNS, HEADERS, metric_values
@@ -139,12 +139,35 @@ def health_section(runs: Sequence[Run]) -> Section:
                       note="n/a: the files do not record it (the benchmark harness keeps no raw "
                       "completions). Ended by length: finish_reason 'length'; inside reasoning: with "
                       "reasoning but no content, calls or parse errors. Calls in reasoning: steps with a tool "
-                      "call written inside the reasoning block (docs/parser-policies.md).", percent=False)
+                      "call written inside the reasoning block; format deviations: steps with tool calls "
+                      "written outside the model's tool-call format (docs/parser-policies.md).", percent=False)
     for run in runs:
         if run.score_rows is None and run.result_rows is None:
             continue
         section.rows.append({"label": run.label, "kind": "ours",
                              **run_health(run.result_rows, run.score_rows, run.manifest)})
+    return section
+
+
+def format_deviation_section(runs: Sequence[Run]) -> Section:
+    """Steps with tool calls written in a foreign wrapper, per kind (docs/parser-policies.md §3); rows only
+    when some run has any, then for every run whose files record raw completions."""
+    counted = [(run, counts) for run in runs
+               if (counts := format_deviation_counts(run.result_rows)) is not None]
+    kinds = sorted({kind for _, counts in counted for kind in counts})
+    section = Section("format_deviations", "Format deviations: steps with tool calls outside the model's format",
+                      [("steps", "steps"), ("calls", "calls"), *((kind, kind) for kind in kinds)],
+                      note="Steps per kind: fenced_json (a ``` block holding a JSON call), bare_json (a JSON "
+                      "call in the text), format:<parser> (another family's format, as that parser reads "
+                      "it); calls: the calls written so, not executed (docs/parser-policies.md §3).",
+                      percent=False)
+    if not kinds:
+        return section
+    for run, counts in counted:
+        section.rows.append({"label": run.label, "kind": "ours",
+                             "steps": sum(entry["steps"] for entry in counts.values()),
+                             "calls": sum(entry["calls"] for entry in counts.values()),
+                             **{kind: counts.get(kind, {}).get("steps", 0) for kind in kinds}})
     return section
 
 
@@ -156,7 +179,7 @@ def build_sections(runs: Sequence[Run], paper: bool = True) -> list[Section]:
     """Every table of the report, in reading order; sections with no rows are left out."""
     sections = [table_section(runs, 6, paper), table_section(runs, 7, paper), subtype_section(runs),
                 transition_section(runs), paper_error_section(runs, paper), error_section(runs),
-                health_section(runs)]
+                health_section(runs), format_deviation_section(runs)]
     return [section for section in sections if section.rows]
 
 

@@ -3,7 +3,8 @@
 Two views, each parser against the first one named (the baseline):
 - the recorded completions: every step the run recorded a raw completion for is parsed by each parser
   (with the tools that step offered and its finish reason): calls extracted, parse failures (errors and no
-  call), partial parses (errors but calls kept), and disagreements with the baseline: another list of
+  call), partial parses (errors but calls kept), format deviations (steps whose calls this parser left in
+  a foreign wrapper, per kind: docs/parser-policies.md §3), and disagreements with the baseline: another list of
   calls (names and arguments compared as parsed JSON), a failure where the baseline parsed, or, where
   both parsed, other content (whitespace collapsed). Content counts because a parser reading a foreign format leniently can
   take the same calls and leave the other format's markup (`<tool_call>\n</tool_call>`) as the reply's
@@ -94,7 +95,7 @@ def compare_completions(steps: list[tuple[str, dict[str, Any]]], parsers: list[A
 
     baseline = parsers[0].name
     stats = {p.name: {"steps": 0, "calls": 0, "steps_with_calls": 0, "parse_failures": 0, "partial_parses": 0,
-                      "disagreements": 0, "examples": []} for p in parsers}
+                      "format_deviations": {}, "disagreements": 0, "examples": []} for p in parsers}
     for request, step in steps:
         parsed = {p.name: parse_completion(step_parser(p, step.get("prefilled")), step["raw"], tools=step["tools"],
                                            finish_reason=step["finish_reason"])
@@ -107,12 +108,17 @@ def compare_completions(steps: list[tuple[str, dict[str, Any]]], parsers: list[A
             entry["steps_with_calls"] += bool(result.tool_calls)
             entry["parse_failures"] += bool(result.errors) and not result.tool_calls
             entry["partial_parses"] += bool(result.errors) and bool(result.tool_calls)
+            if result.format_deviation is not None:  # calls this parser left in a foreign wrapper (§3)
+                kinds = entry["format_deviations"]
+                kinds[result.format_deviation.kind] = kinds.get(result.format_deviation.kind, 0) + 1
             differs = differences(result, reference) if name != baseline else []
             if differs:
                 entry["disagreements"] += 1
                 if len(entry["examples"]) < _EXAMPLES:
                     entry["examples"].append({"request": request, "raw": step["raw"][:_RAW_SHOWN], "differs": differs,
                                               baseline: _parsed_view(reference), name: _parsed_view(result)})
+    for entry in stats.values():
+        entry["format_deviations"] = dict(sorted(entry["format_deviations"].items()))
     return stats
 
 
@@ -202,11 +208,12 @@ def to_markdown(report: dict[str, Any]) -> str:
     lines = [f"# Parser comparison: {report['run']}", "",
              (f"Recorded parser: {report['recorded_parser'] or 'unknown'}; {report['recorded_steps']} recorded "
              f"completions; baseline: {base}."), "", "## Recorded completions", "",
-             f"| parser | calls | steps with calls | parse failures | partial parses | disagreements with {base} |",
-             "|---|---:|---:|---:|---:|---:|"]
+             (f"| parser | calls | steps with calls | parse failures | partial parses | format deviations | "
+              f"disagreements with {base} |"), "|---|---:|---:|---:|---:|---:|---:|"]
     for name, entry in report["completions"].items():
         lines.append(f"| {name} | {entry['calls']} | {entry['steps_with_calls']} | {entry['parse_failures']} | "
-                     f"{entry['partial_parses']} | {entry['disagreements']} |")
+                     f"{entry['partial_parses']} | {_deviations_cell(entry['format_deviations'])} | "
+                     f"{entry['disagreements']} |")
     lines += ["", "## Task verdicts (replayed)", "",
               (f"| parser | tasks | correct | errors | not comparable | accuracy % (comparable) | "
               f"verdicts differing from {base} |"), "|---|---:|---:|---:|---:|---:|---:|"]
@@ -225,3 +232,10 @@ def to_markdown(report: dict[str, Any]) -> str:
                              f"{base} {json.dumps(item[base], ensure_ascii=False)}; "
                              f"{name} {json.dumps(item[name], ensure_ascii=False)}")
     return "\n".join(lines) + "\n"
+
+
+def _deviations_cell(kinds: dict[str, int]) -> str:
+    """`0`, or the steps with a format deviation and their kinds: `3 (bare_json 1, fenced_json 2)`."""
+    if not kinds:
+        return "0"
+    return f"{sum(kinds.values())} ({', '.join(f'{kind} {steps}' for kind, steps in kinds.items())})"

@@ -197,6 +197,8 @@ class StepDriver:
             extra["parse_errors"] = list(result.errors)
         if result.calls_in_reasoning:  # docs/parser-policies.md §1: counted in run health
             extra["calls_in_reasoning"] = result.calls_in_reasoning
+        if result.format_deviation is not None:  # docs/parser-policies.md §3: counted in run health
+            extra["format_deviation"] = result.format_deviation.model_dump()
         episode.accept(reply, error_reason=error_reason, extra=extra, **counts)
         outcome.error = error_reason
         return outcome
