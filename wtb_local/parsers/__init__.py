@@ -60,16 +60,33 @@ def parser_names() -> list[str]:
     return list(_registry())
 
 
+@cache
+def _aliases() -> dict[str, str]:
+    """vLLM's parser names (`vllm_names`) that differ from the registry name they mirror -> that name, so
+    `--parser NAME` reads as `--tool-call-parser NAME` does in vLLM."""
+    found: dict[str, str] = {}
+    for name, cls in _registry().items():
+        for alias in getattr(cls, "vllm_names", ()):
+            if alias == name or alias in _registry():
+                continue
+            if found.get(alias, name) != name:
+                raise RuntimeError(f"vLLM parser name {alias!r} claimed by {found[alias]} and {name}")
+            found[alias] = name
+    return dict(sorted(found.items()))
+
+
 def parser_class(name: str) -> type[ToolParser]:
+    registry = _registry()
     try:
-        return _registry()[name]
+        return registry[name if name in registry else _aliases().get(name, name)]
     except KeyError:
         raise ValueError(f"unknown parser {name!r}; known parsers: {', '.join(parser_names())}") from None
 
 
 def get_parser(name: str, **options: Any) -> ToolParser:
-    """An instance of the named parser (`options` are parser-specific, e.g. `thinking=True`;
-    `thinking="per-step"`: the pre-fill is decided per step, see parsers/prefill.py)."""
+    """An instance of the named parser, or of the one mirroring that vLLM parser name (`options` are
+    parser-specific, e.g. `thinking=True`; `thinking="per-step"`: the pre-fill is decided per step, see
+    parsers/prefill.py)."""
     from wtb_local.parsers.prefill import split_options
 
     built, per_step = split_options(options)
@@ -119,6 +136,12 @@ _MODEL_TYPES = {
     "minimaxm2": "minimax_m2",
     "seedoss": "seed_oss",
     "mistral": "mistral",
+    "deepseekv32": "deepseek_v32",
+    "deepseekv4": "deepseek_v4",
+    "glmmoedsa": "glm47",  # GLM-5 (GLM-4.7 shares GLM-4.5's Glm4Moe architecture: its template decides)
+    "minimaxm3": "minimax_m3",
+    "longcatflash": "longcat",
+    "cohere2moe": "cohere_command",
 }
 _HEADS = ("forcausallm", "forconditionalgeneration", "model")
 

@@ -1,0 +1,20 @@
+"""GigaChat3 parser: conformance plus both generations' call markers."""
+
+from __future__ import annotations
+
+from tests.parsers.conformance import ParserConformance
+from wtb_local.parsers import get_parser
+
+
+class TestGigaChat3(ParserConformance):
+    parser_name = "gigachat3"
+
+    def malformed_samples(self) -> dict[str, str]:
+        return {
+            "not_json": "<|function_call|>get_weather(city=Paris)",
+            "broken_object": '<|function_call|>{"name": "search", "arguments": {"query": }}',
+        }
+
+    def bad_then_good_sample(self) -> str:
+        return ('<|function_call|>{"name": "get_weather", "arguments": {"city": }}'
+                '<|function_call|>{"name": "search", "arguments": {"query": "good"}}')
