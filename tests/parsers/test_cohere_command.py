@@ -22,3 +22,24 @@ class TestCohereCommand(ParserConformance):
     def bad_then_good_sample(self) -> str:
         return ('<|START_ACTION|>[\n    {"tool_call_id": "0", "parameters": {"city": "Paris"}},\n'
                 '    {"tool_call_id": "1", "tool_name": "search", "parameters": {"query": "good"}}\n]<|END_ACTION|>')
+
+
+def test_ids_text_wrappers_and_reasoning() -> None:
+    text = ('Plan it.<|END_THINKING|><|START_ACTION|>[\n    {"tool_call_id": "0", "tool_name": "search", '
+            '"parameters": {"query": "x"}},\n    {"tool_call_id": "1", "tool_name": "get_time", "parameters": {}}\n'
+            ']<|END_ACTION|><|END_OF_TURN_TOKEN|>')
+    result = get_parser("cohere_command", thinking=True).parse(text)
+    assert [(c.id, c.name, c.arguments) for c in result.tool_calls] == [("0", "search", '{"query": "x"}'),
+                                                                        ("1", "get_time", "{}")]
+    assert (result.reasoning, result.content, result.errors) == ("Plan it.", None, [])
+    answer = get_parser("cohere_command").parse("<|START_RESPONSE|>Paris is sunny.<|END_RESPONSE|>")
+    assert answer.content == "Paris is sunny."
+
+
+def test_vllm_names_select_it() -> None:
+    from wtb_local.parsers import parser_class, select_parser
+
+    assert parser_class("cohere_command3") is parser_class("cohere_command4") is parser_class("cohere_command")
+    assert get_parser("cohere_command4").name == "cohere_command"
+    assert [select_parser(m) for m in ("CohereLabs/c4ai-command-a-03-2025", "CohereLabs/command-a-reasoning-08-2025",
+                                       "CohereLabs/c4ai-command-r7b-12-2024")] == ["cohere_command"] * 3

@@ -18,3 +18,14 @@ class TestGigaChat3(ParserConformance):
     def bad_then_good_sample(self) -> str:
         return ('<|function_call|>{"name": "get_weather", "arguments": {"city": }}'
                 '<|function_call|>{"name": "search", "arguments": {"query": "good"}}')
+
+
+def test_both_generations() -> None:
+    import json
+
+    v31 = 'Checking.<|function_call|>{"name": "search", "arguments": {"query": "x"}}<|message_sep|>'
+    v3 = 'Checking.<|message_sep|>\n\nfunction call<|role_sep|>\n{"name": "search", "arguments": {"query": "x"}}'
+    for text in (v31, v3):
+        result = get_parser("gigachat3").parse(text)
+        assert ([(c.name, c.arguments) for c in result.tool_calls], result.content, result.errors) == (
+            [("search", '{"query": "x"}')], "Checking.", []), text

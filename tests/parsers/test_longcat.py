@@ -21,3 +21,13 @@ class TestLongcat(ParserConformance):
     def bad_then_good_sample(self) -> str:
         return ('<longcat_tool_call>{"name": "get_weather", "arguments": {"city": }</longcat_tool_call>\n'
                 '<longcat_tool_call>{"name": "search", "arguments": {"query": "good"}}</longcat_tool_call>')
+
+
+def test_call_and_reasoning() -> None:
+    import json
+
+    text = ('<longcat_think>Need it.</longcat_think>Sure.\n<longcat_tool_call>{"name": "search", "arguments": '
+            '{"query": "x"}}</longcat_tool_call>')
+    result = get_parser("longcat").parse(text)
+    assert ([(c.name, json.loads(c.arguments)) for c in result.tool_calls], result.reasoning, result.content,
+            result.errors) == ([("search", {"query": "x"})], "Need it.", "Sure.", [])

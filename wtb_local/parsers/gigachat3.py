@@ -30,7 +30,7 @@ class GigaChat3Parser(ToolParser):
     vllm_names: ClassVar[tuple[str, ...]] = ("gigachat3",)
     families = ("GigaChat3", "GigaChat3.1")
     model_patterns = (r"gigachat-?3",)
-    template_markers = ("function call", "<|role_sep|>")
+    template_markers = ("<|role_sep|>",)
 
     def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
               finish_reason: str | None = None) -> ParseResult:
