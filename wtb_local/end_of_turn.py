@@ -22,9 +22,14 @@ END_OF_TURN: tuple[str, ...] = (
     "<|im_end_of_turn|>", "<|eos|>",                          # Hunyuan variants
     "<|observation|>", "<|user|>",                            # GLM-4.5+ (the next turn's header stops it)
     "<seed:eos>",                                             # Seed-OSS
-    "[e~[",                                                   # MiniMax-M2
+    "[e~[",                                                   # MiniMax-M2, MiniMax-M3
     "<turn|>", "<|tool_response>",                            # Gemma 4 (a call turn stops at the response)
     "<|assistant_end|>",                                      # Apertus
+    "<|end_of_msg|>", "<|close|>message<|sep|>",              # Kimi-K3 (the message's close tag, then its end)
+    "<|END_OF_TURN_TOKEN|>",                                  # Cohere Command
+    "<|message_sep|>",                                        # GigaChat3
+    "<｜hy_eos:opensource｜>", "<｜hy_eos｜>",                  # Hy3
+    "</assistant>", "〈|EOS|〉",                               # Poolside Laguna
 )  # fmt: skip
 
 

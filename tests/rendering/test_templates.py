@@ -42,9 +42,16 @@ SERVED = {
     "LiquidAI/LFM2-8B-A1B": "lfm2",
     "LiquidAI/LFM2-1.2B": "lfm2",
     "LiquidAI/LFM2.5-1.2B-Instruct": "lfm2_5",
+    "deepseek-ai/DeepSeek-V3.2": "deepseek_v32",
+    "deepseek-ai/DeepSeek-V3.2-Exp": "deepseek_v32",
+    "deepseek-ai/DeepSeek-V4-Flash": "deepseek_v4",
+    "deepseek-ai/DeepSeek-V4-Pro": "deepseek_v4",
+    "deepseek-ai/DeepSeek-V4-Flash-0731": "deepseek_v4",
+    "deepseek-ai/DeepSeek-V4.1": "deepseek_v41",
+    "moonshotai/Kimi-K3": "kimi_k3",
 }
 NOT_SERVED = ["Qwen/Qwen3-8B", "Salesforce/Llama-xLAM-2-8b-fc-r", "NousResearch/Hermes-2-Pro-Llama-3-8B",
-              "ibm-granite/granite-4.0-h-small", "deepseek-ai/DeepSeek-V3.2", "deepseek-ai/DeepSeek-R1-0528",
+              "ibm-granite/granite-4.0-h-small", "deepseek-ai/DeepSeek-R1-0528",
               "moonshotai/Kimi-K2-Instruct", "google/gemma-2-9b-it", "microsoft/Phi-4",
               "google/gemma-4-31B-it", "Qwen/Qwen3.5-4B", "openbmb/MiniCPM5-1B"]
 
@@ -53,7 +60,8 @@ def test_overrides_are_found_in_the_shipped_folder() -> None:
     assert chat_templates_dir().resolve() == OVERRIDES_DIR.resolve()
     names = [o.name for o in list_overrides()]
     assert names == sorted(names) == ["apertus", "deepseek_r1_distill", "deepseek_v3", "deepseek_v31",
-                                      "gemma3_pythonic", "gpt_oss", "granite3_3", "hammer2_1", "lfm2", "lfm2_5",
+                                      "deepseek_v32", "deepseek_v4", "deepseek_v41", "gemma3_pythonic",
+                                      "gpt_oss", "granite3_3", "hammer2_1", "kimi_k3", "lfm2", "lfm2_5",
                                       "llama3_json", "llama4_pythonic", "phi4_mini", "pythonic_llama3"]
     assert all(o.patterns for o in list_overrides())
 

@@ -103,7 +103,10 @@ def test_every_template_is_covered() -> None:
     assert sorted(EXPECTED) == sorted(_templates())
     # every parser family runs through at least one template (the 2026 families' in their own test
     # files), or has none at hand
-    covered = {parser for parser, _ in EXPECTED.values()} | {p for p, _ in gemma_qwen35.EXPECTED.values()}
+    from tests.runner.test_oracle_templates_2026_fam_a import PARSERS as FAM_A_2026
+
+    covered = ({parser for parser, _ in EXPECTED.values()} | {p for p, _ in gemma_qwen35.EXPECTED.values()}
+               | FAM_A_2026)
     assert sorted(covered | gemma_qwen35.WITHOUT_TEMPLATE) == sorted(parser_names())
 
 

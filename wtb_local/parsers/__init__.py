@@ -92,8 +92,9 @@ def parser_class(name: str) -> type[ToolParser]:
 
 
 def get_parser(name: str, **options: Any) -> ToolParser:
-    """An instance of the named parser (`options` are parser-specific, e.g. `thinking=True`;
-    `thinking="per-step"`: the pre-fill is decided per step, see parsers/prefill.py)."""
+    """An instance of the named parser, or of the one mirroring that vLLM parser name (`options` are
+    parser-specific, e.g. `thinking=True`; `thinking="per-step"`: the pre-fill is decided per step, see
+    parsers/prefill.py)."""
     from wtb_local.parsers.prefill import split_options
 
     built, per_step = split_options(options)
@@ -162,6 +163,12 @@ _MODEL_TYPES = {
     "step3p7": "step3p5",
     "lfm2": "lfm2",
     "lfm2moe": "lfm2",
+    "deepseekv32": "deepseek_v32",
+    "deepseekv4": "deepseek_v4",
+    "glmmoedsa": "glm47",  # GLM-5 (GLM-4.7 shares GLM-4.5's Glm4Moe architecture: its template decides)
+    "minimaxm3": "minimax_m3",
+    "longcatflash": "longcat",
+    "cohere2moe": "cohere_command",
 }
 _HEADS = ("forcausallm", "forconditionalgeneration", "model")
 

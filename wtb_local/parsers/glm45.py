@@ -1,4 +1,4 @@
-"""GLM-4.5 / 4.5-Air / 4.6 (and 4.7) format:
+"""GLM-4.5 / 4.5-Air / 4.6 format (GLM-4.7 and GLM-5.x: glm47.py, the same calls without the newline):
 
     <tool_call>NAME
     <arg_key>KEY</arg_key>
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, ClassVar
 
 from wtb_local.parsers._common import (
     TRUNCATED,
@@ -38,10 +38,12 @@ _NAME_END = re.compile(r"\\n|\n|<arg_key>|$")
 class Glm45Parser(ToolParser):
     name = "glm45"
     vllm_names = ("glm45",)
-    families = ("GLM-4.5", "GLM-4.5-Air", "GLM-4.6", "GLM-4.7")
-    model_patterns = (r"glm-4\.[5-9]", r"glm-4\.\d-air", r"glm4\.[5-9]", r"glm-4-moe", r"glm4_moe")
+    families = ("GLM-4.5", "GLM-4.5-Air", "GLM-4.6")
+    model_patterns = (r"glm-4\.[56]", r"glm-4\.\d-air", r"glm4\.[56]", r"glm-4-moe", r"glm4_moe")
     template_markers = ("<arg_key>",)
     priority = 5  # its template also mentions <tool_call>
+    # what a function name may look like (anything else is a broken call, kept as text with an error)
+    name_pattern: ClassVar[re.Pattern[str]] = re.compile(r"[^\s<>]+")
 
     def parse(
         self, text: str, *, tools: list[dict[str, Any]] | None = None, finish_reason: str | None = None
@@ -68,7 +70,7 @@ class Glm45Parser(ToolParser):
                 continue
             name = body[: _NAME_END.search(body).start()].strip()
             leftover = _PAIR.sub("", body)
-            if not re.fullmatch(r"[^\s<>]+", name or " "):
+            if not self.name_pattern.fullmatch(name or " "):
                 errors.append("tool call block without a function name")
                 content.append(rest[start:pos])
                 continue

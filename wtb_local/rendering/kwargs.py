@@ -1,7 +1,8 @@
 """Chat-template keyword arguments as run settings: the thinking switch and free `k=v` pairs.
 
-Families spell the thinking switch differently (Qwen3/GLM/Hunyuan `enable_thinking`, DeepSeek-V3.1 and
-Granite `thinking`, Seed-OSS `thinking_budget`, gpt-oss `reasoning_effort`). The template itself is the
+Families spell the thinking switch differently (Qwen3/GLM/Hunyuan/Laguna `enable_thinking`, DeepSeek-V3.1+,
+Kimi-K3 and Granite `thinking`, Seed-OSS `thinking_budget`, gpt-oss and Hy3 `reasoning_effort`, MiniMax-M3
+`thinking_mode`, Cohere Command `reasoning`). The template itself is the
 best witness of which one it reads, so it is looked at first; the model id decides when the template
 says nothing recognisable.
 """
@@ -19,9 +20,14 @@ from wtb_local.model_ids import normalize_model_id
 _FAMILY_SWITCHES: tuple[tuple[str, str], ...] = (
     (r"qwen3\.[5-9]|qwen3-(?!coder)|qwq", "enable_thinking"),
     (r"gemma-?4|nemotron-3-|apertus|minicpm-?5", "enable_thinking"),
-    (r"glm-4\.[5-9]", "enable_thinking"),
+    (r"glm-4\.[5-9]|glm-5", "enable_thinking"),
     (r"hunyuan", "enable_thinking"),
-    (r"deepseek-v3\.[1-9]", "thinking"),
+    (r"deepseek-v3\.[1-9]|deepseek-v4", "thinking"),
+    (r"kimi-k3", "thinking"),
+    (r"minimax-m3", "thinking_mode"),
+    (r"(^|/)hy3|hy-3", "reasoning_effort"),
+    (r"laguna", "enable_thinking"),
+    (r"command-a|north-(?:mini-)?code|cohere2", "reasoning"),
     (r"granite-3\.[23]", "thinking"),
     (r"seed-oss", "thinking_budget"),
     (r"gpt-oss", "reasoning_effort"),
@@ -29,6 +35,8 @@ _FAMILY_SWITCHES: tuple[tuple[str, str], ...] = (
 
 # `thinking` as a template variable; `message.thinking is defined` (LFM2.5 reads a message field) is not one
 _THINKING_VARIABLE = re.compile(r"(?:if|not|and|or)\s+thinking\b|(?<![.\w])thinking\s+is\s+(?:not\s+)?defined")
+# Cohere Command: `reasoning` (a boolean; its `reasoning_effort` only switches it off with "none")
+_REASONING_VARIABLE = re.compile(r"\breasoning\s+is\s+(?:not\s+)?(?:un)?defined")
 
 
 def thinking_switch(model_id: str, template: str | None) -> str | None:
@@ -38,6 +46,10 @@ def thinking_switch(model_id: str, template: str | None) -> str | None:
         return "enable_thinking"
     if "thinking_budget" in text:
         return "thinking_budget"
+    if "thinking_mode" in text:
+        return "thinking_mode"
+    if _REASONING_VARIABLE.search(text):
+        return "reasoning"
     if "reasoning_effort" in text:
         return "reasoning_effort"
     if _THINKING_VARIABLE.search(text):
@@ -61,9 +73,19 @@ def thinking_kwargs(thinking: bool | None, *, model_id: str, template: str | Non
                          "(use --template-kwarg KEY=VALUE if it reads another variable)")
     if switch == "thinking_budget":
         return {switch: -1 if thinking else 0}  # Seed-OSS: -1 unlimited, 0 answers without thinking
+    if switch == "thinking_mode":
+        return {switch: "enabled" if thinking else "disabled"}  # MiniMax-M3 (its default is "adaptive")
     if switch == "reasoning_effort":
-        return {switch: "high" if thinking else "low"}  # gpt-oss always reasons; only its effort varies
+        return {switch: "high" if thinking else _effort_off(model_id, template)}
     return {switch: thinking}
+
+
+def _effort_off(model_id: str, template: str | None) -> str:
+    """The `reasoning_effort` that means no reasoning: Hy3's "no_think" (its "low" still thinks); gpt-oss
+    has none and always reasons, so "low" there."""
+    if template:
+        return "no_think" if "no_think" in template else "low"
+    return "no_think" if re.search(r"(^|/)hy3|hy-3", normalize_model_id(model_id)) else "low"
 
 
 def parse_template_kwargs(pairs: list[str] | tuple[str, ...]) -> dict[str, Any]:

@@ -214,28 +214,30 @@ def _last_text(before: list[dict[str, Any]]) -> str:
 
 
 # A generation prompt that opens a reasoning block the history form lacks (`<think>\n`): the model closes
-# it before writing the turn, so the completion starts with the closing tag.
-_OPENER = re.compile(r"^\s*<(?P<tag>[A-Za-z][\w:-]*)>\s*$")
-# A pre-filled, closed reasoning block (`<think>\n\n</think>\n` with thinking off, Seed-OSS's budget note
-# with a zero budget, Gemma 4's `<|channel>thought\n<channel|>`): the turn follows it as is.
-_CLOSED = re.compile(r"^\s*(?:<(?P<tag>[A-Za-z][\w:-]*)>.*</(?P=tag)>"
-                     r"|<\|(?P<token>[A-Za-z][\w:-]*)>.*<(?P=token)\|>)\s*$", re.DOTALL)
-
-
+# it before writing the turn, so the completion starts with the closing tag. A pre-filled, closed block
+# (`<think>\n\n</think>\n` with thinking off, Seed-OSS's budget note with a zero budget): the turn follows
+# it as is. The blocks are those of wtb_local/reasoning_blocks.py.
+_TAG_OPENER = re.compile(r"^\s*<[A-Za-z][\w:-]*>\s*$")
+# Only whitespace pre-filled before a body that closes the block itself (Nemotron 3 opens `<think>\n`
+# where its history writes `<think></think>`: the cut falls after `<think>`).
 _CLOSER = re.compile(r"</[A-Za-z][\w:-]*>")
 
 
 def completion_after(prefill: str, body: str) -> str | None:
     """What a model writes after a generation prompt that pre-fills `prefill`, to produce the history
-    form `body`: `body` itself (no pre-fill, a closed `<tag>...</tag>` block, or only whitespace before a
-    body that opens with a closing tag), or `</tag>` + blank line + `body` after a pre-filled `<tag>`;
-    None when the pre-filled text is anything else (no honest completion can be derived). Whitespace:
-    Nemotron 3's prompt opens `<think>\n` where its history writes `<think></think>`, so the cut falls
-    after `<think>` and the completion closes the block after the pre-filled newline."""
-    if not prefill or _CLOSED.match(prefill) or (not prefill.strip() and _CLOSER.match(body)):
+    form `body`: `body` itself (no pre-fill, a closed block, or a body that closes the block itself), or the
+    block's closer + `body` after a pre-filled opener (`</tag>` + blank line + `body` after a `<tag>`); None
+    when the pre-filled text is anything else (no honest completion can be derived)."""
+    from wtb_local.reasoning_blocks import closer_of, is_closed_block
+
+    if not prefill or is_closed_block(prefill) or (not prefill.strip() and _CLOSER.match(body)):
         return body
-    opened = _OPENER.match(prefill)
-    return f"</{opened.group('tag')}>\n\n{body}" if opened else None
+    closer = closer_of(prefill)
+    if closer is None:
+        return None
+    if body.lstrip().startswith(closer):  # the history form closes the block itself (GLM-4.7: `</think>`)
+        return body
+    return f"{closer}\n\n{body}" if _TAG_OPENER.match(prefill) else closer + body
 
 
 def _anchored_cut(before: list[dict[str, Any]], prompt: str, full: str) -> str | None:

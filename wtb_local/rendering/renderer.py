@@ -47,21 +47,24 @@ class PromptRenderer:
     def __init__(self, tokenizer: Any, *, model_id: str = "", chat_template: str | None = None,
                  template_kwargs: dict[str, Any] | None = None, thinking: bool | None = None,
                  parser: str | None = None) -> None:
-        """`chat_template`: an override name or a file path (None: the tokenizer's own). `thinking`
-        becomes the family's switch (kwargs.py); explicit `template_kwargs` win over it. `parser`: the
-        run's `--parser` (None: the one selected for the model), which the probe reads past calls with."""
+        """`chat_template`: an override name or a file path (None: the family's renderer where one serves
+        the model, else the tokenizer's own, else an override serving the model). `thinking` becomes the
+        family's switch (kwargs.py); explicit `template_kwargs` win over it. `parser`: the run's `--parser`
+        (None: the one selected for the model), which the probe reads past calls with."""
         self.tokenizer = tokenizer
         self.model_id = model_id or str(getattr(tokenizer, "name_or_path", "") or "")
         if chat_template is not None:
-            source, text = resolve_template(chat_template)
+            (source, text), why = resolve_template(chat_template), None
         else:
-            source, text = "tokenizer", self._own_template()
+            source, text, why = self._default_template()
         self.template_kwargs = {**thinking_kwargs(thinking, model_id=self.model_id, template=text),
                                 **(template_kwargs or {})}
         self.template: str
         self.choice: TemplateChoice
         self.template, self.choice = choose_template(self._render_with, text, source, self.model_id,
                                                      parser=parser)
+        if why and self.choice.source == source:
+            self.choice = self.choice.model_copy(update={"reason": f"{why}; {self.choice.reason}"})
 
     @classmethod
     def from_pretrained(cls, model_id_or_path: str, *, revision: str | None = None,
@@ -158,6 +161,23 @@ class PromptRenderer:
         return None if cut is None else completion_after(cut[1], self._strip_end(cut[0]))
 
     # --- internals ---------------------------------------------------------------------------------------
+
+    def _default_template(self) -> tuple[str, str, str | None]:
+        """(source, text, why) when no --chat-template is given: the family's renderer for a model trained
+        on a Python encoder (as vLLM renders it), else the tokenizer's own template, else an override that
+        serves the model when the tokenizer has none."""
+        from wtb_local.rendering.templates import override_for, renderer_for
+
+        renderer = renderer_for(self.model_id)
+        if renderer is not None:
+            return renderer.label, renderer.text(), f"rendered as vLLM serves it: {renderer.renderer}"
+        try:
+            return "tokenizer", self._own_template(), None
+        except TemplateError:
+            override = override_for(self.model_id)
+            if override is None:
+                raise
+            return override.label, override.text(), "the tokenizer has no chat template"
 
     def _own_template(self) -> str:
         try:

@@ -4,6 +4,12 @@ Override files live in `chat_templates/NAME.jinja` at the repository root (read 
 wtb_local.resources, also from a wheel). Each starts with a Jinja
 comment whose `models:` line lists the model-id regexes (matched with `re.search` on the lowercased id,
 `::variant` suffix stripped) that the override serves; the probe uses it as the fallback for them.
+
+A file whose comment also has a `renderer:` line is a renderer: it writes the prompt layout of a family
+trained on a Python encoder rather than on any Jinja template (DeepSeek-V3.2, V4, V4.1, Kimi-K3), as vLLM
+renders those families whatever their tokenizer carries. A renderer is used for its models in place of the
+tokenizer's template (docs/parsers-and-templates.md, "Renderers"); it is probed, hashed and recorded like
+any template, under the source `renderer:NAME`.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from pathlib import Path
 from wtb_local.model_ids import normalize_model_id
 
 _MODELS_LINE = re.compile(r"^\s*models:\s*(?P<patterns>.+?)\s*$", re.MULTILINE)
+_RENDERER_LINE = re.compile(r"^\s*renderer:\s*(?P<what>.+?)\s*$", re.MULTILINE)
 _LEADING_COMMENT = re.compile(r"\A\s*\{#(?P<body>.*?)#\}", re.DOTALL)
 
 
@@ -29,6 +36,12 @@ class OverrideTemplate:
     name: str
     path: Traversable  # a Path, or a file inside a zip
     patterns: tuple[str, ...]
+    renderer: str | None = None  # what a renderer follows (its `renderer:` line); None for an override
+
+    @property
+    def label(self) -> str:
+        """The template source a run records: `renderer:NAME` or `override:NAME`."""
+        return f"{'renderer' if self.renderer else 'override'}:{self.name}"
 
     def serves(self, model_id: str) -> bool:
         key = normalize_model_id(model_id)
@@ -64,16 +77,32 @@ def read_model_patterns(text: str, *, origin: str = "<template>") -> tuple[str, 
     return patterns
 
 
+def read_renderer(text: str) -> str | None:
+    """The `renderer:` line of the template's leading Jinja comment (what the renderer follows), if any."""
+    comment = _LEADING_COMMENT.match(text)
+    found = _RENDERER_LINE.search(comment.group("body")) if comment else None
+    return found.group("what") if found else None
+
+
 def list_overrides(directory: Traversable | None = None) -> list[OverrideTemplate]:
-    """Every override file with the model-id patterns it serves, sorted by name."""
+    """Every override file (renderers included) with the model-id patterns it serves, sorted by name."""
     folder = directory or chat_templates_dir()
     overrides = []
     for path in sorted((p for p in folder.iterdir() if p.name.endswith(".jinja") and p.is_file()),
                        key=lambda p: p.name):
         text = path.read_text(encoding="utf-8")
         name = path.name[: -len(".jinja")]
-        overrides.append(OverrideTemplate(name, path, read_model_patterns(text, origin=str(path))))
+        overrides.append(OverrideTemplate(name, path, read_model_patterns(text, origin=str(path)),
+                                          read_renderer(text)))
     return overrides
+
+
+def renderer_for(model_id: str, directory: Traversable | None = None) -> OverrideTemplate | None:
+    """The renderer (by name, the first) that serves the model id: used in place of its tokenizer's template."""
+    for override in list_overrides(directory):
+        if override.renderer and override.serves(model_id):
+            return override
+    return None
 
 
 def override_for(model_id: str, directory: Traversable | None = None) -> OverrideTemplate | None:
@@ -93,7 +122,8 @@ def resolve_template(spec: str, directory: Traversable | None = None) -> tuple[s
     folder = directory or chat_templates_dir()
     named = folder / f"{spec}.jinja"
     if "/" not in spec and not spec.endswith(".jinja") and named.is_file():
-        return f"override:{spec}", named.read_text(encoding="utf-8")
+        text = named.read_text(encoding="utf-8")
+        return f"{'renderer' if read_renderer(text) else 'override'}:{spec}", text
     path = Path(spec).expanduser()
     if path.is_file():
         return f"path:{path}", path.read_text(encoding="utf-8")

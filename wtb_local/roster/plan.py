@@ -49,9 +49,9 @@ def open_weight_rows() -> list[str]:
 
 
 def _template(plan: EntryPlan, entry: Entry) -> str | None:
-    """The template source; returns the template text the run's decisions read (the entry's override, or
-    the cached tokenizer's own template), None when neither is on disk."""
-    from wtb_local.rendering.templates import TemplateError, override_for, resolve_template
+    """The template source; returns the template text the run's decisions read (the entry's override, the
+    family's renderer, or the cached tokenizer's own template), None when none is on disk."""
+    from wtb_local.rendering.templates import TemplateError, override_for, renderer_for, resolve_template
 
     if entry.chat_template:
         try:
@@ -62,6 +62,10 @@ def _template(plan: EntryPlan, entry: Entry) -> str | None:
             return None
         plan.template = source
         return text
+    renderer = renderer_for(entry.model)
+    if renderer is not None and protocol_named(entry.protocol).uses_template_overrides:
+        plan.template = renderer.label  # used in place of the tokenizer's template, as at run time
+        return renderer.text()
     from wtb_local.rendering.kwargs import local_template
 
     fallback = override_for(entry.model)

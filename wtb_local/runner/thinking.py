@@ -7,7 +7,8 @@ read from the rendered generation prompt (and, where the prompt cannot say, the 
 
 1. the generation prompt ends inside an opened reasoning block (`<think>`)        -> on
 2. it ends with an empty, closed block (`<think>\\n\\n</think>`, the "off" idiom)   -> off
-3. the output format always reasons (gpt-oss harmony, DeepSeek-R1, MiniMax-M2)    -> on
+3. the output format always reasons (gpt-oss harmony, DeepSeek-R1, MiniMax-M2) or decides
+   itself (MiniMax-M3's adaptive mode), unless the prompt closes the block            -> on
 4. the template has a thinking switch: the prompt equals the one rendered with the switch on (or off) and
    differs from the other one                                                     -> on (off)
 5. otherwise (no reasoning block, no switch)                                      -> off
@@ -17,7 +18,6 @@ The mode picks the paper's row (Qwen3 models have two) and the default `max_new_
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from pydantic import BaseModel
@@ -30,15 +30,13 @@ from pydantic import BaseModel
 NON_THINKING_MAX_NEW_TOKENS = 512
 THINKING_MAX_NEW_TOKENS = 8192
 
-# Opening tags of the reasoning blocks templates pre-fill or close empty (Gemma 4's channel is a pair of
-# tokens: `<|channel>thought` ... `<channel|>`).
-_OPEN_TAGS = ("<think>", "<seed:think>", "<|channel>thought")
-_EMPTY_BLOCK = re.compile(r"(?:<(seed:)?think>\s*</(seed:)?think>|<\|channel>thought\s*<channel\|>)\s*$")
 # Parsers whose format always reasons, whatever the prompt ends with.
 _REASONING_FORMATS = {
     "gpt_oss": "the harmony format always reasons (analysis channel)",
     "deepseek_r1": "DeepSeek-R1 always reasons in a <think> block",
     "minimax_m2": "MiniMax-M2 always reasons in a <think> block",
+    # adaptive by default: the model decides per turn, so the budget is a thinking one
+    "minimax_m3": "MiniMax-M3 decides whether to think (thinking_mode adaptive)",
 }
 _PROBE = [{"role": "user", "content": "Hi"}]
 # Some templates fail without tools (Hermes-2-Pro's tool_use); runs always send tools.
@@ -57,7 +55,9 @@ class ThinkingMode(BaseModel):
 def ends_in_open_reasoning(prompt: str) -> bool:
     """Whether a generation prompt ends inside an opened reasoning block: the completion starts as
     reasoning, so one cut at the token limit before `</think>` is not a final text answer."""
-    return prompt.rstrip().endswith(_OPEN_TAGS)
+    from wtb_local.reasoning_blocks import open_at_end
+
+    return open_at_end(prompt) is not None
 
 
 def generation_prompt(renderer: Any) -> str:
@@ -83,10 +83,16 @@ def effective_thinking(renderer: Any, *, parser: str | None, model_id: str,
     if ends_in_open_reasoning(prompt):
         return ThinkingMode(effective=True, asked=asked,
                             evidence=f"the generation prompt pre-fills an open reasoning block (...{tail!r})")
-    if _EMPTY_BLOCK.search(prompt):
+    from wtb_local.reasoning_blocks import empty_at_end
+
+    if empty_at_end(prompt):
         return ThinkingMode(effective=False, asked=asked,
                             evidence=f"the generation prompt closes an empty reasoning block (...{tail!r})")
     if parser in _REASONING_FORMATS:
+        closed = _closes_reasoning(prompt)
+        if closed:  # the prompt already closed the block the format would open (MiniMax-M3 "disabled")
+            return ThinkingMode(effective=False, asked=asked,
+                                evidence=f"the generation prompt closes the reasoning block (...{tail!r})")
         return ThinkingMode(effective=True, evidence=_REASONING_FORMATS[parser], asked=asked)
     switched = _by_switch(renderer, model_id)
     if switched is not None:
@@ -97,6 +103,12 @@ def effective_thinking(renderer: Any, *, parser: str | None, model_id: str,
     why = f"its switch {switch} does not change it" if switch else "no thinking switch"
     return ThinkingMode(effective=False, asked=asked,
                         evidence=f"no reasoning block in the generation prompt and {why}")
+
+
+def _closes_reasoning(prompt: str) -> bool:
+    from wtb_local.reasoning_blocks import BLOCKS
+
+    return prompt.rstrip().endswith(tuple(closer for _, closer in BLOCKS))
 
 
 def _by_switch(renderer: Any, model_id: str) -> ThinkingMode | None:
