@@ -77,7 +77,8 @@ def _instance(cls: type) -> Any:
 
 def _call_text(parser: Any, calls: list[ParsedCall] | None = None) -> str:
     """Calls in the parser's format, less the prefix it shares with a text-only reply (a `<think></think>`
-    or `<|channel|>` written before any reply), cut back to the end of a piece of markup."""
+    or `<|channel|>` written before any reply), cut back to the end of a piece of markup; trailing whitespace
+    is no part of a format (Laguna writes GLM-4.5's calls with a final newline)."""
     rendered = parser.format(None, calls or [_PROBE])
     reply = parser.format(_TEXT_REPLY, [])
     shared = 0
@@ -87,7 +88,7 @@ def _call_text(parser: Any, calls: list[ParsedCall] | None = None) -> str:
         shared += 1
     while shared and rendered[shared - 1] not in ">]|}\n\t ":
         shared -= 1
-    return rendered[shared:]
+    return rendered[shared:].rstrip()
 
 
 def _marker(call_text: str) -> str:
@@ -304,18 +305,20 @@ def _parse(parser: Any, text: str, tools: list[dict[str, Any]] | None) -> list[P
         return []
 
 
-def _written_so(parser: Any, calls: list[ParsedCall], text: str) -> bool:
-    """Whether the parser's own rendering of these calls is in the text (whitespace aside)."""
+def _written_so(parser: Any, calls: list[ParsedCall], text: str) -> int:
+    """How closely the parser's own rendering of these calls is in the text: 2 byte for byte, 1 whitespace
+    aside, 0 not at all (GLM-4.7 writes GLM-4.5's calls without the newlines: both read either)."""
     try:
-        return _squeezed(_call_text(parser, calls)) in _squeezed(text)
+        written = _call_text(parser, calls)
+        return 2 if written in text else 1 if _squeezed(written) in _squeezed(text) else 0
     except Exception:  # noqa: BLE001
-        return False
+        return 0
 
 
 def _foreign(text: str, candidates: Iterable[tuple[Shape, Any]], tools: list[dict[str, Any]] | None,
              offered: Callable[[str], bool], fresh: Callable[[list[CallKey]], int]) -> FormatDeviation | None:
     """The registered format that reads the most new calls from the text; ties: the parser whose own
-    rendering of them is in the text, then the lowest priority (a higher one marks a specialisation of
+    rendering of them is in the text (byte for byte before whitespace aside), then the lowest priority (a higher one marks a specialisation of
     a format others share, docs/parsers-and-templates.md), then the name."""
     best: tuple[tuple[Any, ...], str, int] | None = None
     for shape, parser in candidates:
@@ -325,7 +328,7 @@ def _foreign(text: str, candidates: Iterable[tuple[Shape, Any]], tools: list[dic
         count = fresh([_key(call) for call in calls])
         if not count:
             continue
-        rank = (-count, not _written_so(parser, calls, text), shape.priority, shape.name)
+        rank = (-count, -_written_so(parser, calls, text), shape.priority, shape.name)
         if best is None or rank < best[0]:
             best = (rank, shape.name, count)
     return FormatDeviation(kind=FORMAT_PREFIX + best[1], calls=best[2]) if best else None
