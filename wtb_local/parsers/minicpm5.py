@@ -80,6 +80,8 @@ class MiniCpm5Parser(ToolParser):
     families = ("MiniCPM5",)
     model_patterns = (r"minicpm-?5",)
     template_markers = ('<param name="',)
+    # its template also splits content on `<tool_sep>`, Hy3's marker: `<param name="` is MiniCPM5's alone
+    priority = 7
 
     def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
               finish_reason: str | None = None) -> ParseResult:
