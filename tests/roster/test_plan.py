@@ -21,6 +21,10 @@ QWEN25_7B = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidd
              "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
 
 
+# the override files shipped in chat_templates/, as the error lists them (sorted by name)
+SHIPPED_OVERRIDES = ", ".join(sorted(p.stem for p in (ROOT / "chat_templates").glob("*.jinja")))
+
+
 def _statuses(text: str) -> dict[str, str]:
     lines = [line for line in text.splitlines()[1:] if line and not line.startswith(" ") and "entries:" not in line]
     return {line.split()[0]: line.split()[-1] for line in lines}
@@ -111,8 +115,7 @@ def test_invalid_toml_names_the_file_and_line(tmp_path: Path) -> None:
     ('thinking = true\nparams_b = 7.62', ("    error: --thinking: the chat template of Qwen/Qwen2.5-7B-Instruct has no "
                                        "thinking switch (use --template-kwarg KEY=VALUE if it reads another variable)")),
     ('chat_template = "nope"\nparams_b = 7.62', ("    error: --chat-template 'nope': neither a shipped override (known: "
-     "deepseek_r1_distill, deepseek_v3, deepseek_v31, gemma3_pythonic, gpt_oss, granite3_3, hammer2_1, llama3_json, "
-     "llama4_pythonic, phi4_mini, pythonic_llama3) nor a file")),
+     f"{SHIPPED_OVERRIDES}) nor a file")),
     ("batch_sequences = 512\nparams_b = 7.62", ("    warning: KV cache for the planned batch (512 x 4096 tokens, 112.0 "
      "GiB) exceeds the 57.4 GiB left after the weights: vLLM batches fewer sequences")),
 ])
