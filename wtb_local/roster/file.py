@@ -15,7 +15,7 @@ from wtb_local.protocols import protocol_names
 PROTOCOLS = tuple(sorted(protocol_names()))  # as listed in errors
 # Bytes per weight of a storage or quantisation type (docs/roster.md §3).
 WEIGHT_BYTES = {"float32": 4.0, "float": 4.0, "bfloat16": 2.0, "float16": 2.0, "half": 2.0, "auto": 2.0,
-                "fp8": 1.0, "int8": 1.0, "int4": 0.5, "awq": 0.5, "gptq": 0.5}
+                "fp8": 1.0, "int8": 1.0, "int4": 0.5, "mxfp4": 0.5, "awq": 0.5, "gptq": 0.5}
 # What a roster's runs are compared with (top-level `compare_with`, docs/roster.md §1): the paper's Table 6/7
 # open-weight rows (the default), or nothing (a roster of models the paper has no row for).
 COMPARE_WITH = ("paper", "none")
