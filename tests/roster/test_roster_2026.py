@@ -1,4 +1,4 @@
-"""`rosters/2026.toml` (docs/roster.md §5): the file loads, every entry names its sources, and `plan` (the real
+"""`rosters/2026.toml` (docs/roster.md §6): the file loads, every entry names its sources, and `plan` (the real
 CLI, offline, empty Hugging Face cache) decides each row's parser, template source, protocol, thinking
 switch, context and memory exactly; every row says it has no paper row; the sbatch lines of its submission.
 
@@ -209,3 +209,30 @@ def test_the_2026_submission_is_four_arrays_and_the_report(tmp_path: Path) -> No
         f"--model google/functiongemma-270m-it --model-name FunctionGemma-270M-it --out {runs}/FunctionGemma-270M-it "
         "--protocol release --max-model-len 32768 --tensor-parallel-size 1 --pipeline-parallel-size 1 "
         "--gpu-memory-utilization 0.9 --progress plain")
+
+
+def test_the_paper_protocol_would_read_qwen3_6_with_qwen2_5s_rule(tmp_path: Path, monkeypatch) -> None:
+    """Why the roster runs `protocol = "release"`: the paper protocol's family rules know no 2026 family.
+    Qwen3.6's id falls to the inferred `qwen3` rule, whose parse rule reads Qwen2.5's JSON calls and finds
+    none in Qwen3.5's XML call (a real output, vLLM's Qwen3.5 test sample); other ids fall to the generic rule."""
+    import json
+    from dataclasses import replace
+
+    from wtb_local.parsers import get_parser
+    from wtb_local.protocols.parse_rules import PaperParser
+    from wtb_local.roster.file import load_roster
+    from wtb_local.roster.plan import plan_entry
+
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    roster = load_roster(ROSTER_2026)
+    planned = {row: plan_entry(replace(roster.entry(row), protocol="paper", thinking=None), roster)
+               for row in ("Qwen3.6-27B", "Gemma-4-31B-it")}
+    assert [(p.parser, p.family) for p in planned.values()] == [("paper:qwen", "qwen3 (inferred)"),
+                                                              ("paper:native:gemma4", "generic (inferred)")]
+    samples = (ROOT / "tests" / "fixtures" / "parsers" / "2026" / "gemma-qwen35-olmo.jsonl").read_text().splitlines()
+    sample = next(s for s in map(json.loads, samples) if s["line"] == 118)
+    assert sample["model"] == "Qwen/Qwen3.5-4B" and "<function=special_function>" in sample["text"]
+    assert PaperParser("qwen").parse(sample["text"], tools=sample["tools"]).tool_calls == []
+    calls = get_parser("qwen3_coder").parse(sample["text"], tools=sample["tools"]).tool_calls  # typed by schema
+    assert [(c.name, json.loads(c.arguments)) for c in calls] == [("special_function", {"arg1": 1})]
