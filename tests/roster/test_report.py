@@ -131,10 +131,10 @@ def test_a_roster_compared_with_no_paper_table_reports_its_own_rows(tmp_path: Pa
     proc = wtb("roster-report", str(roster), "--runs-dir", str(runs), hf_home=hf)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert lines[:2] == [f"roster {roster}: 2 of 3 entries have a scored run; compared with no paper table "
-                         "(compare_with = 'none'); 0 of 1 with a paper row within ±2 task-accuracy points of it",
-                         "note: 2 run(s) scored fewer or more than the release's 256 sessions; their rows are not "
-                         "comparable with the paper's"]
+    assert lines[:2] == [(f"roster {roster}: 2 of 3 entries have a scored run; compared with no paper table "
+                         "(compare_with = 'none'); 0 of 1 with a paper row within ±2 task-accuracy points of it"),
+                         ("note: 2 run(s) scored fewer or more than the release's 256 sessions; their rows are not "
+                         "comparable with the paper's")]
     assert "open-weight rows" not in proc.stdout
     table6 = proc.stdout.split("Table 6 (accuracy, %)\n")[1].split("\n\n")[0].splitlines()
     assert [line.split("  ")[0] for line in table6[1:]] == [

@@ -73,8 +73,8 @@ DECIDED = {
     "Qwen3.5-397B-A17B": ("needs the tokenizer", "enable_thinking=true", "ok", []),
     "Kimi-K2.5": ("needs the tokenizer", "default", "ok", []),
     "Gemma-4-31B-it": ("needs the tokenizer", "enable_thinking=true", "warning",
-                       ["warning: KV cache for the planned batch (32 x 4096 tokens, 120.0 GiB) exceeds the 69.2 GiB "
-                        "left after the weights: vLLM batches fewer sequences"]),
+                       [("warning: KV cache for the planned batch (32 x 4096 tokens, 120.0 GiB) exceeds the 69.2 GiB "
+                        "left after the weights: vLLM batches fewer sequences")]),
     "Gemma-4-26B-A4B-it": ("needs the tokenizer", "enable_thinking=true", "ok", []),
     "FunctionGemma-270M-it": ("needs the tokenizer", "default", "ok", []),
     "Olmo-3.1-32B-Instruct": ("needs the tokenizer", "default", "ok", []),
@@ -96,6 +96,7 @@ def _plan_rows(text: str) -> dict[str, tuple[dict[str, str], list[str]]]:
     lines = text.splitlines()
     assert re.split(r"\s{2,}", lines[0]) == list(HEADERS)
     rows: dict[str, tuple[dict[str, str], list[str]]] = {}
+    last = ""
     for line in lines[1:-1]:
         if line.startswith("    "):
             rows[last][1].append(line.strip())
@@ -103,7 +104,7 @@ def _plan_rows(text: str) -> dict[str, tuple[dict[str, str], list[str]]]:
         cells = re.split(r"\s{2,}", line)
         assert len(cells) == len(HEADERS), line
         last = cells[0]
-        rows[last] = (dict(zip(HEADERS, cells)), [])
+        rows[last] = (dict(zip(HEADERS, cells, strict=True)), [])
     return rows
 
 
@@ -179,8 +180,8 @@ def _sbatch_lines(runs: Path) -> list[str]:
                                 "Granite-4.0-H-Small LFM2.5-8B-A1B GigaChat3-10B-A1.8B MiniCPM5-1B Laguna-XS.2"), 12, 1),
               ("GPU8", "gpu8", ("Qwen3.5-397B-A17B DeepSeek-V3.2 GLM-5.2 Kimi-K2.5 Kimi-K3 MiniMax-M3 "
                                 "LongCat-Flash-Chat Hy3-preview"), 7, 8),
-              ("GPU2", "gpu2", "DeepSeek-V4-Flash-0731 Apertus-70B-Instruct-2509 Nemotron-3-Super-120B-A12B "
-                               "Command-A-Reasoning", 3, 2),
+              ("GPU2", "gpu2", ("DeepSeek-V4-Flash-0731 Apertus-70B-Instruct-2509 Nemotron-3-Super-120B-A12B "
+                               "Command-A-Reasoning"), 3, 2),
               ("GPU4", "gpu4", "GLM-4.7 Step-3.5-Flash", 1, 4)]
     lines = [f"JOB_{var}=$(WTB_ROSTER={roster} WTB_ROSTER_ROWS='{rows}' WTB_RUNS_DIR={runs} sbatch --parsable "
              f"--job-name=wtb_roster_{name} --array=0-{last} --nodes=1 --gpus={gpus} --partition=gpu "

@@ -147,9 +147,9 @@ def build_report(roster: Roster, runs_dir: Path) -> RosterReport:
         ran = sum(1 for result in results.values() if result.run is not None)
         within = sum(1 for line in summary if line["within 2"] == "yes")
         compared = sum(1 for line in summary if line["within 2"] in ("yes", "no"))
-        head = [f"roster {roster.path}: {ran} of {len(results)} entries have a scored run; compared with no paper "
+        head = [(f"roster {roster.path}: {ran} of {len(results)} entries have a scored run; compared with no paper "
                 f"table (compare_with = {roster.compare_with!r}); {within} of {compared} with a paper row within "
-                f"±{TOLERANCE:.0f} task-accuracy points of it"]
+                f"±{TOLERANCE:.0f} task-accuracy points of it")]
         head += _partial_note(summary)
         text = "\n\n".join(["\n".join(head), format_plain(rows, 6), format_plain(rows, 7),
                             "Summary\n" + _summary_text(summary)])
@@ -174,8 +174,8 @@ def _partial_note(summary: list[dict[str, Any]]) -> list[str]:
     partial = [line["row"] for line in summary if line["run"] != "-" and line["sessions"] != 256]
     if not partial:
         return []
-    return [f"note: {len(partial)} run(s) scored fewer or more than the release's 256 sessions; their rows are "
-            "not comparable with the paper's"]
+    return [(f"note: {len(partial)} run(s) scored fewer or more than the release's 256 sessions; their rows are "
+            "not comparable with the paper's")]
 
 
 def _summary_text(summary: list[dict[str, Any]]) -> str:
