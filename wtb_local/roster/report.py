@@ -1,7 +1,9 @@
 """The roster's report (docs/roster.md §4): the paper's whole Table 6 and 7, every row as printed, each
 roster entry's run under its paper row with the difference, and a reproduction summary per entry (task
 and session accuracy against the paper, protocol and checker, within ±2 task points or not, length cuts
-and parse failures). Built from the presenter's own pieces (reports.runs, reports.table, reports.health)."""
+and parse failures). A roster compared with no paper table (`compare_with = "none"`) gets its own rows
+instead, each with its paper row and difference where the paper has one. Built from the presenter's own
+pieces (reports.runs, reports.table, reports.health)."""
 
 from __future__ import annotations
 
