@@ -19,6 +19,7 @@ OPEN_GROUPS = ("Open-Source General", "Open-Source Specialized")
 LEVELS = ("ok", "warning", "error")
 # A note is printed under its entry but changes no status (e.g. a row the paper has no row for).
 NOTE = "note"
+NO_PAPER_ROW = "no paper row"
 
 
 @dataclass
@@ -120,7 +121,7 @@ def _paper_row(plan: EntryPlan, entry: Entry, compare_with: str) -> None:
         plan.add("warning", f"row {entry.row!r} is not a row of the paper's Table 6: its run has no paper row to "
                             "be compared with")
     elif row is None:
-        plan.add(NOTE, "no paper row")
+        plan.add(NOTE, NO_PAPER_ROW)
     elif row.get("group") not in OPEN_GROUPS:
         plan.add("warning", f"row {entry.row!r} is in the paper's group {row['group']!r}, not an open-weight one")
 
@@ -235,7 +236,7 @@ def format_plan(roster: Roster, plans: list[EntryPlan]) -> str:
     counts = {level: sum(p.status == level for p in plans) for level in LEVELS}
     head = f"{len(plans)} entries: {counts['ok']} ok, {counts['warning']} warning, {counts['error']} error; "
     if roster.compare_with != "paper":  # not meant to cover the paper: no count of the paper's rows it lacks
-        without = sum(1 for p in plans if (NOTE, "no paper row") in p.messages)
+        without = sum(1 for p in plans if (NOTE, NO_PAPER_ROW) in p.messages)
         out.append(head + f"{without} without a paper row (compare_with = {roster.compare_with!r})")
         return "\n".join(out)
     wanted = open_weight_rows()
