@@ -21,6 +21,9 @@ QWEN25_7B = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidd
              "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
 
 
+# the override files shipped in chat_templates/, as the error lists them (sorted by name)
+
+
 def _statuses(text: str) -> dict[str, str]:
     lines = [line for line in text.splitlines()[1:] if line and not line.startswith(" ") and "entries:" not in line]
     return {line.split()[0]: line.split()[-1] for line in lines}
@@ -131,6 +134,45 @@ def test_an_entry_that_cannot_run_as_written_is_an_error(tmp_path: Path, change:
         assert lines[1].endswith(" error")
     else:
         assert proc.returncode == 0 and lines[1].endswith(" warning")
+
+
+NOT_A_PAPER_ROW = ENTRY.replace("Qwen2.5-7B-Instruct", "Qwen3.6-27B") + 'protocol = "release"\n'  # model too
+
+
+@pytest.mark.parametrize(("top", "message", "summary"), [
+    # the default: the roster reproduces the paper, so a row the paper lacks is most likely misspelt
+    ("", ("warning: row 'Qwen3.6-27B' is not a row of the paper's Table 6: its run has no paper row to be "
+          "compared with"),
+     ["2 entries: 1 ok, 1 warning, 0 error; 1 of the paper's 41 open-weight rows have an entry"]),
+    ('compare_with = "paper"\n', ("warning: row 'Qwen3.6-27B' is not a row of the paper's Table 6: its run has no "
+                                  "paper row to be compared with"),
+     ["2 entries: 1 ok, 1 warning, 0 error; 1 of the paper's 41 open-weight rows have an entry"]),
+    # a roster of other models: the row says so, and the paper rows it lacks are not listed
+    ('compare_with = "none"\n', "note: no paper row",
+     ["2 entries: 2 ok, 0 warning, 0 error; 1 without a paper row (compare_with = 'none')"]),
+])
+def test_a_row_without_a_paper_row_is_never_an_error(tmp_path: Path, top: str, message: str,
+                                                     summary: list[str]) -> None:
+    roster = tmp_path / "roster.toml"
+    roster.write_text(top + HEADER + ENTRY + "\n" + NOT_A_PAPER_ROW)
+    proc = wtb("plan", str(roster), hf_home=tmp_path / "hf")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[1].split()[0] == "Qwen2.5-7B-Instruct" and lines[1].endswith(" ok")
+    assert lines[2].split()[0] == "Qwen3.6-27B" and "qwen3_coder" in lines[2]
+    assert lines[3:] == [f"    {message}", *summary]
+
+
+def test_compare_with_takes_paper_or_none(tmp_path: Path) -> None:
+    roster = tmp_path / "roster.toml"
+    roster.write_text('compare_with = "table6"\n' + HEADER + ENTRY)
+    proc = wtb("plan", str(roster), hf_home=tmp_path / "hf")
+    assert proc.returncode == 1
+    assert proc.stderr == f"Error: {roster}: compare_with: expected one of paper, none, got 'table6'\n"
+    roster.write_text('compare = "none"\n' + HEADER + ENTRY)
+    proc = wtb("plan", str(roster), hf_home=tmp_path / "hf")
+    assert proc.stderr == (f"Error: {roster}: unknown top-level key 'compare' (known: compare_with, defaults, "
+                           "resources, entry)\n")
 
 
 def test_a_cached_config_json_overrides_the_roster(tmp_path: Path) -> None:

@@ -15,7 +15,10 @@ from wtb_local.protocols import protocol_names
 PROTOCOLS = tuple(sorted(protocol_names()))  # as listed in errors
 # Bytes per weight of a storage or quantisation type (docs/roster.md §3).
 WEIGHT_BYTES = {"float32": 4.0, "float": 4.0, "bfloat16": 2.0, "float16": 2.0, "half": 2.0, "auto": 2.0,
-                "fp8": 1.0, "int8": 1.0, "int4": 0.5, "awq": 0.5, "gptq": 0.5}
+                "fp8": 1.0, "int8": 1.0, "int4": 0.5, "mxfp4": 0.5, "awq": 0.5, "gptq": 0.5}
+# What a roster's runs are compared with (top-level `compare_with`, docs/roster.md §1): the paper's Table 6/7
+# open-weight rows (the default), or nothing (a roster of models the paper has no row for).
+COMPARE_WITH = ("paper", "none")
 # Model shape values an entry may state (used when no config.json is cached).
 CONFIG_KEYS = {"layers": int, "attention_heads": int, "kv_heads": int, "head_dim": int, "kv_lora_rank": int,
                "qk_rope_head_dim": int, "max_position_embeddings": int}
@@ -71,6 +74,7 @@ class Roster:
     path: Path
     resources: dict[str, ResourceClass]
     entries: list[Entry]
+    compare_with: str = "paper"
 
     def entry(self, row: str) -> Entry:
         for entry in self.entries:
@@ -165,9 +169,13 @@ def load_roster(path: str | Path) -> Roster:
         raise RosterError(f"{path}: cannot read ({exc.strerror or exc})") from None
     except tomllib.TOMLDecodeError as exc:
         raise RosterError(f"{path}: not valid TOML: {exc}") from None
-    unknown = sorted(set(data) - {"defaults", "resources", "entry"})
+    unknown = sorted(set(data) - {"compare_with", "defaults", "resources", "entry"})
     if unknown:
-        raise RosterError(f"{path}: unknown top-level key '{unknown[0]}' (known: defaults, resources, entry)")
+        raise RosterError(f"{path}: unknown top-level key '{unknown[0]}' (known: compare_with, defaults, resources, "
+                          "entry)")
+    compare_with = data.get("compare_with", "paper")
+    if compare_with not in COMPARE_WITH:
+        raise RosterError(f"{path}: compare_with: expected one of {', '.join(COMPARE_WITH)}, got {compare_with!r}")
     defaults = _fields(f"{path}: defaults", data.get("defaults", {}), _ENTRY_FIELDS, _DEFAULT_FIELDS)
     if not isinstance(data.get("resources", {}), dict):
         raise RosterError(f"{path}: resources: expected tables [resources.NAME]")
@@ -181,4 +189,4 @@ def load_roster(path: str | Path) -> Roster:
         if entry.row in seen:
             raise RosterError(f"{path}: entry {entry.row!r}: field 'row': also entry #{seen[entry.row] + 1}")
         seen[entry.row] = entry.index
-    return Roster(path, resources, entries)
+    return Roster(path, resources, entries, compare_with)

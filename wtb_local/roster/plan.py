@@ -17,6 +17,9 @@ from wtb_local.roster.memory import Estimate, cached_config, estimate, kv_bytes_
 
 OPEN_GROUPS = ("Open-Source General", "Open-Source Specialized")
 LEVELS = ("ok", "warning", "error")
+# A note is printed under its entry but changes no status (e.g. a row the paper has no row for).
+NOTE = "note"
+NO_PAPER_ROW = "no paper row"
 
 
 @dataclass
@@ -38,7 +41,7 @@ class EntryPlan:
 
     @property
     def status(self) -> str:
-        return max((level for level, _ in self.messages), key=LEVELS.index, default="ok")
+        return max((level for level, _ in self.messages if level != NOTE), key=LEVELS.index, default="ok")
 
 
 def open_weight_rows() -> list[str]:
@@ -111,12 +114,18 @@ def _thinking(plan: EntryPlan, entry: Entry, template: str | None) -> None:
     plan.thinking = ",".join(f"{k}={str(v).lower()}" for k, v in kwargs.items())
 
 
-def _paper_row(plan: EntryPlan, entry: Entry) -> None:
+def _paper_row(plan: EntryPlan, entry: Entry, compare_with: str) -> None:
+    """The paper row the entry's run is compared with. No such row is never an error: the run is scored
+    all the same, only without the paper's numbers next to it. In a roster meant to reproduce the paper
+    (`compare_with = "paper"`) it is a warning, as it is then most likely a misspelt row name."""
     from wtb_local.reports.paper import paper_rows
 
     row = paper_rows(6).get(entry.row)
-    if row is None:
-        plan.add("error", f"row {entry.row!r} is not a row of the paper's Table 6")
+    if row is None and compare_with == "paper":
+        plan.add("warning", f"row {entry.row!r} is not a row of the paper's Table 6: its run has no paper row to "
+                            "be compared with")
+    elif row is None:
+        plan.add(NOTE, NO_PAPER_ROW)
     elif row.get("group") not in OPEN_GROUPS:
         plan.add("warning", f"row {entry.row!r} is in the paper's group {row['group']!r}, not an open-weight one")
 
@@ -196,7 +205,7 @@ def plan_entry(entry: Entry, roster: Roster) -> EntryPlan:
 
     counted = estimate_parameters(config) if config else None
     plan.params_b, plan.params_source = (counted / 1e9, "config.json") if counted else (entry.params_b, "roster")
-    _paper_row(plan, entry)
+    _paper_row(plan, entry, roster.compare_with)
     template = _template(plan, entry)
     _parser(plan, entry, template, config)
     _thinking(plan, entry, template)
@@ -229,10 +238,14 @@ def format_plan(roster: Roster, plans: list[EntryPlan]) -> str:
         out.append("  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip())
         out.extend(f"    {level}: {text}" for level, text in p.messages if level != "ok")
     counts = {level: sum(p.status == level for p in plans) for level in LEVELS}
+    head = f"{len(plans)} entries: {counts['ok']} ok, {counts['warning']} warning, {counts['error']} error; "
+    if roster.compare_with != "paper":  # not meant to cover the paper: no count of the paper's rows it lacks
+        without = sum(1 for p in plans if (NOTE, NO_PAPER_ROW) in p.messages)
+        out.append(head + f"{without} without a paper row (compare_with = {roster.compare_with!r})")
+        return "\n".join(out)
     wanted = open_weight_rows()
     covered = sum(1 for row in wanted if any(p.entry.row == row for p in plans))
-    out.append(f"{len(plans)} entries: {counts['ok']} ok, {counts['warning']} warning, {counts['error']} error; "
-               f"{covered} of the paper's {len(wanted)} open-weight rows have an entry")
+    out.append(head + f"{covered} of the paper's {len(wanted)} open-weight rows have an entry")
     missing = [row for row in wanted if not any(p.entry.row == row for p in plans)]
     if missing and len(missing) <= 10:  # a roster meant to cover the paper and missing a few
         out.append(f"rows without an entry: {', '.join(missing)}")

@@ -1,7 +1,9 @@
 """The roster's report (docs/roster.md §4): the paper's whole Table 6 and 7, every row as printed, each
 roster entry's run under its paper row with the difference, and a reproduction summary per entry (task
 and session accuracy against the paper, protocol and checker, within ±2 task points or not, length cuts
-and parse failures). Built from the presenter's own pieces (reports.runs, reports.table, reports.health)."""
+and parse failures). A roster compared with no paper table (`compare_with = "none"`) gets its own rows
+instead, each with its paper row and difference where the paper has one. Built from the presenter's own
+pieces (reports.runs, reports.table, reports.health)."""
 
 from __future__ import annotations
 
@@ -94,6 +96,8 @@ def _summary(result: EntryResult) -> dict[str, Any]:
         line["task diff"] = ours["task_acc"] - paper6["task_acc"]
         line["session diff"] = ours["session_acc"] - paper6["session_acc"]
         line["within 2"] = "yes" if abs(line["task diff"]) <= TOLERANCE else "no"
+    else:
+        line["within 2"] = "no paper row"
     return line
 
 
@@ -119,12 +123,40 @@ def _table_rows(results: dict[str, EntryResult]) -> list[Any]:
     return rows
 
 
+def _entry_rows(results: dict[str, EntryResult]) -> list[Any]:
+    """A roster compared with no paper table: its rows in roster order, each its run (or a `no run` line),
+    then the paper's row and the difference where the paper has a row of that name."""
+    from wtb_local.reports.table import COLUMNS, ReportRow, diff_row, metric_row, paper_row
+
+    rows: list[Any] = []
+    for name, result in results.items():
+        paper = paper_row(name)
+        if result.run is None:
+            rows.append(ReportRow(f"{name}: no run", {t: {c: math.nan for c in COLUMNS[t]} for t in (6, 7)}))
+            continue
+        ours = metric_row(result.run.metric, result.label)
+        rows += [ours, paper, diff_row(ours, paper)] if paper else [ours]
+    return rows
+
+
 def build_report(roster: Roster, runs_dir: Path) -> RosterReport:
     from wtb_local.reports.table import format_plain
 
     results = {entry.row: load_entry(entry, runs_dir) for entry in roster.entries}
-    rows = _table_rows(results)
     summary = [_summary(result) for result in results.values()]
+    if roster.compare_with != "paper":
+        rows = _entry_rows(results)
+        ran = sum(1 for result in results.values() if result.run is not None)
+        within = sum(1 for line in summary if line["within 2"] == "yes")
+        compared = sum(1 for line in summary if line["within 2"] in ("yes", "no"))
+        head = [(f"roster {roster.path}: {ran} of {len(results)} entries have a scored run; compared with no paper "
+                f"table (compare_with = {roster.compare_with!r}); {within} of {compared} with a paper row within "
+                f"±{TOLERANCE:.0f} task-accuracy points of it")]
+        head += _partial_note(summary)
+        text = "\n\n".join(["\n".join(head), format_plain(rows, 6), format_plain(rows, 7),
+                            "Summary\n" + _summary_text(summary)])
+        return RosterReport(text, summary, {6: rows, 7: rows})
+    rows = _table_rows(results)
     wanted = open_weight_rows()
     matched = [row for row in wanted if row in results and results[row].run is not None]
     within = sum(1 for line in summary if line["within 2"] == "yes")
@@ -134,13 +166,18 @@ def build_report(roster: Roster, runs_dir: Path) -> RosterReport:
     missing = [row for row in wanted if row not in matched]
     if missing:
         head.append(f"open-weight rows without a run: {', '.join(missing)}")
-    partial = [line["row"] for line in summary if line["run"] != "-" and line["sessions"] != 256]
-    if partial:
-        head.append(f"note: {len(partial)} run(s) scored fewer or more than the release's 256 sessions; their "
-                    "rows are not comparable with the paper's")
+    head += _partial_note(summary)
     text = "\n\n".join(["\n".join(head), format_plain(rows, 6), format_plain(rows, 7),
                         "Reproduction summary\n" + _summary_text(summary)])
     return RosterReport(text, summary, {6: rows, 7: rows})
+
+
+def _partial_note(summary: list[dict[str, Any]]) -> list[str]:
+    partial = [line["row"] for line in summary if line["run"] != "-" and line["sessions"] != 256]
+    if not partial:
+        return []
+    return [(f"note: {len(partial)} run(s) scored fewer or more than the release's 256 sessions; their rows are "
+            "not comparable with the paper's")]
 
 
 def _summary_text(summary: list[dict[str, Any]]) -> str:
