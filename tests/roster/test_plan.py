@@ -21,7 +21,6 @@ QWEN25_7B = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidd
              "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
 
 
-# the override files shipped in chat_templates/, as the error lists them (sorted by name)
 
 
 def _statuses(text: str) -> dict[str, str]:
