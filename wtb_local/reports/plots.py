@@ -203,3 +203,37 @@ def write_plots(sections: Sequence[Section], out_dir: Path) -> list[Path]:
         _grouped_bars(plt, target(PLOT_NAMES[5]), six, [(k, h) for k, h in six.columns[8:]],
                       "Runs compared: task and session accuracy")
     return written
+
+
+def write_waterfall(decompositions: Sequence[dict[str, Any]], path: Path) -> Path:
+    """`explain`'s waterfall (docs/explain.md): per comparison, task and session accuracy from the first
+    run's bar, through one floating bar per part (green up, red down), to the second run's bar."""
+    plt = _pyplot()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = max(1, len(decompositions))
+    fig, axes = plt.subplots(rows, 2, figsize=(10.0, 3.4 * rows), squeeze=False)
+    for row, item in zip(axes, decompositions, strict=False):
+        for ax, level in zip(row, ("task", "session"), strict=True):
+            names = ["A", *(part["part"] for part in item["parts"]), "B"]
+            level_value = float(item[level]["a"])
+            bottoms, heights, colours = [0.0], [level_value], ["#4c72b0"]
+            for part in item["parts"]:
+                delta = float(part[level])
+                bottoms.append(level_value if delta >= 0 else level_value + delta)
+                heights.append(abs(delta))
+                colours.append("#55a868" if delta > 0 else "#c44e52" if delta < 0 else "#999999")
+                level_value += delta
+            bottoms.append(0.0)
+            heights.append(float(item[level]["b"]))
+            colours.append("#4c72b0")
+            ax.bar(names, heights, bottom=bottoms, color=colours, width=0.6)
+            for x, (bottom, height) in enumerate(zip(bottoms, heights, strict=True)):
+                value = height if x in (0, len(names) - 1) else float(item["parts"][x - 1][level])
+                text = f"{value:.2f}" if x in (0, len(names) - 1) else f"{value:+.2f}"
+                ax.text(x, bottom + height + 1.0, text, ha="center", va="bottom", fontsize=8)
+            ax.set_ylim(0, _TOP + 6)
+            ax.set_yticks(range(0, 101, 20))
+            ax.set_ylabel(f"{level} accuracy (%)")
+            ax.set_title(f"{level}: {item['a']} -> {item['b']}", fontsize=9)
+    _save(plt, fig, path)
+    return path

@@ -38,6 +38,7 @@ class Section:
     rows: list[dict[str, Any]] = field(default_factory=list)
     note: str = ""
     percent: bool = True  # values are percentages (two decimals; diffs signed)
+    label_header: str = "model"  # the header of the rows' label column
 
 
 def _paper(run: Run, table: int) -> tuple[str, dict[str, float]] | None:
