@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from wtb_local.reports.sections import SUBTYPE_COLUMNS, TRANSITIONS, Section
+from wtb_local.reports.sections import TRANSITIONS, Section
 
 PLOT_NAMES = ("accuracy_by_task_type.png", "accuracy_by_task_order.png", "accuracy_by_subtype.png",
               "accuracy_by_transitions.png", "error_distribution.png", "run_comparison.png")
@@ -190,7 +190,8 @@ def write_plots(sections: Sequence[Section], out_dir: Path) -> list[Path]:
                "Accuracy by task order", "task position in the session")
     subtypes = by_key.get("subtypes")
     if subtypes is not None:
-        _grouped_bars(plt, target(PLOT_NAMES[2]), subtypes, list(SUBTYPE_COLUMNS[:4]),
+        # every column of the table, so the plot and the table never disagree
+        _grouped_bars(plt, target(PLOT_NAMES[2]), subtypes, list(subtypes.columns),
                       "Accuracy by hidden-intention subtype", paper=False)
     transitions = by_key.get("transitions")
     if transitions is not None:
