@@ -5,8 +5,9 @@ For each step of the task, in order, the two runs' records are compared at each 
 
 1. `prompt`: the conversation sent (the step's `inference_input`: messages and tools) differs, or it is
    the same but a factor that renders it into the prompt differs (template, its kwargs, tokenizer,
-   thinking mode, protocol) and the completions differ. Rendered prompts are not in the result file:
-   they are the same when the messages, tools and those factors are, which the manifests record;
+   thinking mode, protocol), the completions differ, and so do the prompts. Rendered prompts are not in
+   the result file: they are rendered again from each run's manifest (prompts.py); where that cannot be
+   done, a differing prompt factor counts, and the detail says so;
 2. `completion`: the same prompt, another completion (`raw`, `finish_reason`): engine, seed, sampling,
    length, or, when no recorded factor differs, the engine's own nondeterminism;
 3. `parse`: the same completion, other parsed calls or text (`tool_calls`, `content`, a parse failure);
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wtb_local.explain.factors import FACTORS
+from wtb_local.explain.prompts import same_prompt
 from wtb_local.explain.runs import ExplainRun, TaskKey
 
 
@@ -121,19 +123,20 @@ def first_divergence(a: ExplainRun, b: ExplainRun, key: TaskKey) -> Divergence:
         if x.conversation != y.conversation:
             return Divergence("prompt", k, "the conversation sent (messages, tools) differs",
                               prompt_factors)
-        if x.failed or y.failed:
-            if x.failed != y.failed:
-                which = [f"{run.label}: {why}" for run, why in ((a, x.failed), (b, y.failed)) if why]
-                return Divergence("completion", k, "the request was not served in " + "; ".join(which),
-                                  _stage_factors(a, b, "completion"))
-        elif x.raw is not None and y.raw is not None and (x.raw != y.raw or x.finish != y.finish):
-            ends = f" (finish_reason {x.finish} vs {y.finish})" if x.finish != y.finish else ""
+        outputs = _outputs_differ(a, b, x, y)
+        if outputs is not None:
+            how = ""
             if prompt_factors:
-                return Divergence("prompt", k, "the same messages rendered with other prompt factors "
-                                  f"({', '.join(prompt_factors)}), and the completions differ{ends}; rendered "
-                                  "prompts are not recorded: read from the manifests", prompt_factors)
+                same, how = same_prompt(a, b, steps[0][k])
+                if same is not True:
+                    said = (f"other prompts ({how})" if same is False
+                            else f"prompts that may differ (not re-rendered: {how}; factors read from the manifests)")
+                    return Divergence("prompt", k, f"the same messages render to {said}; then {outputs}",
+                                      prompt_factors)
+                how = f" ({', '.join(prompt_factors)} differ{'s' if len(prompt_factors) == 1 else ''} but the " \
+                      f"prompts are the same, {how})"
             completion = _stage_factors(a, b, "completion")
-            return Divergence("completion", k, f"the same prompt, another completion{ends}"
+            return Divergence("completion", k, f"the same prompt, {outputs}{how}"
                               + ("" if completion else ": no recorded factor differs (the engine's own "
                                  "nondeterminism: batching, hardware)"), completion)
         if x.parsed != y.parsed:
@@ -152,6 +155,16 @@ def _labels_differ(x: tuple[Any, ...], y: tuple[Any, ...]) -> bool:
     """Step labels compared on what both records hold: the lenient checker's score file keeps no per-step
     argument label."""
     return x[0] != y[0] or (x[1] is not None and y[1] is not None and x[1] != y[1])
+
+
+def _outputs_differ(a: ExplainRun, b: ExplainRun, x: _Step, y: _Step) -> str | None:
+    """What differs between the two runs' outputs for one step (None: the same, or not recorded)."""
+    if x.failed != y.failed:
+        which = "; ".join(f"{run.label}: {why}" for run, why in ((a, x.failed), (b, y.failed)) if why)
+        return f"the request was not served in {which}"
+    if x.failed or x.raw is None or y.raw is None or (x.raw == y.raw and x.finish == y.finish):
+        return None
+    return "another completion" + (f" (finish_reason {x.finish} vs {y.finish})" if x.finish != y.finish else "")
 
 
 def _label(label: tuple[Any, ...]) -> str:
