@@ -97,8 +97,9 @@ def _default_dir(model: str) -> str:
 
 
 def make_plan(model: str, *, runs_dir: str | None = None, engine: str | None = None,
-              run_options: Sequence[str] = ()) -> Plan:
-    """The runs for `model`; `run_options` are shell-split and added to every run."""
+              run_options: Sequence[str] = (), explain_out: str | None = None) -> Plan:
+    """The runs for `model`; `run_options` are shell-split and added to every run; `explain_out`: where the
+    explanation goes (default: `explain` in the runs directory)."""
     from wtb_local.backends import engine_backends
     from wtb_local.parsers import select_parser
     from wtb_local.protocols import protocol_named, protocol_names
@@ -161,7 +162,7 @@ def make_plan(model: str, *, runs_dir: str | None = None, engine: str | None = N
                                         "the paper harness's prompts, lengths, sampling, parse rules and checker",
                                         ("run", "--model", model, "--backend", base_engine, "--protocol", name,
                                          *options, "--out", f"{folder}/protocol-{name}")))
-    plan.explain_args = ("explain", *(run.out for run in plan.runs), "--out", f"{folder}/explain")
+    plan.explain_args = ("explain", *(run.out for run in plan.runs), "--out", explain_out or f"{folder}/explain")
     return plan
 
 
