@@ -101,9 +101,9 @@ def row_thinking(facts: RunFacts) -> tuple[bool | None, str | None]:
     """The thinking mode that picks the paper's row, and why when the run records none: a run that
     rendered no prompt (the oracle without a tokenizer, scripted replies) is compared as its model's chat
     template behaves without a switch, as the same command line on an engine would run (README, "The main
-    job on a GPU")."""
-    if facts.thinking is not None:
-        return facts.thinking, None
+    job on a GPU"). Files without a run manifest keep the mode their name or `--thinking` gives."""
+    if facts.thinking is not None or facts.thinking_evidence is None:
+        return facts.thinking, None  # recorded; or no run record: the name decides (`Qwen3-8B-Thinking`)
     from wtb_local.runner.thinking import template_default
 
     default = template_default(facts.model_id) or template_default(facts.name)
@@ -121,19 +121,17 @@ def paper_row_of(facts: RunFacts) -> ReportRow | None:
 def row_choice_note(facts: RunFacts) -> str | None:
     """Which paper row a run without a recorded thinking mode is compared with, and why; None where the mode
     is recorded or does not decide the row."""
-    if facts.thinking is not None:
-        return None
     thinking, why = row_thinking(facts)
+    if why is None:
+        return None
     chosen = _paper_row(facts, thinking)
     other = _paper_row(facts, not thinking)
     if chosen is None or other is None or chosen.label == other.label:
         return None
     name, other_name = chosen.label.removeprefix("paper: "), other.label.removeprefix("paper: ")
     flag = "--thinking" if not thinking else "--no-thinking"
-    recorded = f"its manifest says: {facts.thinking_evidence}" if facts.thinking_evidence else "no manifest"
-    reason = (f"compared as its model's chat template behaves without a switch: {why}" if why
-              else "compared without thinking")
-    return f"paper row {name}: the run records no thinking mode ({recorded}); {reason} ({flag}: {other_name})"
+    return (f"paper row {name}: the run records no thinking mode (its manifest says: {facts.thinking_evidence}); "
+            f"compared as its model's chat template behaves without a switch: {why} ({flag}: {other_name})")
 
 
 def inferred_note(facts: RunFacts) -> str | None:
