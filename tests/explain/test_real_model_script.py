@@ -1,8 +1,8 @@
 """scripts/explain_real_model.py end to end on a tiny model (docs/explain.md, "On a real model"): every run
 of `explain --plan` made for real (three transformers seeds, two parser replays, the vLLM engine on CPU,
 `--protocol paper`), then `explain` over them. The tiny model's next-token distribution is fixed to the
-end-of-turn token or `<tool_call>`, so a reply is empty or an unfinished call, chosen by the sampling seed:
-verdicts differ between seeds and between parsers, and every reply is a few tokens long."""
+end-of-turn token, a word or `<tool_call>`, so a reply is empty, a text answer or an unfinished call,
+chosen by the sampling seed, and every reply is a few tokens long."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def test_the_script_runs_the_plan_and_explains_it(tmp_path: Path) -> None:
 
     model = build_tiny_model(tmp_path / "model" / "tiny-qwen", chat_template("Qwen/Qwen2.5-7B-Instruct"),
                              special_tokens=["<tool_call>", "</tool_call>"], max_position_embeddings=8192,
-                             fixed_logits={"<|im_end|>": 4.0, "<tool_call>": 3.5})
+                             fixed_logits={"<|im_end|>": 4.0, "Done.": 3.8, "<tool_call>": 3.5})
     out = tmp_path / "out"
     env = {k: v for k, v in os.environ.items() if not k.startswith("WTB_")}
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / "explain_real_model.py"), str(model), str(out),
@@ -84,5 +84,7 @@ def test_the_script_runs_the_plan_and_explains_it(tmp_path: Path) -> None:
     (seeds,) = data["seeds"]
     assert seeds["runs"] == base and seeds["task_accuracy"]["values"] == [
         run["task_accuracy"] for run in data["runs"][:3]]
-    for name in ("explain.md", "explain.html", "flips.csv", "waterfall.csv", "seeds.csv", "plots/waterfall.png"):
+    for name in ("explain.md", "explain.html", "waterfall.csv", "seeds.csv", "plots/waterfall.png"):
         assert (out / "explain" / name).is_file(), name
+    flips = sum(len(pair["flipped"]) for pair in data["pairs"])
+    assert (out / "explain" / "flips.csv").is_file() == (flips > 0)

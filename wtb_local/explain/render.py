@@ -63,18 +63,22 @@ def factor_sections(data: dict[str, Any]) -> list[Section]:
 
 def pair_section(data: dict[str, Any]) -> Section:
     columns = [("b", "vs"), ("task_gap", "task gap"), ("session_gap", "session gap"), ("flips", "flips"),
-               ("only_a", "only first correct"), ("only_b", "only second correct"), ("p_tasks", "p tasks"),
+               ("flip_rate", "flipped %"), ("only_a", "only first correct"), ("only_b", "only second correct"),
+               ("p_tasks", "p tasks"),
                ("p_sessions", "p sessions"), ("noise", "beyond noise"), ("prompt", "prompt"),
                ("completion", "completion"), ("parse", "parse"), ("verdict", "verdict")]
     section = Section("pairs", "Verdict flips per pair, by first point of divergence", columns,
                       label_header="run", percent=False,
                       note=f"Gaps: second minus first, accuracy points. p: {data['test']}; 'beyond noise' when "
-                      "p < 0.05 over tasks; 'seed pair' marks two seeds of one --repeats run.")
+                      "p < 0.05 over tasks; 'seed pair' marks two seeds of one --repeats run"
+                      + (f"; two seeds flip {_pct(data['pairs'][0]['seed_flip_rate'])} of the tasks on average."
+                         if data["pairs"] and data["pairs"][0]["seed_flip_rate"] is not None else "."))
     for pair in data["pairs"]:
         noise = "seed pair" if pair["seed_pair"] else ("yes" if pair["beyond_noise"] else "no")
         section.rows.append({"label": pair["a"], "kind": "ours", "b": pair["b"],
                              "task_gap": _signed(pair["task_gap"]), "session_gap": _signed(pair["session_gap"]),
-                             "flips": pair["flips"], "only_a": pair["only_a"], "only_b": pair["only_b"],
+                             "flips": pair["flips"], "flip_rate": _pct(pair["flip_rate"]),
+                             "only_a": pair["only_a"], "only_b": pair["only_b"],
                              "p_tasks": _p(pair["p_tasks"]), "p_sessions": _p(pair["p_sessions"]), "noise": noise,
                              **pair["stages"]})
     return section

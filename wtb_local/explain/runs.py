@@ -65,7 +65,7 @@ def generation_manifest(manifest: dict[str, Any]) -> tuple[dict[str, Any], list[
             replays = backend_class(str(name)).capabilities.replays
         except ValueError:
             return current, []
-        source = _dict(current.get("settings")).get("replay") or _dict(current.get("backend")).get("replay")
+        source = _dict(current.get("settings")).get("replay")  # the recorded source (`--replay`)
         if not replays or not isinstance(source, str) or not source:  # fixed replies of its own (a script)
             return current, []
         recorded = recorded_manifest(source)
