@@ -81,6 +81,14 @@ def test_the_script_runs_the_plan_and_explains_it(tmp_path: Path) -> None:
         parser, checker, generation = decompositions[name]["parts"]
         assert (checker["task_correct"], generation["task_correct"], generation["tasks_changed"]) == (0, 0, 0)
         assert parser["how"].startswith(f"{base[0]}'s raw completions replayed through {name.split('-', 1)[1]}")
+    # where the pairs part: seeds and engines at the completion, the paper protocol at the conversation,
+    # a replay at the parse
+    stages = {(Path(p["a"]).name, Path(p["b"]).name): {(f["stage"], tuple(f["factors"])) for f in p["flipped"]}
+              for p in data["pairs"]}
+    assert stages[("0", "1")] <= {("completion", ("seed",))} and stages[("0", "2")] <= {("completion", ("seed",))}
+    assert stages[("0", "engine-vllm")] <= {("completion", ("engine", "engine version"))}
+    assert {stage for stage, _ in stages[("0", "protocol-paper")]} <= {"prompt"}
+    assert stages[("0", "parser-llama3_json")] <= {("parse", ("parser",))}
     (seeds,) = data["seeds"]
     assert seeds["runs"] == base and seeds["task_accuracy"]["values"] == [
         run["task_accuracy"] for run in data["runs"][:3]]

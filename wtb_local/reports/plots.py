@@ -235,6 +235,11 @@ def write_waterfall(decompositions: Sequence[dict[str, Any]], path: Path) -> Pat
             ax.set_ylim(0, _TOP + 6)
             ax.set_yticks(range(0, 101, 20))
             ax.set_ylabel(f"{level} accuracy (%)")
-            ax.set_title(f"{level}: {item['a']} -> {item['b']}", fontsize=9)
+        row[0].set_title(f"A: {_tail(item['a'])}\nB: {_tail(item['b'])}", fontsize=8, loc="left")
     _save(plt, fig, path)
     return path
+
+
+def _tail(label: str, width: int = 60) -> str:
+    """A run label cut to its last `width` characters (a path's end names the run)."""
+    return label if len(label) <= width else "…" + label[-(width - 1):]
