@@ -197,3 +197,20 @@ def test_what_explain_refuses(parser_runs: tuple[Path, Path], tmp_path: Path) ->
     assert bare.exit_code == 1 and bare.output.strip().startswith(f"Error: {tmp_path / 'empty'}: no readable manifest.json")
     both = cli("explain", str(oracle), "--plan", "Qwen/Qwen3-8B")
     assert both.exit_code == 2 and "--plan MODEL takes no RUN_DIR" in both.output
+
+
+def test_explain_imports_no_engine(parser_runs: tuple[Path, Path]) -> None:
+    """A re-parse replays recorded completions: no torch, vLLM or transformers is imported."""
+    import subprocess
+    import sys
+
+    oracle, pythonic = parser_runs
+    code = ("import sys, io, contextlib; from wtb_local.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    try:\n        main(['explain', sys.argv[1], sys.argv[2]])\n    except SystemExit as exc:\n"
+            "        assert not exc.code, exc.code\n"
+            "print(sorted(m for m in ('torch', 'vllm', 'transformers') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code, str(oracle), str(pythonic)], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[2], timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
