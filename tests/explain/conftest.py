@@ -61,17 +61,19 @@ def checker_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 @pytest.fixture(scope="session")
-def seed_runs(qwen_tiny_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+def seed_runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
     """Three seeds of one sampled run (`--repeats 3`), a run whose template renders the same prompts and one
-    whose template renders other prompts, on a server whose replies depend on the prompt and the seed."""
+    whose template renders other prompts, on a server whose replies depend on the prompt and the seed (the
+    tiny Qwen2.5-template model's tokenizer renders them)."""
+    tiny = request.getfixturevalue("qwen_tiny_dir")
     root = tmp_path_factory.mktemp("explain-seeds")
     template = chat_template("Qwen/Qwen2.5-7B-Instruct")
     assert SYSTEM_LINE in template and TOOLS_LINE in template
     same, other = root / "same.jinja", root / "other.jinja"
     same.write_text(template.replace(SYSTEM_LINE, "You are a helpful assistant."), encoding="utf-8")
     other.write_text(template.replace(TOOLS_LINE, "Call functions to help the user."), encoding="utf-8")
-    with fake_openai_server(str(qwen_tiny_dir), vary_by_seed=True) as server:
-        base = ["--model", str(qwen_tiny_dir), "--model-name", "tiny", "--backend", "openai", "--base-url",
+    with fake_openai_server(str(tiny), vary_by_seed=True) as server:
+        base = ["--model", str(tiny), "--model-name", "tiny", "--backend", "openai", "--base-url",
                 server.base_url, "--dataset", "sample", "--temperature", "0.7"]
         _run([*base, "--repeats", "3", "--out", str(root / "seeds")])
         _run([*base, "--chat-template", str(same), "--out", str(root / "same-prompts")])

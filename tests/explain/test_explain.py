@@ -112,11 +112,11 @@ def test_seed_repeats_give_the_spread_and_gaps_are_tested_against_it(seed_runs: 
     # a template that renders other prompts parts at the prompt; one that renders the same prompts does not
     # (the prompts are rendered again from the manifests), so there the seed is the cause
     assert [(f["task"], f["stage"], f["factors"], f["detail"]) for f in pairs[("0", "other-prompts")]["flipped"]] == [
-        (task, "prompt", ["template"], "the same messages render to other prompts (re-rendered from the manifests); "
-         "then another completion") for task in ("wild_tool_bench_3/2", "wild_tool_bench_5/3")]
+        (task, "prompt", ["template"], ("the same messages render to other prompts (re-rendered from the "
+                                        "manifests); then another completion")) for task in ("wild_tool_bench_3/2", "wild_tool_bench_5/3")]
     assert [(f["stage"], f["factors"], f["detail"]) for f in pairs[("2", "same-prompts")]["flipped"]] == [
-        ("completion", ["seed"], "the same prompt, another completion (template differs but the prompts are the "
-         "same, re-rendered from the manifests)")] * 2
+        ("completion", ["seed"], ("the same prompt, another completion (template differs but the prompts are "
+                                  "the same, re-rendered from the manifests)"))] * 2
     assert all(p["p_tasks"] >= 0.25 and p["beyond_noise"] is False for p in data["pairs"])
     assert all(p["seed_flip_rate"] == 6 / 96 for p in data["pairs"])
     # the waterfalls start at the first seed and skip the other seeds of its group

@@ -77,8 +77,8 @@ def test_a_greedy_local_model_has_no_seed_runs(tmp_path: Path) -> None:
     (model / "generation_config.json").write_text(json.dumps({"do_sample": False}), encoding="utf-8")
     plan = make_plan(str(model), runs_dir="out", run_options=["--dataset sample --limit 2"])
     assert plan.notes == [
-        f"{model} decodes greedily (its generation_config.json, or --temperature 0): every seed gives the same "
-        "completions, so there are no seed runs; the noise left is the engine's own",
+        (f"{model} decodes greedily (its generation_config.json, or --temperature 0): every seed gives the same "
+         "completions, so there are no seed runs; the noise left is the engine's own"),
         f"no template override serves {model}"]
     assert plan.runs[0].args == ("run", "--model", str(model), "--backend", "vllm", "--dataset", "sample",
                                  "--limit", "2", "--out", "out/base")

@@ -103,10 +103,6 @@ def _stage_factors(a: ExplainRun, b: ExplainRun, stage: str) -> tuple[str, ...]:
     return tuple(f.name for f in FACTORS if f.stage == stage and a.factors[f.name] != b.factors[f.name])
 
 
-def _named(factors: tuple[str, ...], none: str) -> str:
-    return ", ".join(factors) if factors else none
-
-
 def first_divergence(a: ExplainRun, b: ExplainRun, key: TaskKey) -> Divergence:
     """The first stage at which task `key` differs between runs `a` and `b`."""
     session_id, task_idx = key
@@ -190,7 +186,3 @@ def compare_pair(a: ExplainRun, b: ExplainRun, keys: list[TaskKey]) -> dict[str,
 
 def _verdict(correct: bool) -> str:
     return "correct" if correct else "error"
-
-
-def describe_factors(factors: tuple[str, ...] | list[str]) -> str:
-    return _named(tuple(factors), "none recorded")

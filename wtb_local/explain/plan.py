@@ -24,10 +24,10 @@ from wtb_local.model_ids import normalize_model_id
 SEEDS = 3
 # parser -> (alternative parser, why): how other harnesses and configurations read the same family's calls
 ALTERNATIVE_PARSERS: dict[str, tuple[tuple[str, str], ...]] = {
-    "hermes": (("qwen3_coder", "the Qwen3-Coder/Qwen3.5 XML reader, which also reads Hermes-style JSON blocks: "
-                               "a deployment configured for the newer Qwen format"),
-               ("llama3_json", "a bare JSON-object reader: takes the calls of a <tool_call> block and keeps the "
-                               "markup as text (docs/parser-policies.md §2)")),
+    "hermes": (("qwen3_coder", ("the Qwen3-Coder/Qwen3.5 XML reader, which also reads Hermes-style JSON blocks: "
+                                "a deployment configured for the newer Qwen format")),
+               ("llama3_json", ("a bare JSON-object reader: takes the calls of a <tool_call> block and keeps the "
+                                "markup as text (docs/parser-policies.md §2)"))),
     "qwen3_coder": (("hermes", "the JSON <tool_call> reader of Qwen2.5/Qwen3, which reads no XML parameters"),),
     "llama3_json": (("pythonic", "the pythonic call lists Llama 3.2/3.3 write with the pythonic prompt"),),
     "pythonic": (("llama3_json", "the JSON calls of the Llama 3.1 base these models are tuned from"),),

@@ -70,8 +70,8 @@ def generation_manifest(manifest: dict[str, Any]) -> tuple[dict[str, Any], list[
             return current, []
         recorded = recorded_manifest(source)
         if recorded is None:
-            return current, [f"the replayed run's manifest ({source}) is not readable: generation factors "
-                             "are the replay's own"]
+            return current, [(f"the replayed run's manifest ({source}) is not readable: generation factors "
+                              "are the replay's own")]
         current = recorded
     return current, []
 
