@@ -50,8 +50,11 @@ def test_a_paper_run_has_one_label_and_paper_row_in_every_command(tmp_path: Path
     ran = _wtb("--model", "Qwen/Qwen3-8B", "--backend", "oracle", "--dataset", "sample", "--limit", "2",
                "--protocol", "paper", "--out", str(run_dir))
     label = "Qwen_Qwen3-8B [paper-lenient]"  # the run's own scoring: the lenient checker
-    assert list(_rows(ran.stdout)) == [label, "paper: Qwen3-8B"]
+    assert list(_rows(ran.stdout)) == [label, "paper: Qwen3-8B-Thinking"]
     assert _notes(ran.stdout)[1:] == [
+        ("note: paper row Qwen3-8B-Thinking: the run records no thinking mode (its manifest says: no prompt "
+         "rendered: unknown); compared as its model's chat template behaves without a switch: Qwen3's chat "
+         "template thinks unless enable_thinking=false (--no-thinking: Qwen3-8B)"),
         ("note: the paper-protocol rule `qwen3` is inferred, not documented by the paper's harness (inferred: §2.1 "
         "says Qwen3 would go through the Qwen path (listed, not wired); thinking text stays in the content)"),
         "note: 2 of the release's 256 sessions were scored (dataset: sample); the paper's row is over all 256."]
@@ -64,11 +67,11 @@ def test_a_paper_run_has_one_label_and_paper_row_in_every_command(tmp_path: Path
     assert _rows(scored.stdout) == _rows(ran.stdout) and _notes(scored.stdout) == _notes(ran.stdout)
 
     strict = _wtb("rescore", str(run_dir), "--checker", "strict")
-    assert list(_rows(strict.stdout)) == ["Qwen_Qwen3-8B [paper-strict]", "paper: Qwen3-8B"]
+    assert list(_rows(strict.stdout)) == ["Qwen_Qwen3-8B [paper-strict]", "paper: Qwen3-8B-Thinking"]
 
     report = _wtb("report", str(run_dir), "--table", "6")
     rows = _rows(report.stdout)
-    assert list(rows) == [label, "paper: Qwen3-8B", f"diff: {label}", "Qwen_Qwen3-8B [paper-strict]",
+    assert list(rows) == [label, "paper: Qwen3-8B-Thinking", f"diff: {label}", "Qwen_Qwen3-8B [paper-strict]",
                           "diff: Qwen_Qwen3-8B [paper-strict]"]
     assert rows[label] == _rows(ran.stdout)[label]
     assert rows["Qwen_Qwen3-8B [paper-strict]"] == _rows(strict.stdout)["Qwen_Qwen3-8B [paper-strict]"]

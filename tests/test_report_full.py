@@ -110,10 +110,15 @@ def test_paper_rows_and_differences(oracle: Path, tmp_path: Path) -> None:
     done = _cli("report", str(oracle), "--out", str(tmp_path), "--format", "csv")
     assert done.returncode == 0, done.stderr
     six = _csv(tmp_path / "table6.csv")
+    # the oracle renders no prompt: compared as Qwen3's template default (thinking), as the note says
     assert [(r["model"], r["kind"]) for r in six] == [
-        ("Qwen_Qwen3-8B", "ours"), ("paper: Qwen3-8B", "paper"), ("diff: Qwen_Qwen3-8B", "diff")]
-    assert six[1]["task_acc"] == "48.1400" and six[2]["task_acc"] == "51.8600"
-    assert "diff: Qwen_Qwen3-8B  +39.84" in done.stdout
+        ("Qwen_Qwen3-8B", "ours"), ("paper: Qwen3-8B-Thinking", "paper"), ("diff: Qwen_Qwen3-8B", "diff")]
+    assert six[1]["task_acc"] == "54.3000" and six[2]["task_acc"] == "45.7000"
+    assert "diff: Qwen_Qwen3-8B       +43.36" in done.stdout
+    assert ("note: Qwen_Qwen3-8B: paper row Qwen3-8B-Thinking: the run records no thinking mode (its manifest "
+            "says: no prompt rendered: unknown); compared as its model's chat template behaves without a switch: "
+            "Qwen3's chat template thinks unless enable_thinking=false (--no-thinking: Qwen3-8B)"
+            ) in done.stdout.splitlines()
     assert ("note: Qwen_Qwen3-8B: 8 of the release's 256 sessions were scored (dataset: sample); the paper's row "
             "is over all 256.") in done.stdout.splitlines()
     health = _csv(tmp_path / "health.csv")

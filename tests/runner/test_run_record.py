@@ -51,10 +51,14 @@ def test_manifest_holds_each_fact_once_and_the_tables_are_saved(tmp_path: Path) 
     printed = done.stdout[done.stdout.index("Table 6"):]
     notes = [line for line in printed.splitlines() if line.startswith("note:")]
     tables = printed[: printed.index(notes[0])]
-    assert len(notes) == 2 and (out / "summary.md").read_text() == (
+    assert len(notes) == 3 and (out / "summary.md").read_text() == (
         f"```text\n{tables}```\n" + "".join(f"\n{note}\n" for note in notes))
+    # no prompt rendered, no mode recorded: the row of Qwen3's template default, said in a note
+    assert notes[1] == ("note: paper row Qwen3-8B-Thinking: the run records no thinking mode (its manifest says: "
+                        "no prompt rendered: unknown); compared as its model's chat template behaves without a "
+                        "switch: Qwen3's chat template thinks unless enable_thinking=false (--no-thinking: Qwen3-8B)")
     data = json.loads((out / "summary.json").read_text())
-    assert [row["label"] for row in data["rows"]] == ["Qwen_Qwen3-8B", "paper: Qwen3-8B"]
+    assert [row["label"] for row in data["rows"]] == ["Qwen_Qwen3-8B", "paper: Qwen3-8B-Thinking"]
     assert data["rows"][0]["tables"]["6"]["task"] == 100.0 and data["rows"][0]["tables"]["7"]["OP"] == 100.0
     assert data["notes"] == notes
 

@@ -100,7 +100,7 @@ def _session_blocks(run_index: int, run: Run) -> tuple[list[list[Any]], list[str
 
 
 def _table(section: Section) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in ("model", *(h for _, h in section.columns)))
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in (section.label_header, *(h for _, h in section.columns)))
     body = []
     for row in section.rows:
         kind = row.get("kind", "ours")
@@ -116,7 +116,7 @@ def _table(section: Section) -> str:
 
 
 def report_html(sections: Sequence[Section], runs: Sequence[Run], plots: Sequence[Path] = (),
-                notes: Sequence[str] = ()) -> str:
+                notes: Sequence[str] = (), title: str = "WildToolBench report") -> str:
     detailed = [run for run in runs if run.detailed]
     index_rows: list[list[Any]] = []
     blocks: list[str] = []
@@ -155,9 +155,9 @@ candidates and argument checks.</p></div>
 {"".join(blocks)}
 <script>{script}</script>"""
     return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>WildToolBench report</title>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <link rel="icon" href="data:,"><style>{css}</style></head>
-<body><h1>WildToolBench report</h1><ul class="notes">{note_items}</ul>
+<body><h1>{html.escape(title)}</h1><ul class="notes">{note_items}</ul>
 {"".join(_table(s) for s in sections)}
 {f'<section id="plots"><h2>Plots</h2>{images}</section>' if images else ""}
 {browser}

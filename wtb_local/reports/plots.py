@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from wtb_local.reports.sections import SUBTYPE_COLUMNS, TRANSITIONS, Section
+from wtb_local.reports.sections import TRANSITIONS, Section
 
 PLOT_NAMES = ("accuracy_by_task_type.png", "accuracy_by_task_order.png", "accuracy_by_subtype.png",
               "accuracy_by_transitions.png", "error_distribution.png", "run_comparison.png")
@@ -190,7 +190,8 @@ def write_plots(sections: Sequence[Section], out_dir: Path) -> list[Path]:
                "Accuracy by task order", "task position in the session")
     subtypes = by_key.get("subtypes")
     if subtypes is not None:
-        _grouped_bars(plt, target(PLOT_NAMES[2]), subtypes, list(SUBTYPE_COLUMNS[:4]),
+        # every column of the table, so the plot and the table never disagree
+        _grouped_bars(plt, target(PLOT_NAMES[2]), subtypes, list(subtypes.columns),
                       "Accuracy by hidden-intention subtype", paper=False)
     transitions = by_key.get("transitions")
     if transitions is not None:
@@ -203,3 +204,42 @@ def write_plots(sections: Sequence[Section], out_dir: Path) -> list[Path]:
         _grouped_bars(plt, target(PLOT_NAMES[5]), six, [(k, h) for k, h in six.columns[8:]],
                       "Runs compared: task and session accuracy")
     return written
+
+
+def write_waterfall(decompositions: Sequence[dict[str, Any]], path: Path) -> Path:
+    """`explain`'s waterfall (docs/explain.md): per comparison, task and session accuracy from the first
+    run's bar, through one floating bar per part (green up, red down), to the second run's bar."""
+    plt = _pyplot()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = max(1, len(decompositions))
+    fig, axes = plt.subplots(rows, 2, figsize=(10.0, 3.4 * rows), squeeze=False)
+    for row, item in zip(axes, decompositions, strict=False):
+        for ax, level in zip(row, ("task", "session"), strict=True):
+            names = ["A", *(part["part"] for part in item["parts"]), "B"]
+            level_value = float(item[level]["a"])
+            bottoms, heights, colours = [0.0], [level_value], ["#4c72b0"]
+            for part in item["parts"]:
+                delta = float(part[level])
+                bottoms.append(level_value if delta >= 0 else level_value + delta)
+                heights.append(abs(delta))
+                colours.append("#55a868" if delta > 0 else "#c44e52" if delta < 0 else "#999999")
+                level_value += delta
+            bottoms.append(0.0)
+            heights.append(float(item[level]["b"]))
+            colours.append("#4c72b0")
+            ax.bar(names, heights, bottom=bottoms, color=colours, width=0.6)
+            for x, (bottom, height) in enumerate(zip(bottoms, heights, strict=True)):
+                value = height if x in (0, len(names) - 1) else float(item["parts"][x - 1][level])
+                text = f"{value:.2f}" if x in (0, len(names) - 1) else f"{value:+.2f}"
+                ax.text(x, bottom + height + 1.0, text, ha="center", va="bottom", fontsize=8)
+            ax.set_ylim(0, _TOP + 6)
+            ax.set_yticks(range(0, 101, 20))
+            ax.set_ylabel(f"{level} accuracy (%)")
+        row[0].set_title(f"A: {_tail(item['a'])}\nB: {_tail(item['b'])}", fontsize=8, loc="left")
+    _save(plt, fig, path)
+    return path
+
+
+def _tail(label: str, width: int = 60) -> str:
+    """A run label cut to its last `width` characters (a path's end names the run)."""
+    return label if len(label) <= width else "…" + label[-(width - 1):]

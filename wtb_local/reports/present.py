@@ -37,6 +37,7 @@ class RunFacts:
     rescore: bool = False  # a re-scoring of a run (`rescore`), not the run's own scoring
     family: dict[str, Any] | None = None  # the paper protocol's family rule
     documented: bool = True  # False: the family rule is inferred, not documented by the harness
+    thinking_evidence: str | None = None  # why the manifest records the mode it does (or none)
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -75,10 +76,12 @@ def run_facts(manifest: dict[str, Any] | None, *, name: str | None = None, check
         mode = settings.get("thinking") if isinstance(settings.get("thinking"), bool) else thinking
     dataset = _dict(manifest.get("dataset")).get("source")
     family = section.get("family") if isinstance(section.get("family"), dict) else None
+    evidence = _dict(manifest.get("thinking")).get("evidence")
     return RunFacts(model_id=model_id, name=shown_name, protocol=protocol, checker=checker or own_checker,
                     thinking=mode, dataset=str(dataset) if dataset else None,
                     rescore=bool(section.get("rescore_of")) or (checker is not None),
-                    family=family, documented=bool(section.get("documented", True)))
+                    family=family, documented=bool(section.get("documented", True)),
+                    thinking_evidence=str(evidence) if evidence else None)
 
 
 def row_label(facts: RunFacts, qualifier: str | None = None) -> str:
@@ -90,9 +93,45 @@ def row_label(facts: RunFacts, qualifier: str | None = None) -> str:
     return label
 
 
+def _paper_row(facts: RunFacts, thinking: bool | None) -> ReportRow | None:
+    return paper_row(facts.model_id, thinking) or paper_row(facts.name, thinking)
+
+
+def row_thinking(facts: RunFacts) -> tuple[bool | None, str | None]:
+    """The thinking mode that picks the paper's row, and why when the run records none: a run that
+    rendered no prompt (the oracle without a tokenizer, scripted replies) is compared as its model's chat
+    template behaves without a switch, as the same command line on an engine would run (README, "The main
+    job on a GPU"). Files without a run manifest keep the mode their name or `--thinking` gives."""
+    if facts.thinking is not None or facts.thinking_evidence is None:
+        return facts.thinking, None  # recorded; or no run record: the name decides (`Qwen3-8B-Thinking`)
+    from wtb_local.runner.thinking import template_default
+
+    default = template_default(facts.model_id) or template_default(facts.name)
+    if default is None:
+        return None, None
+    return default
+
+
 def paper_row_of(facts: RunFacts) -> ReportRow | None:
-    """The paper's row for the run's model and recorded thinking mode (Qwen3 has two rows), or None."""
-    return paper_row(facts.model_id, facts.thinking) or paper_row(facts.name, facts.thinking)
+    """The paper's row for the run's model and thinking mode (Qwen3 has two rows), or None: the recorded
+    mode, else the model's template default (`row_thinking`)."""
+    return _paper_row(facts, row_thinking(facts)[0])
+
+
+def row_choice_note(facts: RunFacts) -> str | None:
+    """Which paper row a run without a recorded thinking mode is compared with, and why; None where the mode
+    is recorded or does not decide the row."""
+    thinking, why = row_thinking(facts)
+    if why is None:
+        return None
+    chosen = _paper_row(facts, thinking)
+    other = _paper_row(facts, not thinking)
+    if chosen is None or other is None or chosen.label == other.label:
+        return None
+    name, other_name = chosen.label.removeprefix("paper: "), other.label.removeprefix("paper: ")
+    flag = "--thinking" if not thinking else "--no-thinking"
+    return (f"paper row {name}: the run records no thinking mode (its manifest says: {facts.thinking_evidence}); "
+            f"compared as its model's chat template behaves without a switch: {why} ({flag}: {other_name})")
 
 
 def inferred_note(facts: RunFacts) -> str | None:
@@ -124,6 +163,9 @@ def run_notes(facts: RunFacts, metric: dict[str, Any], *, paper_shown: bool,
     protocol line is left to `report`'s legend there (`protocol_note=False`)."""
     notes = [f"this run: --protocol {facts.protocol}; {PAPER_PROTOCOL_NOTE}."] if paper_shown and protocol_note \
         else []
+    row_note = row_choice_note(facts) if paper_shown else None
+    if row_note:
+        notes.append(row_note)
     inferred = inferred_note(facts)
     if inferred:
         notes.append(inferred)

@@ -18,7 +18,7 @@ def _cells(section: Section, row: dict[str, Any]) -> list[str]:
 
 
 def section_plain(section: Section) -> str:
-    headers = ["model", *(header for _, header in section.columns)]
+    headers = [section.label_header, *(header for _, header in section.columns)]
     lines = [_cells(section, row) for row in section.rows]
     widths = [max(len(cells[i]) for cells in [headers, *lines]) for i in range(len(headers))]
 
@@ -37,7 +37,7 @@ def _md_escape(text: str) -> str:
 
 
 def section_markdown(section: Section) -> str:
-    headers = ["model", *(header for _, header in section.columns)]
+    headers = [section.label_header, *(header for _, header in section.columns)]
     lines = [f"### {section.title}", "", "| " + " | ".join(_md_escape(h) for h in headers) + " |",
              "|" + "---|" + "---:|" * len(section.columns)]
     for row in section.rows:
@@ -50,8 +50,9 @@ def section_markdown(section: Section) -> str:
     return "\n".join(lines)
 
 
-def report_markdown(sections: Sequence[Section], plots: Sequence[str] = (), notes: Sequence[str] = ()) -> str:
-    parts = ["# WildToolBench report", ""]
+def report_markdown(sections: Sequence[Section], plots: Sequence[str] = (), notes: Sequence[str] = (),
+                    title: str = "WildToolBench report") -> str:
+    parts = [f"# {title}", ""]
     parts += [f"- {note}" for note in notes]
     if notes:
         parts.append("")
@@ -66,7 +67,7 @@ def section_csv(section: Section) -> str:
     """One CSV per section: model, kind, then the columns by key; numbers unrounded, empty = no value."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["model", "kind", *(key for key, _ in section.columns)])
+    writer.writerow([section.label_header, "kind", *(key for key, _ in section.columns)])
     for row in section.rows:
         writer.writerow([row["label"], row.get("kind", "ours"),
                          *(_csv_value(row.get(key)) for key, _ in section.columns)])

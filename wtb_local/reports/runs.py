@@ -181,10 +181,17 @@ def load_runs(paths: Sequence[str | Path], dataset: str | None = None,
     else the one the run's manifest records), each `--repeats` run followed by its mean row; labelled as
     every command labels them (reports/present.py)."""
     runs: list[Run] = []
+    seen: set[tuple[Path, str]] = set()
     for path in paths:
-        runs += [_load(found, dataset, thinking) for found in find_runs(path)]
+        for found in find_runs(path):
+            # a scoring found twice (`report RUN RUN/score-lenient`: the re-scoring is inside RUN) is shown once
+            key = (found.source.resolve(), found.model_name)
+            if key not in seen:
+                seen.add(key)
+                runs.append(_load(found, dataset, thinking))
         mean = _mean_run(Path(path), thinking)
-        if mean is not None:
+        if mean is not None and (Path(path).resolve(), "") not in seen:
+            seen.add((Path(path).resolve(), ""))
             runs.append(mean)
     label_runs(runs)
     return runs

@@ -38,10 +38,15 @@ class Section:
     rows: list[dict[str, Any]] = field(default_factory=list)
     note: str = ""
     percent: bool = True  # values are percentages (two decimals; diffs signed)
+    label_header: str = "model"  # the header of the rows' label column
 
 
 def _paper(run: Run, table: int) -> tuple[str, dict[str, float]] | None:
-    name = paper_name(run.model_id, run.thinking) or paper_name(run.model_name, run.thinking)
+    from wtb_local.reports.present import row_thinking
+
+    # the mode every command picks the row by (recorded, else the template's default)
+    thinking = row_thinking(run.facts)[0] if run.facts is not None else run.thinking
+    name = paper_name(run.model_id, thinking) or paper_name(run.model_name, thinking)
     printed = paper_rows(table).get(name) if name else None
     if printed is None:
         return None
@@ -85,8 +90,8 @@ def subtype_section(runs: Sequence[Run]) -> Section:
 
 
 def transition_section(runs: Sequence[Run]) -> Section:
-    columns = [(f"t{n}", f"{n} transitions") for n in TRANSITIONS] + [(f"n{n}", f"tasks ({n})") for n in
-                                                                        TRANSITIONS]
+    columns = [(f"t{n}", f"{n} transition{'' if n == 1 else 's'}") for n in TRANSITIONS] + \
+        [(f"n{n}", f"tasks ({n})") for n in TRANSITIONS]
     section = Section("transitions", "Instruction transitions (the paper's Figure 7): accuracy by the number "
                       "of task-type changes in the session up to the task, %", columns,
                       note="A transition is a change of task type (single / multi / clarify / chat) between "

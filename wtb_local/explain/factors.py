@@ -1,0 +1,211 @@
+"""What a factor is and where it is read from: the one table `explain` compares runs by.
+
+Each factor is read from a run's records (docs/files.md, "Manifest") and belongs to the stage of a step
+it acts on first:
+
+- `tasks`: which tasks were run (the dataset);
+- `prompt`: what the model is shown (template, its kwargs, tokenizer, thinking mode, protocol);
+- `completion`: what the model writes for a prompt (model, revision, dtype, engine and its version,
+  sampling, max new tokens, seed, context window);
+- `parse`: how the completion is read (parser);
+- `verdict`: how the calls are judged (argument checker, and the evaluator's version).
+
+Generation factors are read from the run that generated the completions: a replay's (`--backend replay`)
+are those of the run it replays, followed through the replay's recorded source, since its completions are
+that run's. Its parser and checker are its own.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+STAGES = ("tasks", "prompt", "completion", "parse", "verdict")
+_SHORT = 12  # hashes are shown by their first 12 hex digits
+
+
+@dataclass(frozen=True)
+class RunRecords:
+    """The records a run's factors are read from."""
+
+    manifest: dict[str, Any]  # the run's own manifest
+    generation: dict[str, Any]  # the manifest of the run whose completions these are (itself unless a replay)
+    checker: str  # the argument checker of the verdicts compared
+
+
+@dataclass(frozen=True)
+class Factor:
+    name: str
+    stage: str
+    source: str  # where it is read, as the output names it
+    read: Callable[[RunRecords], str]
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _config(manifest: dict[str, Any]) -> dict[str, Any]:
+    return _dict(manifest.get("config"))
+
+
+def _short(value: Any) -> str:
+    return str(value)[:_SHORT] if value else "none"
+
+
+def _text(value: Any) -> str:
+    if value is None or value == "" or value == {}:
+        return "none"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, dict | list):
+        return json.dumps(value, sort_keys=True, ensure_ascii=False)
+    return str(value)
+
+
+def _model(r: RunRecords) -> str:
+    return _text(_config(r.generation).get("model"))
+
+
+def _revision(r: RunRecords) -> str:
+    config = _config(r.generation)
+    return _text(config.get("resolved_revision") or config.get("revision"))
+
+
+def _tokenizer(r: RunRecords) -> str:
+    return _short(_config(r.generation).get("tokenizer_sha256"))
+
+
+def _dtype(r: RunRecords) -> str:
+    config = _config(r.generation)
+    quantization = config.get("quantization")
+    return _text(config.get("dtype")) + (f", {quantization}" if quantization else "")
+
+
+def _engine(r: RunRecords) -> str:
+    return _text(_config(r.generation).get("backend"))
+
+
+def _engine_version(r: RunRecords) -> str:
+    described = _dict(r.generation.get("backend"))
+    parts = [f"{key.removesuffix('_version')} {value}" for key, value in sorted(described.items())
+             if key.endswith("_version")]
+    if described.get("device"):
+        parts.append(f"device {described['device']}")
+    return ", ".join(parts) or "none"
+
+
+def _template(r: RunRecords) -> str:
+    config, template = _config(r.generation), _dict(r.generation.get("template"))
+    sha = config.get("template_sha256") or template.get("sha256")
+    if not sha:
+        return "none"
+    source = template.get("source") or config.get("chat_template") or "template"
+    return f"{source} {_short(sha)}"
+
+
+def _template_kwargs(r: RunRecords) -> str:
+    return _text(_config(r.generation).get("template_kwargs"))
+
+
+def _thinking(r: RunRecords) -> str:
+    effective = _dict(r.generation.get("thinking")).get("effective")
+    if not isinstance(effective, bool):
+        return "unknown"
+    return "on" if effective else "off"
+
+
+def _protocol(r: RunRecords) -> str:
+    section = _dict(r.generation.get("protocol"))
+    name = section.get("name") or _config(r.generation).get("protocol") or "release"
+    family = _dict(section.get("family")).get("name")
+    return f"{name} ({family})" if family else str(name)
+
+
+def _parser(r: RunRecords) -> str:
+    options = r.manifest.get("parser_options")
+    parser = _config(r.manifest).get("parser") or r.manifest.get("parser")
+    return _text(parser) + (f" {_text(options)}" if options else "")
+
+
+def _checker(r: RunRecords) -> str:
+    return r.checker
+
+
+def _sampling(r: RunRecords) -> str:
+    used = {k: v for k, v in _dict(r.generation.get("sampling_used")).items()
+            if k not in ("max_new_tokens", "seed")}
+    if set(used) <= {"source"}:
+        if used.get("source"):
+            return str(used["source"])
+        sampling = _dict(_config(r.generation).get("sampling"))
+        return _text({k: sampling.get(k) for k in ("temperature", "top_p")})
+    return ", ".join(f"{k} {_text(v)}" for k, v in used.items())
+
+
+def _max_new_tokens(r: RunRecords) -> str:
+    return _text(_dict(_config(r.generation).get("sampling")).get("max_new_tokens"))
+
+
+def _seed(r: RunRecords) -> str:
+    return _text(_dict(_config(r.generation).get("sampling")).get("seed"))
+
+
+def _context(r: RunRecords) -> str:
+    chosen = _dict(r.generation.get("context_length")).get("value")
+    return _text(chosen if chosen is not None else _config(r.generation).get("max_model_len"))
+
+
+def _dataset(r: RunRecords) -> str:
+    return _short(_config(r.manifest).get("dataset_sha256"))
+
+
+def _evaluator(r: RunRecords) -> str:
+    record = _dict(r.manifest.get("wtb_local"))
+    commit = record.get("git_commit")
+    text = _text(record.get("version"))
+    if commit:
+        text += f" ({_short(commit)}{', uncommitted changes' if record.get('git_dirty') else ''})"
+    return text
+
+
+FACTORS: tuple[Factor, ...] = (
+    Factor("dataset", "tasks", "config.dataset_sha256", _dataset),
+    Factor("template", "prompt", "template.source, config.template_sha256", _template),
+    Factor("template kwargs", "prompt", "config.template_kwargs", _template_kwargs),
+    Factor("tokenizer", "prompt", "config.tokenizer_sha256", _tokenizer),
+    Factor("thinking", "prompt", "thinking.effective", _thinking),
+    Factor("protocol", "prompt", "protocol.name, protocol.family", _protocol),
+    Factor("model", "completion", "config.model", _model),
+    Factor("revision", "completion", "config.resolved_revision (else config.revision)", _revision),
+    Factor("dtype / quantization", "completion", "config.dtype, config.quantization", _dtype),
+    Factor("engine", "completion", "config.backend", _engine),
+    Factor("engine version", "completion", "backend.*_version, backend.device", _engine_version),
+    Factor("sampling", "completion", "sampling_used (else config.sampling)", _sampling),
+    Factor("max new tokens", "completion", "config.sampling.max_new_tokens", _max_new_tokens),
+    Factor("seed", "completion", "config.sampling.seed", _seed),
+    Factor("context window", "completion", "context_length.value (else config.max_model_len)", _context),
+    Factor("parser", "parse", "config.parser, parser_options", _parser),
+    Factor("checker", "verdict", "protocol.checker (a re-scoring's own)", _checker),
+    Factor("evaluator", "verdict", "wtb_local.version, wtb_local.git_commit", _evaluator),
+)
+
+
+def factor(name: str) -> Factor:
+    for item in FACTORS:
+        if item.name == name:
+            return item
+    raise KeyError(name)
+
+
+def read_factors(records: RunRecords) -> dict[str, str]:
+    """Every factor's value for one run, in table order."""
+    return {item.name: item.read(records) for item in FACTORS}
+
+
+def differing(values: Sequence[dict[str, str]], stage: str | None = None) -> list[str]:
+    """The factors whose value is not the same in every run (of one stage, when given), in table order."""
+    return [item.name for item in FACTORS
+            if (stage is None or item.stage == stage) and len({v[item.name] for v in values}) > 1]
