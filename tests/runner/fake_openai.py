@@ -93,8 +93,9 @@ class FakeServer:
                 if any(marker in prompt for marker in server.hold_markers):
                     server.release.wait(timeout=120)
                 kind, text = canned_reply(prompt, body.get("seed") if server.vary_by_seed else None)
-                if kind == "http400":
-                    self._send(400, {"error": {"message": "canned bad request"}})
+                if kind == "http400":  # vLLM's words for a prompt longer than the context window
+                    self._send(400, {"error": {"message": "This model's maximum context length is 8192 tokens. "
+                                                          "However, your prompt contains 9000 input tokens."}})
                     return
                 self._send(
                     200,
