@@ -138,7 +138,7 @@ class EngineDied(Fault):
 
 class OutOfMemory(Fault):
     kind = "out_of_memory"
-    advice = RERUN + " with less memory in use"
+    advice = "free memory (or use smaller batches), then " + RERUN
 
 
 class DeviceError(Fault):

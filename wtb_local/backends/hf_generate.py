@@ -22,7 +22,7 @@ from wtb_local.backends.base import Backend, Capabilities
 from wtb_local.backends.completions import error_completion, prompt_too_long
 from wtb_local.backends.config import TransformersConfig
 from wtb_local.backends.sampling_defaults import ResolvedSampling, eos_ids, model_defaults, resolve
-from wtb_local.faults import RERUN, Fault, OutOfMemory, classify
+from wtb_local.faults import Fault, OutOfMemory, classify
 from wtb_local.schema import Completion, GenerationRequest
 
 _DTYPE_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "fp32": "float32",
@@ -31,7 +31,7 @@ _DTYPE_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "fp3
 # from many coroutines, which all get to run within a few turns.
 _SETTLE_TURNS = 3
 # --batch-size is not hashed: a rerun with a smaller one resumes the same run directory
-_ADVICE = {OutOfMemory: RERUN + " with a smaller --batch-size"}
+_ADVICE = {OutOfMemory: "rerun the same command with a smaller --batch-size to resume"}
 
 
 @dataclass

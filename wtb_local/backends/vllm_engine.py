@@ -27,11 +27,11 @@ from wtb_local.backends.sampling_defaults import (
     resolve,
     strip_trailing,
 )
-from wtb_local.faults import RERUN, BackendError, OutOfMemory, RequestRejected, classify, context_overflow
+from wtb_local.faults import BackendError, OutOfMemory, RequestRejected, classify, context_overflow
 from wtb_local.schema import Completion, GenerationRequest
 
 # --max-num-seqs and --gpu-memory-utilization are not hashed: a rerun with smaller ones resumes the run
-_ADVICE = {OutOfMemory: RERUN + " with a smaller --max-num-seqs or --gpu-memory-utilization"}
+_ADVICE = {OutOfMemory: "rerun the same command with a smaller --max-num-seqs or --gpu-memory-utilization to resume"}
 
 
 def _refuses_request(exc: BaseException) -> bool:
@@ -137,7 +137,7 @@ class VLLMBackend(Backend):
             async for output in self._engine.generate(TokensPrompt(prompt_token_ids=prompt_ids), params,
                                                       engine_id):
                 final = output
-        except Exception as exc:  # noqa: BLE001 - sorted into a model outcome or a machine fault
+        except Exception as exc:  # sorted into a model outcome or a machine fault
             text = " ".join(str(exc).split())
             if _refuses_request(exc) and context_overflow(text):  # the engine's own length check
                 return error_completion(request, f"prompt too long: {text}", started, prompt_tokens=n_prompt)

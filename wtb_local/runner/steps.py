@@ -138,7 +138,7 @@ class StepDriver:
             return await self.backend.generate(request)
         except Fault:
             raise
-        except Exception as exc:  # noqa: BLE001 - a backend's unsorted exception is a fault all the same
+        except Exception as exc:  # a backend's unsorted exception is a fault all the same
             raise classify(exc) from exc
         finally:
             self.meter.request_done()
