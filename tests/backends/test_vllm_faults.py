@@ -67,8 +67,8 @@ def test_what_the_engine_does_is_a_fault() -> None:
     from wtb_local.faults import BackendError, EngineDied, OutOfMemory, RequestRejected
 
     cases = [
-        (EngineDeadError(), EngineDied, "EngineDeadError: EngineCore encountered an issue. See stack trace (above) "
-                                        "for the root cause."),
+        (EngineDeadError(), EngineDied,
+         "EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause."),
         (torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 64.00 MiB"), OutOfMemory,
          "OutOfMemoryError: CUDA out of memory. Tried to allocate 64.00 MiB"),
         (VLLMValidationError("Token id 999999 is out of vocabulary"), RequestRejected,

@@ -79,14 +79,16 @@ def uninterrupted(tiny: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[
     return run_files(out, "fake")
 
 
+# fault -> (kind, attempts that met it, the line's detail, its advice, run options)
 STOPS = {
     "500": ("server_error", 5, "HTTP 500 from /completions: canned server error (gave up after 5 attempts)",
-            "check the server's log, then rerun the same command to resume"),
-    "reset": ("connection_failed", 5, "connection error on /completions: [Errno 104] Connection reset by peer "
-                                      "(gave up after 5 attempts)",
-              "check that the server is up, then rerun the same command to resume"),
+            "check the server's log, then rerun the same command to resume", ()),
+    "reset": ("connection_failed", 5,
+              "connection error on /completions: [Errno 104] Connection reset by peer (gave up after 5 attempts)",
+              "check that the server is up, then rerun the same command to resume", ()),
     "stall": ("timeout", 1, "no answer from /completions within 8 s",
-              "check the server (or raise --request-timeout), then rerun the same command to resume"),
+              "check the server (or raise --request-timeout), then rerun the same command to resume",
+              ("--request-timeout", "8")),
 }
 
 
@@ -96,14 +98,14 @@ def test_a_server_fault_stops_the_run_in_one_line_and_the_rerun_is_identical(
     """A server that answers 500, resets the connection or stops answering, at one request, after the other
     sessions finished: 500 and resets are retried 4 times with backoff (1+2+4+8 s), a timeout is not. The
     run stops with one line; the session the fault touched is not written; the rerun runs it alone."""
-    kind, count, detail, advice = STOPS[fault]
+    kind, count, detail, advice, options = STOPS[fault]
     out = tmp_path / "run"
     result_file = out / "result" / "fake" / RESULT_NAME
     marker = _marker()
     with fake_openai_server(str(tiny)) as server:
         server.hold_markers = server.fault_markers = [marker]  # held until the others are written, then faulted
         server.fault = fault
-        args = _openai_args(tiny, server.base_url, out, "--request-timeout", "8")
+        args = _openai_args(tiny, server.base_url, out, *options)
         proc = subprocess.Popen([sys.executable, "-m", "wtb_local", *args], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, env=_env())
         try:

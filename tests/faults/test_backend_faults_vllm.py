@@ -64,10 +64,10 @@ def test_the_engine_process_killed_mid_run_stops_the_run_and_the_rerun_is_identi
     kept = len(read_jsonl(result_file))
     assert 1 <= kept < 3
     # vLLM logs its own lines around it (and the resource tracker warns after it); the run's own is one line
-    assert [line for line in stderr.splitlines() if line.startswith("Error:")] == [
+    assert [line for line in stderr.splitlines() if line.startswith("Error:")] == [(
         "Error: machine fault (engine_died): EngineDeadError: EngineCore encountered an issue. See stack trace "
         f"(above) for the root cause.; run stopped, {kept} finished session(s) kept in {result_file}; rerun the "
-        "same command to resume (the engine's own log above says why it died)"]
+        "same command to resume (the engine's own log above says why it died)")]
     manifest = _manifest(out)
     assert manifest["status"] == "failed" and manifest["invocations"][-1]["faults"] == {"engine_died": 1}
 
