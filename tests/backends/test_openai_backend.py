@@ -16,6 +16,7 @@ from tests.backends.helpers import make_request
 from wtb_local.backends import get_backend
 from wtb_local.backends.config import OpenAIConfig
 from wtb_local.backends.openai_server import OpenAIBackend
+from wtb_local.faults import BadResponse, ServerError, Timeout
 from wtb_local.schema import Completion, GenerationRequest
 
 MAX_REQUESTS = 200  # the fake server refuses to serve more: a runaway retry loop fails the test
@@ -30,6 +31,7 @@ class FakeServer:
         self.in_flight = 0
         self.peak = 0
         self.failures: dict[str, list[int]] = {}  # prompt -> statuses to answer first, in order
+        self.messages: dict[str, str] = {}  # prompt -> the error message of its failures
         self.delay_s = 0.0
         self.listing: list[dict[str, Any]] = [{"id": "tiny"}]
         self.lock = threading.Lock()
@@ -74,7 +76,8 @@ class FakeServer:
             handler.close_connection = True
             handler.connection.shutdown(2)
         else:
-            self._send(handler, status, {"error": {"message": f"scripted failure {status}", "code": status}})
+            message = self.messages.get(prompt, f"scripted failure {status}")
+            self._send(handler, status, {"error": {"message": message, "code": status}})
 
     @staticmethod
     def _send(handler: BaseHTTPRequestHandler, status: int, payload: dict[str, Any]) -> None:
@@ -114,15 +117,16 @@ def server() -> Iterator[tuple[FakeServer, str]]:
         thread.join(timeout=5)
 
 
-def _serve(requests: list[GenerationRequest], **settings: Any) -> tuple[list[Completion], OpenAIBackend]:
+def _serve(requests: list[GenerationRequest], **settings: Any) -> tuple[list[Any], OpenAIBackend]:
+    """Each request's Completion, or the fault it raised."""
     # generation_config given: the fake model "tiny" has no files to read it from.
     backend = OpenAIBackend(OpenAIConfig(**{"model": "tiny", "retry_backoff_s": 0.01, "generation_config": {},
                                             **settings}))
 
-    async def main() -> list[Completion]:
+    async def main() -> list[Any]:
         await backend.start()
         try:
-            return list(await asyncio.gather(*(backend.generate(r) for r in requests)))
+            return list(await asyncio.gather(*(backend.generate(r) for r in requests), return_exceptions=True))
         finally:
             await backend.close()
 
@@ -212,32 +216,61 @@ def test_concurrency_limit_honoured(server: tuple[FakeServer, str]) -> None:
 
 
 def test_retries_then_success_and_bounded_give_up(server: tuple[FakeServer, str]) -> None:
+    """5xx and dropped connections are retried (a seeded request sent again asks for the same reply), each
+    retried fault counted; after the last attempt the fault is raised, never turned into a step's error."""
     fake, url = server
     fake.failures = {"flaky": [503, -1, 502], "down": [500] * 10}
-    out, _ = _serve([make_request(0, prompt="flaky"), make_request(1, prompt="down")], base_url=url,
-                    max_retries=3)
-    assert out[0].error is None and out[0].text == "<tool_call>echo flaky"
-    assert out[1].finish_reason == "error"
-    assert out[1].error == "HTTP 500 from /completions: scripted failure 500 (gave up after 4 attempts)"
+    out, backend = _serve([make_request(0, prompt="flaky"), make_request(1, prompt="down")], base_url=url,
+                          max_retries=3)
+    assert isinstance(out[0], Completion) and out[0].error is None and out[0].text == "<tool_call>echo flaky"
+    assert isinstance(out[1], ServerError) and out[1].kind == "server_error"
+    assert str(out[1]) == "HTTP 500 from /completions: scripted failure 500 (gave up after 4 attempts)"
     assert sum(b["prompt"] == "down" for b in fake.bodies) == 4
+    # flaky: 3 retried faults, then answered; down: 3 retried faults before the one raised
+    assert dict(backend.fault_log.met) == {"connection_failed": 1, "server_error": 5}
+    assert backend.fault_log.recovered == 1
 
 
-def test_errors_become_completions(server: tuple[FakeServer, str]) -> None:
+def test_a_prompt_too_long_is_the_steps_error(server: tuple[FakeServer, str]) -> None:
+    """Too long for the known window: not sent; too long by the server's own word (a 400 saying so): the
+    step's error, not retried. Other prompts get max_tokens capped to the window."""
+    fake, url = server
+    fake.failures = {"too long": [400]}
+    fake.messages = {"too long": "This model's maximum context length is 32 tokens. However, your prompt "
+                                 "contains 40 input tokens."}
+    requests = [make_request(0, prompt="too long"), make_request(1, prompt="", prompt_token_ids=list(range(40))),
+                make_request(2, prompt="", prompt_token_ids=list(range(20)), max_new_tokens=512)]
+    out, _ = _serve(requests, base_url=url, max_model_len=32)
+    assert out[0].error == ("prompt too long: HTTP 400 from /completions: This model's maximum context length is "
+                            "32 tokens. However, your prompt contains 40 input tokens.")
+    assert out[1].error == "prompt too long: 40 tokens > max_model_len 32"
+    assert out[2].error is None
+    sent = {json.dumps(b["prompt"]): b for b in fake.bodies}
+    assert sent[json.dumps(list(range(20)))]["max_tokens"] == 12  # capped to the known window
+    assert all(c.finish_reason == "error" for c in out[:2])
+    assert sum(b["prompt"] == "too long" for b in fake.bodies) == 1  # 4xx is not retried
+
+
+def test_what_the_server_does_wrong_is_a_fault_and_not_retried(server: tuple[FakeServer, str]) -> None:
+    """A 4xx that is not about the prompt's length (a request this run built wrong), an answer that is no
+    completion and a timeout stop the run as faults (docs/reliability.md); none is sent twice."""
     fake, url = server
     fake.failures = {"bad request": [400]}
     requests = [make_request(0, prompt="bad request"), make_request(1, prompt="bad json"),
-                make_request(2, prompt="no choices"), make_request(3, prompt="", prompt_token_ids=list(range(40))),
-                make_request(4, prompt="", prompt_token_ids=list(range(20)), max_new_tokens=512)]
-    out, _ = _serve(requests, base_url=url, max_model_len=32)
-    assert out[0].error == "HTTP 400 from /completions: scripted failure 400"
-    assert out[1].error == "bad response from /completions: not JSON: <html>not json</html>"
-    assert out[2].error is not None and out[2].error.startswith("bad response from /completions: no choices")
-    assert out[3].error == "prompt too long: 40 tokens > max_model_len 32"
-    assert out[4].error is None
-    sent = {json.dumps(b["prompt"]): b for b in fake.bodies}
-    assert sent[json.dumps(list(range(20)))]["max_tokens"] == 12  # capped to the known window
-    assert all(c.finish_reason == "error" for c in out[:4])
-    assert sum(b["prompt"] == "bad request" for b in fake.bodies) == 1  # 4xx is not retried
+                make_request(2, prompt="no choices")]
+    out, backend = _serve(requests, base_url=url)
+    assert [(type(f).__name__, f.kind, str(f)) for f in out[:2]] == [
+        ("RequestRejected", "request_rejected", "HTTP 400 from /completions: scripted failure 400"),
+        ("BadResponse", "bad_response", "bad response from /completions: not JSON: <html>not json</html>")]
+    assert isinstance(out[2], BadResponse) and str(out[2]).startswith("bad response from /completions: no choices")
+    assert sorted(b["prompt"] for b in fake.bodies) == ["bad json", "bad request", "no choices"]
+    assert not backend.fault_log.met  # nothing was retried
+
+    fake.bodies.clear()
+    fake.delay_s = 1.0
+    out, backend = _serve([make_request(3, prompt="slow")], base_url=url, timeout_s=0.3)
+    assert isinstance(out[0], Timeout) and str(out[0]) == "no answer from /completions within 0.3 s"
+    assert len(fake.bodies) == 1
 
 
 def test_unreachable_server_fails_at_start() -> None:

@@ -112,3 +112,37 @@ def test_registry_and_describe(tiny_model_dir: Path) -> None:
     assert info["backend"] == "transformers" and info["settings"]["batch_size"] == 2
     assert info["device"] == "cpu" and info["max_model_len"] == 2048
     assert info["generation_defaults"]["temperature"] == 0.7 and info["transformers_version"]
+
+
+def test_a_wave_out_of_memory_is_a_fault_for_it_and_every_later_request(tiny_model_dir: Path) -> None:
+    """Out of memory is the machine's, never the model's (docs/reliability.md): the wave's requests, those
+    still waiting and any sent later raise it; no Completion is made of it, and no wave is tried again."""
+    import torch
+
+    from wtb_local.faults import OutOfMemory
+
+    backend = TransformersBackend(TransformersConfig(model=str(tiny_model_dir), batch_size=2))
+    tried: list[int] = []
+
+    def out_of_memory(**kwargs: Any) -> Any:
+        tried.append(len(kwargs["input_ids"]))
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 MiB")
+
+    async def main() -> tuple[list[Any], Any]:
+        await backend.start()
+        backend._model.generate = out_of_memory
+        try:
+            first = await asyncio.gather(*(backend.generate(make_request(i)) for i in range(3)),
+                                         return_exceptions=True)
+            later = await asyncio.gather(backend.generate(make_request(9)), return_exceptions=True)
+            return list(first), later[0]
+        finally:
+            await backend.close()
+
+    first, later = asyncio.run(main())
+    assert tried == [2]  # one wave of two; the third request waited and fails with it
+    assert all(isinstance(f, OutOfMemory) for f in [*first, later]) and len({id(f) for f in first}) == 1
+    fault = first[0]
+    assert fault.summary() == ("machine fault (out_of_memory): OutOfMemoryError: CUDA out of memory. Tried to "
+                               "allocate 20.00 MiB")
+    assert fault.advice == "rerun the same command with a smaller --batch-size to resume"

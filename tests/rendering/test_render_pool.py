@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.rendering.conftest import make_tokenizer, real_templates
+from tests.runner.conftest import run_files, without_timing
 from wtb_local.dataset import load_dataset
 from wtb_local.evaluator.episode import session_episodes
 from wtb_local.rendering.pool import PoolError, RenderFailed, RenderPool, auto_workers
@@ -262,9 +263,10 @@ def test_a_bad_value_is_refused_in_one_line() -> None:
 
 
 def test_a_worker_killed_mid_run_stops_the_run_in_one_line_and_the_rerun_resumes(tmp_path: Path) -> None:
-    """The real CLI with two render workers over 256 sessions; one worker is SIGKILLed mid-run: the run
-    stops with one line naming it (exit 1, no traceback), keeps its finished sessions, and the same command
-    resumes and completes."""
+    """The real CLI with two render workers over 256 sessions; one worker is SIGKILLed mid-run: a machine
+    fault (`render_worker_died`, docs/reliability.md), so the run stops with one line naming it (exit 1, no
+    traceback), keeps its finished sessions, and the same command resumes to the files of an uninterrupted
+    run."""
     from tests.runner.test_signals import _children, replicated_sample
     from wtb_local.testing import build_tiny_tokenizer
 
@@ -295,11 +297,17 @@ def test_a_worker_killed_mid_run_stops_the_run_in_one_line_and_the_rerun_resumes
     assert 1 <= kept < 256
     index = sorted(workers).index(workers[1])  # workers are numbered in the order they were started
     assert stderr.strip().splitlines()[-1] == (
-        f"Error: the render workers failed, run stopped (PoolError: render worker {index} exited (code -9)); "
-        f"{kept} finished session(s) kept in {result_file}: rerun the same command to resume")
-    assert json.loads((out / "manifest.json").read_text(encoding="utf-8"))["status"] == "failed"
+        f"Error: machine fault (render_worker_died): render worker {index} exited (code -9); run stopped, {kept} "
+        f"finished session(s) kept in {result_file}; rerun the same command to resume")
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["status"] == "failed" and manifest["invocations"][-1]["faults"] == {"render_worker_died": 1}
 
     resumed = subprocess.run(args, capture_output=True, text=True, env=env, timeout=600, check=False)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert f"{kept} finished session(s) skipped, {256 - kept} to run" in resumed.stderr
     assert len(result_file.read_text(encoding="utf-8").splitlines()) == 256
+    clean = tmp_path / "clean"
+    uninterrupted = subprocess.run([*args[:args.index("--out") + 1], str(clean), *args[args.index("--out") + 2:]],
+                                   capture_output=True, text=True, env=env, timeout=600, check=False)
+    assert uninterrupted.returncode == 0, uninterrupted.stderr[-2000:]
+    assert without_timing(run_files(out, "tokenizer")) == without_timing(run_files(clean, "tokenizer"))

@@ -2,16 +2,20 @@
 
 Replies are canned and chosen by a sha256 of the prompt, so a rerun gets the same text for the same
 prompt (a prompt sent as token ids is decoded with the model directory's tokenizer.json first): plain text, a hermes tool call, a call with unreadable arguments (kept, with parse errors), an
-unreadable call (a step error), or an HTTP 400. Prompts containing one
-of `hold_markers` wait until `release` is set (to kill a client while some sessions are unfinished).
-With `vary_by_seed`, the request's seed enters the choice too: a sampling server whose replies differ
-between seeds (repeats).
+unreadable call (a step error), or an HTTP 400 saying the prompt is too long (a step error). Prompts
+containing one of `hold_markers` wait until `release` is set (to kill a client while some sessions are
+unfinished). Prompts containing one of `fault_markers` meet the machine fault `fault` (after their hold):
+"500" (every attempt answered 500), "500 once" (each such prompt's first attempt only), "reset" (the
+connection reset without an answer) or "stall" (never answered). With `vary_by_seed`, the request's seed
+enters the choice too: a sampling server whose replies differ between seeds (repeats).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import socket
+import struct
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -43,6 +47,10 @@ class FakeServer:
         self.hold_markers: list[str] = []
         self.release = threading.Event()
         self.requests: list[dict[str, Any]] = []
+        self.fault: str | None = None
+        self.fault_markers: list[str] = []
+        self.faulted: list[str] = []  # the prompts answered with a fault, once per answer
+        self.stop_stalling = threading.Event()  # set when the server shuts down
         self._lock = threading.Lock()
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.httpd.daemon_threads = True
@@ -92,9 +100,13 @@ class FakeServer:
                     prompt = server.prompt_text(body.get("prompt", ""))
                 if any(marker in prompt for marker in server.hold_markers):
                     server.release.wait(timeout=120)
+                if server.fault and any(marker in prompt for marker in server.fault_markers) and \
+                        server.answer_fault(self, prompt):
+                    return
                 kind, text = canned_reply(prompt, body.get("seed") if server.vary_by_seed else None)
-                if kind == "http400":
-                    self._send(400, {"error": {"message": "canned bad request"}})
+                if kind == "http400":  # vLLM's words for a prompt longer than the context window
+                    self._send(400, {"error": {"message": "This model's maximum context length is 8192 tokens. "
+                                                          "However, your prompt contains 9000 input tokens."}})
                     return
                 self._send(
                     200,
@@ -113,6 +125,29 @@ class FakeServer:
 
         return Handler
 
+    def answer_fault(self, handler: BaseHTTPRequestHandler, prompt: str) -> bool:
+        """Answer with the machine fault; False when this attempt is to be served ("500 once")."""
+        with self._lock:
+            if self.fault == "500 once" and prompt in self.faulted:
+                return False
+            self.faulted.append(prompt)
+        if self.fault in ("500", "500 once"):
+            data = json.dumps({"error": {"message": "canned server error"}}).encode()
+            handler.send_response(500)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", str(len(data)))
+            handler.end_headers()
+            handler.wfile.write(data)
+        elif self.fault == "reset":  # close with SO_LINGER 0: the client reads a TCP reset
+            handler.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            handler.connection.close()
+        elif self.fault == "stall":
+            self.stop_stalling.wait(timeout=300)
+        else:
+            raise ValueError(f"unknown fault {self.fault!r}")
+        handler.close_connection = True
+        return True
+
 
 @contextmanager
 def fake_openai_server(model: str, *, vary_by_seed: bool = False) -> Iterator[FakeServer]:
@@ -123,6 +158,7 @@ def fake_openai_server(model: str, *, vary_by_seed: bool = False) -> Iterator[Fa
         yield server
     finally:
         server.release.set()
+        server.stop_stalling.set()
         server.httpd.shutdown()
         server.httpd.server_close()
         thread.join(timeout=10)

@@ -111,16 +111,25 @@ def test_openai_chat_sends_the_conversation_and_judges_the_servers_calls(tmp_pat
     assert manifest["backend"]["server_models"] == ["served-model"]
 
 
-def test_a_malformed_chat_reply_is_a_step_error() -> None:
+def test_a_malformed_chat_reply_is_a_step_error_and_no_message_is_a_fault() -> None:
+    """A message the server parsed into something that cannot be judged is the step's outcome; an answer
+    that holds no message, or a generation the server did not finish, is the machine's (docs/reliability.md)."""
     from wtb_local.backends.openai_chat import chat_completion
-    from wtb_local.backends.openai_server import _Failed
+    from wtb_local.backends.openai_server import StepError
+    from wtb_local.faults import BadResponse
     from wtb_local.schema import GenerationRequest
 
     request = GenerationRequest(request_id="s/0/0", session_id="s", task_idx=0, step=0)
-    with pytest.raises(_Failed, match="tool_calls\\[0\\] has no function name"):
+    with pytest.raises(StepError, match=r"^malformed reply from /chat/completions: tool_calls\[0\] has no function "
+                                        r"name$"):
         chat_completion(request, {"choices": [{"message": {"tool_calls": [{"function": {}}]}}]}, 0.0)
-    with pytest.raises(_Failed, match="generation ended with 'content_filter'"):
+    with pytest.raises(StepError, match=r"^generation ended with 'content_filter'$"):
         chat_completion(request, {"choices": [{"message": {"content": "x"}, "finish_reason": "content_filter"}]}, 0.0)
+    with pytest.raises(BadResponse, match=r"^bad response from /chat/completions: generation ended with 'abort'$"):
+        chat_completion(request, {"choices": [{"message": {"content": "x"}, "finish_reason": "abort"}]}, 0.0)
+    with pytest.raises(BadResponse, match=r"^bad response from /chat/completions: choices\[0\].message is not an "
+                                          r"object$"):
+        chat_completion(request, {"choices": [{"text": "x"}]}, 0.0)
     done = chat_completion(request, {"choices": [{"message": {"content": None, "tool_calls": [
         {"function": {"name": "f", "arguments": {"a": 1}}}]}, "finish_reason": "tool_calls"}]}, 0.0)
     assert done.reply is not None and done.reply["tool_calls"] == [

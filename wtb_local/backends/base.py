@@ -2,8 +2,10 @@
 
 The runner keeps every episode in flight and awaits `generate` once per step; a backend batches the
 requests that are pending at once (vLLM's continuous batching, a wave of left-padded `generate`, or
-concurrent HTTP requests). A request that cannot be served comes back as a Completion with `error` set
-and `finish_reason == "error"`; `generate` never raises for one bad request.
+concurrent HTTP requests). What the model or its request did comes back as a Completion: a request that
+cannot be served (a prompt longer than the context window) as one with `error` set and `finish_reason ==
+"error"`. What the machine did (a dead engine, out of memory, a server that is down) is raised as a
+`Fault` (wtb_local/faults.py, docs/reliability.md): it never becomes a step's result.
 
 A backend also describes itself (`capabilities`) and builds itself from the resolved run (`from_run`);
 `prepare` asks it what it needs (`check`, `resolve`) instead of testing its name (docs/architecture.md,
@@ -16,6 +18,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+from wtb_local.faults import FaultLog
 from wtb_local.schema import Completion, GenerationRequest
 
 
@@ -63,6 +66,14 @@ class Backend(ABC):
     def describe(self) -> dict[str, Any]:
         """Settings and versions recorded in the run manifest."""
         return {"backend": self.name}
+
+    @property
+    def fault_log(self) -> FaultLog:
+        """The faults this backend retried past (wtb_local/faults.py); the run counts them in its manifest."""
+        log = self.__dict__.get("_fault_log")
+        if log is None:
+            log = self.__dict__["_fault_log"] = FaultLog()
+        return log
 
     # -- setting a run up (prepare.py); raise SetupError for options that cannot work ----------------
 

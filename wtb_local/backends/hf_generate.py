@@ -4,7 +4,8 @@ Requests pending at the same moment are gathered into a wave (sorted by request_
 does not depend on arrival order), grouped by sampling settings and run in a worker thread so the event
 loop keeps serving the runner. Sampling defaults are the checkpoint's generation_config (the paper's
 protocol: only max_new_tokens set, 512 by default). Each wave seeds torch from sha256 of the run seed and
-its sorted request ids, so a rerun of the same waves reproduces the same text.
+its sorted request ids, so a rerun of the same waves reproduces the same text. A wave that raises (out of
+memory, a CUDA error) is a machine fault (wtb_local/faults.py): its requests and every later one raise it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from wtb_local.backends.base import Backend, Capabilities
 from wtb_local.backends.completions import error_completion, prompt_too_long
 from wtb_local.backends.config import TransformersConfig
 from wtb_local.backends.sampling_defaults import ResolvedSampling, eos_ids, model_defaults, resolve
+from wtb_local.faults import Fault, OutOfMemory, classify
 from wtb_local.schema import Completion, GenerationRequest
 
 _DTYPE_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "fp32": "float32",
@@ -28,6 +30,8 @@ _DTYPE_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "fp3
 # Event-loop turns to wait for more requests before a wave starts: the runner submits a step's requests
 # from many coroutines, which all get to run within a few turns.
 _SETTLE_TURNS = 3
+# --batch-size is not hashed: a rerun with a smaller one resumes the same run directory
+_ADVICE = {OutOfMemory: "rerun the same command with a smaller --batch-size to resume"}
 
 
 @dataclass
@@ -62,6 +66,7 @@ class TransformersBackend(Backend):
         self._max_model_len = 0
         self._pending: list[_Pending] = []
         self._worker: asyncio.Task[None] | None = None
+        self._broken: Fault | None = None  # the fault a wave met: every later request meets it too
 
     # --- lifecycle -------------------------------------------------------------------------------------
 
@@ -123,6 +128,8 @@ class TransformersBackend(Backend):
     async def generate(self, request: GenerationRequest) -> Completion:
         if self._model is None:
             raise RuntimeError("TransformersBackend.generate called before start()")
+        if self._broken is not None:
+            raise self._broken
         started = time.perf_counter()
         try:
             prompt_ids = (list(request.prompt_token_ids) if request.prompt_token_ids is not None
@@ -153,12 +160,15 @@ class TransformersBackend(Backend):
                 wave = self._take_wave()
                 try:
                     completions = await asyncio.to_thread(self._run_wave, wave)
-                except Exception as exc:  # noqa: BLE001 - e.g. out of memory: the wave fails, the run goes on
-                    reason = f"generate failed: {type(exc).__name__}: {exc}"
-                    completions = [
-                        error_completion(p.request, reason, p.started, prompt_tokens=len(p.prompt_ids))
-                        for p in wave
-                    ]
+                except Exception as exc:  # noqa: BLE001 - the machine's (out of memory, CUDA): a fault, not data
+                    self._broken = classify(exc, advice=_ADVICE)
+                    # Not retried at a smaller batch: left padding and the wave's seed change with its make-up,
+                    # so the replies could differ from an uninterrupted run's. Every waiting request fails.
+                    for pending in [*wave, *self._pending]:
+                        if not pending.future.done():
+                            pending.future.set_exception(self._broken)
+                    self._pending = []
+                    break
                 for pending, completion in zip(wave, completions, strict=True):
                     if not pending.future.done():
                         pending.future.set_result(completion)

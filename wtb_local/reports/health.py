@@ -11,11 +11,11 @@ lacks (the benchmark harness's files have no raw completions) shows as None ("n/
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+from wtb_local.faults import failed_request, masked
 from wtb_local.runner.length_cuts import cut_in_reasoning
 
 HEALTH_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -75,9 +75,9 @@ def run_health(result_rows: list[dict[str, Any]] | None, score_rows: list[dict[s
     length = [s for s in served if s.get("finish_reason") == "length"]
     in_reasoning = [s for s in length if cut_in_reasoning(s)]  # the run summary's definition
     reasons: Counter[str] = Counter()
-    for step in completions:
-        if step.get("finish_reason") == "error":
-            reasons[re.sub(r"\d+", "N", str(step.get("error_reason") or "unknown"))] += 1
+    for step in steps:
+        if failed_request(step):  # the rule the run's own warning and manifest count by
+            reasons[masked(str(step.get("error_reason") or "unknown"))] += 1
     crashed = sum(1 for row in rows if isinstance(row.get("result", row.get("results")), str))
     if crashed:
         reasons["session recorded as an error string"] += crashed

@@ -17,6 +17,7 @@ from functools import partial
 from typing import Any
 
 from wtb_local.backends.base import Backend
+from wtb_local.faults import Fault, stop_line
 from wtb_local.runner.config import config_hash, hashed_config
 from wtb_local.runner.environment import machine, package_versions
 from wtb_local.runner.errors import RunError
@@ -217,6 +218,8 @@ async def run_job_async(options: RunOptions, *, backend: Backend | None = None, 
     invocation: dict[str, Any] = {"started": started_at, "sessions_run": len(pending),
                                   "scheduling": scheduling}
     failure: str | None = None
+    stopping_fault: Fault | None = None
+    fault_mark = backend.fault_log.snapshot()  # a backend given by the caller may have served earlier runs
     meter = ThroughputMeter()
     stop = current_stop() or StopSignal()  # run_job installs the handlers; a direct caller has none
     # On disk before any session runs: a process killed outright still leaves this invocation recorded.
@@ -236,23 +239,25 @@ async def run_job_async(options: RunOptions, *, backend: Backend | None = None, 
                 f"{paths.result_file}; rerun the same command to resume", stop.signal_name or "") from None
         if isinstance(exc, asyncio.CancelledError):
             raise
-        # a broken backend stops the run; finished sessions stay
+        # a machine fault or a broken backend stops the run; finished sessions stay
         cause = _first_cause(exc)
+        if isinstance(cause, Fault):  # docs/reliability.md: one line naming the fault and what to do
+            stopping_fault = cause
+            failure = cause.summary()
+            raise RunError(stop_line(cause, len(store.rows), paths.result_file)) from exc
         failure = f"{type(cause).__name__}: {' '.join(str(cause).split())}"
-        from wtb_local.rendering.pool import PoolError
-
-        who = "render workers" if isinstance(cause, PoolError) else f"{settings.backend} backend"
-        raise RunError(f"the {who} failed, run stopped ({failure}); "
+        raise RunError(f"the {settings.backend} backend failed, run stopped ({failure}); "
                        f"{len(store.rows)} finished session(s) kept in {paths.result_file}: "
                        "rerun the same command to resume") from exc
     finally:
         with stop.holding():  # a second signal waits until the record is on disk (stopping.py)
             result_rows = store.finalize()
             invocation.update(finished=_now(), wall_s=round(time.monotonic() - started, 3),
-                              requests=stats.requests, request_errors=stats.request_errors,
+                              requests=stats.requests, failed_requests=stats.failed_requests,
                               prompt_tokens=stats.prompt_tokens, generated_tokens=stats.generated_tokens)
             if failure:
                 invocation["failure"] = failure
+            invocation.update(backend.fault_log.since(fault_mark, stopping_fault))  # faults: {kind: count}
             meter.writer_busy_s = store.write_s
             invocation["throughput"] = meter.summary(stats.tasks_this_run)
             described = backend.describe()

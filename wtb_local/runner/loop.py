@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from wtb_local.faults import failed_requests
 from wtb_local.runner.progress import Progress
 from wtb_local.runner.steps import StepDriver
 from wtb_local.runner.stopping import StopRequested
@@ -128,7 +129,7 @@ class SessionRunner:
 
     def _record(self, episode: Any, request: Any, completion: Any, error: str | None) -> None:
         outcome = self.driver.accept(episode, request, completion, error)
-        self.progress.step(outcome.prompt_tokens, outcome.completion_tokens, outcome.error is not None)
+        self.progress.step(outcome.prompt_tokens, outcome.completion_tokens)
 
     def _episode_done(self, state: _SessionState) -> None:
         self.progress.task_done()
@@ -159,7 +160,8 @@ class SessionRunner:
             self._write_error = self._write_error or error
         else:
             correct, scored = self.label_counts(row, state.session) if self.label_counts else (0, 0)
-            self.progress.session_done(correct, scored)
+            # from the written line, by the rule the warning and the reports read the result file with
+            self.progress.session_done(correct, scored, sum(failed_requests([row]).values()))
             if self.on_finished is not None:
                 self.on_finished(row["id"])
         if self._unwritten == 0:

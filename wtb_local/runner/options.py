@@ -105,6 +105,10 @@ class RunOptions(BaseModel):
         "add_special_tokens false (servers that take only text).", "when set",
         type=click.Choice(("token-ids", "text")))] = None
     api_key: Annotated[str | None, Cli("API key for --base-url (never written to disk).")] = None
+    request_timeout: Annotated[float, Cli(
+        "openai, openai-chat: seconds to wait for one reply; a server that does not answer in time stops the "
+        "run, finished sessions kept (a machine fault, docs/reliability.md).",
+        type=click.FloatRange(min=0.0, min_open=True), show_default=True)] = 600.0
     parser: Annotated[str | None, Cli("Tool-call parser (default: chosen from the template/model id).",
                                       "yes")] = None
     chat_template: Annotated[str | None, Cli(

@@ -1,7 +1,9 @@
 """Run progress: a rich bar on a terminal, plain periodic lines otherwise (logs, CI), or nothing.
 
 Shows sessions and tasks done, the running task accuracy of the finished sessions (fully scored, names
-and arguments, when the judge is available), generated tokens per second and the time left.
+and arguments, when the judge is available), generated tokens per second, the failed requests of the
+finished sessions (counted from their written lines, so the result file holds the same number) and the time
+left.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ class ProgressStats:
         self.tasks_scored = 0
         self.tasks_correct = 0
         self.requests = 0
-        self.request_errors = 0
+        # failed requests (wtb_local/faults.py) of the sessions written: the number the result file holds
+        self.failed_requests = 0
         self.generated_tokens = 0
         self.prompt_tokens = 0
         self.started = time.monotonic()
@@ -56,7 +59,7 @@ class ProgressStats:
         return (f"sessions {self.sessions_done}/{self.total_sessions}"
                 f"  tasks {self.tasks_done}/{self.total_tasks}"
                 f"  acc {acc}  {self.tokens_per_s:.1f} tok/s  requests {self.requests}"
-                f" (errors {self.request_errors})  elapsed {self.elapsed:.0f}s  eta {eta_text}")
+                f" (failed {self.failed_requests})  elapsed {self.elapsed:.0f}s  eta {eta_text}")
 
 
 class Progress:
@@ -71,9 +74,8 @@ class Progress:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def step(self, prompt_tokens: int, completion_tokens: int, error: bool) -> None:
+    def step(self, prompt_tokens: int, completion_tokens: int) -> None:
         self.stats.requests += 1
-        self.stats.request_errors += int(error)
         self.stats.prompt_tokens += prompt_tokens
         self.stats.generated_tokens += completion_tokens
         self.refresh()
@@ -83,8 +85,10 @@ class Progress:
         self.stats.tasks_this_run += 1
         self.refresh()
 
-    def session_done(self, correct_tasks: int, scored_tasks: int) -> None:
+    def session_done(self, correct_tasks: int, scored_tasks: int, failed_requests: int = 0) -> None:
+        """A session's line is durable; `failed_requests`: its steps whose request got no reply."""
         self.stats.sessions_done += 1
+        self.stats.failed_requests += failed_requests
         self.stats.tasks_correct += correct_tasks
         self.stats.tasks_scored += scored_tasks
         self.refresh()

@@ -23,6 +23,7 @@ class ResolvedRun(BaseModel):
     base_url: str | None = None
     server_prompt: str | None = None  # the openai backend's prompt format; None for the other backends
     api_key: str | None = Field(default=None, exclude=True)  # never written to disk
+    request_timeout: float = 600.0  # seconds for one server reply (openai, openai-chat); not hashed
     parser: str | None = None
     # e.g. {"thinking": "per-step"} when generation prompts may pre-fill <think>; recorded so replays parse alike
     parser_options: dict[str, Any] = Field(default_factory=dict)

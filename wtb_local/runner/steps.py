@@ -1,9 +1,10 @@
 """One step of one episode: build its request, turn the engine's completion into a judged reply.
 
-Everything that can go wrong with one step is data: a template that raises while rendering, an
-over-long prompt, a request the engine could not serve (an error Completion) or an unreadable tool call
-becomes an error on that step with its reason; the other episodes never notice. Only a backend that
-raises (a dead engine) stops the run.
+What the model or its conversation did is data: a template that raises while rendering, an over-long
+prompt, a request the engine could not serve (an error Completion) or an unreadable tool call becomes an
+error on that step with its reason; the other episodes never notice. What the machine did (a backend that
+raises: a dead engine, out of memory, a server that is down) is a fault that stops the run before the step
+is recorded (wtb_local/faults.py).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wtb_local.backends.base import Backend
+from wtb_local.faults import Fault, classify
 from wtb_local.parsers.prefill import STEP_FIELD, decides_per_step, prompt_prefills, step_parser
 from wtb_local.runner.seeds import request_id, request_seed
 from wtb_local.runner.throughput import ThroughputMeter
@@ -128,12 +130,16 @@ class StepDriver:
         return request, None
 
     async def generate(self, request: GenerationRequest) -> Completion:
-        """One completion. A backend answers a request it cannot serve with an error Completion; an
-        exception means the backend itself is gone (e.g. a dead engine) and stops the run: recording
-        every later step as an error would store unfinished sessions as finished."""
+        """One completion. A backend answers what the model did, a request it cannot serve included, with a
+        Completion; whatever it raises is the machine's (wtb_local/faults.py) and stops the run: recording it
+        on the step would store an unfinished session as finished and score the machine as the model."""
         self.meter.request_sent()
         try:
             return await self.backend.generate(request)
+        except Fault:
+            raise
+        except Exception as exc:  # a backend's unsorted exception is a fault all the same
+            raise classify(exc) from exc
         finally:
             self.meter.request_done()
 

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from wtb_local.faults import failed_request
 from wtb_local.schema import ASK_ACTION, PREPARE_ACTION
 
 REFUSAL = "Refusal"
@@ -152,11 +153,8 @@ def _call_name(call: Any) -> Any:
 
 def _run_failure(output: dict[str, Any]) -> bool:
     """A step whose request was not served: the backends mark it `finish_reason: "error"`; a prompt that
-    could not be rendered or built never reached a backend."""
-    if output.get("finish_reason") == "error":
-        return True
-    reason = output.get("error_reason")
-    return isinstance(reason, str) and (reason.startswith("render failed") or reason == "no completion")
+    could not be rendered or built never reached a backend (the run's failed requests, wtb_local/faults.py)."""
+    return failed_request(output)
 
 
 def _strict_parameter_category(task: dict[str, Any]) -> str:
