@@ -112,7 +112,7 @@ def _open_store(paths: RunPaths, *, resume: bool, err: Any) -> ResultStore:
 
 async def _run_pending(prep: PreparedRun, pending: list[Any], backend: Backend, *, model_name: str,
                        own_backend: bool, store: ResultStore, scheduling: str, stats: ProgressStats,
-                       meter: ThroughputMeter, err: Any, stop: StopSignal) -> None:
+                       meter: ThroughputMeter, err: Any, stop: StopSignal, audit: Any = None) -> None:
     from wtb_local.evaluator.episode import session_result
 
     settings = prep.run
@@ -122,12 +122,14 @@ async def _run_pending(prep: PreparedRun, pending: list[Any], backend: Backend, 
             await backend.start()  # the render workers load meanwhile
         if pool is not None:
             pool = await _pool_ready(pool, err)
+        if audit is not None:
+            audit.pool = pool
     except BaseException:
         if pool is not None:
             pool.close()
         raise
     driver = StepDriver(backend, sampling=settings.sampling, parser=prep.parser, renderer=prep.renderer,
-                        meter=meter, pool=pool)
+                        meter=meter, pool=pool, audit=audit)
     meter.started = meter.now()  # rates count from the first request, not from engine start
     try:
         with make_progress(settings.progress, stats, err) as progress:
@@ -219,6 +221,7 @@ async def run_job_async(options: RunOptions, *, backend: Backend | None = None, 
     failure: str | None = None
     meter = ThroughputMeter()
     stop = current_stop() or StopSignal()  # run_job installs the handlers; a direct caller has none
+    audit = _prompt_audit(prep, backend, err)
     # On disk before any session runs: a process killed outright still leaves this invocation recorded.
     manifest["invocations"].append(invocation)
     write_manifest(paths.run_dir, manifest)
@@ -227,7 +230,7 @@ async def run_job_async(options: RunOptions, *, backend: Backend | None = None, 
             with stop.armed():
                 await _run_pending(prep, pending, backend, model_name=paths.model_name, own_backend=own_backend,
                                    store=store, scheduling=scheduling, stats=stats, meter=meter, err=err,
-                                   stop=stop)
+                                   stop=stop, audit=audit)
     except (asyncio.CancelledError, Exception) as exc:
         _drain(store)  # sessions finished before the stop are still being written: count them too
         if stop.requested:  # SIGINT/SIGTERM: episodes stopped or were cancelled; finished sessions stay
@@ -239,8 +242,11 @@ async def run_job_async(options: RunOptions, *, backend: Backend | None = None, 
         # a broken backend stops the run; finished sessions stay
         cause = _first_cause(exc)
         failure = f"{type(cause).__name__}: {' '.join(str(cause).split())}"
+        from wtb_local.rendering.checks import PromptMismatchError
         from wtb_local.rendering.pool import PoolError
 
+        if isinstance(cause, PromptMismatchError):
+            raise RunError(f"{cause}; {len(store.rows)} finished session(s) kept in {paths.result_file}") from exc
         who = "render workers" if isinstance(cause, PoolError) else f"{settings.backend} backend"
         raise RunError(f"the {who} failed, run stopped ({failure}); "
                        f"{len(store.rows)} finished session(s) kept in {paths.result_file}: "
@@ -253,6 +259,8 @@ async def run_job_async(options: RunOptions, *, backend: Backend | None = None, 
                               prompt_tokens=stats.prompt_tokens, generated_tokens=stats.generated_tokens)
             if failure:
                 invocation["failure"] = failure
+            if audit is not None:
+                invocation["prompt_checks"] = audit.record()
             meter.writer_busy_s = store.write_s
             invocation["throughput"] = meter.summary(stats.tasks_this_run)
             described = backend.describe()
@@ -280,6 +288,19 @@ def _throughput(invocation: dict[str, Any], pending: list[Any], previous: dict[s
         return invocation["throughput"]
     earlier = ((previous or {}).get("summary") or {}).get("throughput")
     return earlier if earlier is not None else invocation["throughput"]
+
+
+def _prompt_audit(prep: PreparedRun, backend: Backend, err: Any) -> Any:
+    """The run's record of the fast prompt paths' checks (rendering/checks.py), its policy installed on the
+    renderer before render workers copy it; None when the run's prompts do not go through them."""
+    settings = prep.run
+    if settings.verify_prompts is None or not backend.needs_prompt:
+        return None
+    from wtb_local.rendering.checks import PromptAudit, parse_every
+
+    audit = PromptAudit(parse_every(settings.verify_prompts), settings.on_prompt_mismatch or "reference", err)
+    audit.start(prep.renderer)
+    return audit
 
 
 def _drain(store: ResultStore) -> None:
