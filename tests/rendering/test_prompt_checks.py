@@ -155,10 +155,10 @@ def test_reference_mode_on_the_loop_records_the_mismatch_and_sends_the_reference
     assert len(checks["notes"]) == 1 and checks["notes"][0].startswith("event loop: ")
     unit, against = ("character", "apply_chat_template") if path == "rendering" else \
         ("token", "whole-prompt tokenisation")
-    assert err.splitlines() == [
+    assert err.splitlines() == [(
         f"warning: prompt check: the fast {path} of {session} task {task} step {step} (the event loop) differed "
         f"from {against} at {unit} {expected['position']}: that prompt and all later ones use {against} "
-        "(manifest: prompt_checks)"]
+        "(manifest: prompt_checks)")]
     assert outcome.manifest["status"] == "complete"
     assert outcome.manifest["settings"]["verify_prompts"] == "all"
     assert outcome.manifest["sources"]["verify_prompts"] == "given (--verify-prompts)"

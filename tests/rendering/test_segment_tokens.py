@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tests.rendering.conftest import make_tokenizer, real_templates
-from wtb_local.rendering.renderer import PromptRenderer
 from wtb_local.rendering.checks import FIRST
+from wtb_local.rendering.renderer import PromptRenderer
 from wtb_local.rendering.segment_tokens import SegmentEncoder
 
 
