@@ -285,3 +285,37 @@ def test_a_run_without_fast_paths_says_the_options_change_nothing(tmp_path: Path
     assert (manifest["settings"]["verify_prompts"], manifest["settings"]["on_prompt_mismatch"]) == (None, None)
     assert manifest["sources"]["verify_prompts"] == "the backend renders no prompts"
     assert "prompt_checks" not in manifest["invocations"][-1]
+
+
+@pytest.mark.slow
+def test_a_mismatch_while_the_run_is_prepared_is_recorded_and_holds_for_render_workers(
+        model_dir: Path, reference: dict[str, Any], tmp_path: Path) -> None:
+    """The thinking probe's prompt (prepare, before any step) rendered wrong by the fast path: recorded with
+    no step, and the workers started afterwards render every prompt by apply_chat_template."""
+    from wtb_local.runner.thinking import generation_prompt
+
+    probe = generation_prompt(_renderer(model_dir))
+    renderer = _renderer(model_dir, SkewedRenderer, skew_rendering=text_sha256(probe))
+    outcome, backend, err = _run(model_dir, tmp_path, renderer, render_workers="2")
+    assert backend.sent == reference
+    checks = outcome.manifest["invocations"][-1]["prompt_checks"]
+    first = checks["first_mismatch"]
+    assert (first["session"], first["task"], first["step"], first["path"], first["where"], first["position"]) == \
+        (None, None, None, "rendering", "the event loop", CHARACTER)
+    assert checks["mismatches"] == 1
+    assert checks["rendering"] == {"fast": 0, "checked": 0, "reference": len(reference)}
+    assert checks["tokenisation"]["fast"] == len(reference)
+    said, *notes = err.splitlines()
+    assert said == (
+        "warning: prompt check: the fast rendering of a prompt rendered while the run was prepared (the event "
+        f"loop) differed from apply_chat_template at character {CHARACTER}: that prompt and all later ones use "
+        "apply_chat_template (manifest: prompt_checks)")
+    assert sorted(notes) == [f"note: render worker {i}: fast rendering off: a mismatch elsewhere in the run"
+                             for i in (0, 1)]
+    assert sorted(checks["notes"]) == [note.removeprefix("note: ") for note in sorted(notes)]
+    error, backend, _ = _run(model_dir, tmp_path / "stop", _renderer(model_dir, SkewedRenderer,
+                                                                     skew_rendering=text_sha256(probe)),
+                             on_prompt_mismatch="stop")
+    assert isinstance(error, RunError) and backend.sent == {}
+    assert str(error).startswith("prompt check: the fast rendering of a prompt rendered while the run was prepared")
+    assert _manifest(tmp_path / "stop")["status"] == "failed"

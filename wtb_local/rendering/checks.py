@@ -142,10 +142,15 @@ class PromptAudit:
         self.first: dict[str, Any] | None = None
 
     def start(self, renderer: Any) -> None:
+        """Fresh checks under the run's policy; a mismatch found while the run was prepared (the prompts
+        that size the context window, the thinking probe) is recorded first, with no step."""
         self.renderer = renderer
+        earlier = renderer.prompt_checks.take()
         renderer.check_prompts(self.policy)
+        self.found(earlier)
 
-    def found(self, mismatches: list[Mismatch], *, session: str, task: int, step: int) -> None:
+    def found(self, mismatches: list[Mismatch], *, session: str | None = None, task: int | None = None,
+              step: int | None = None) -> None:
         """Mismatches found while building the prompt of (session, task, step): recorded and said in one
         line each; under `stop`, the run stops (raises PromptMismatchError) before that prompt is sent."""
         for mismatch in mismatches:
@@ -153,12 +158,14 @@ class PromptAudit:
             example = {"session": session, "task": task, "step": step, **asdict(mismatch)}
             if self.first is None:
                 self.first = example
-            line = (f"prompt check: the fast {mismatch.path} of {session} task {task} step {step} "
-                    f"({mismatch.where}) differed from {_REFERENCE[mismatch.path]} at "
-                    f"{_UNIT[mismatch.path]} {mismatch.position}")
+            prompt = f"{session} task {task} step {step}" if session is not None else \
+                "a prompt rendered while the run was prepared"
+            line = (f"prompt check: the fast {mismatch.path} of {prompt} ({mismatch.where}) differed from "
+                    f"{_REFERENCE[mismatch.path]} at {_UNIT[mismatch.path]} {mismatch.position}")
             if self.on_mismatch == "stop":
                 raise PromptMismatchError(f"{line} (--on-prompt-mismatch stop); rerun with "
                                           "--on-prompt-mismatch reference to go on with the reference path")
+            self.renderer.use_reference(mismatch.path)  # and render workers started from now on
             print(f"warning: {line}: that prompt and all later ones use {_REFERENCE[mismatch.path]} "
                   "(manifest: prompt_checks)", file=self.err)
 
@@ -181,9 +188,11 @@ class PromptAudit:
         }
 
     def notes(self) -> list[str]:
-        """Why a fast path was off, per process (a mismatch, or a tokenizer that is not piecewise)."""
-        notes = [f"event loop: {note}" for note in self.renderer.check_notes()] if self.renderer is not None else []
-        return notes + (list(self.pool.notes) if self.pool is not None else [])
+        """Why a fast path was off, per process that built the run's prompts (a mismatch, or a tokenizer that
+        is not piecewise): the render workers', else the event loop's."""
+        if self.pool is not None:
+            return list(self.pool.notes)
+        return [f"event loop: {note}" for note in self.renderer.check_notes()] if self.renderer is not None else []
 
 
 def resolve_prompt_checks(verify: str, on_mismatch: str, sources: dict[str, str], *, renderer: Any,

@@ -116,6 +116,8 @@ async def _run_pending(prep: PreparedRun, pending: list[Any], backend: Backend, 
     from wtb_local.evaluator.episode import session_result
 
     settings = prep.run
+    if audit is not None:  # before render workers copy the renderer
+        audit.start(prep.renderer)
     pool = _start_pool(prep.renderer, settings.render_workers, err) if backend.needs_prompt else None
     try:
         if own_backend:
@@ -291,16 +293,14 @@ def _throughput(invocation: dict[str, Any], pending: list[Any], previous: dict[s
 
 
 def _prompt_audit(prep: PreparedRun, backend: Backend, err: Any) -> Any:
-    """The run's record of the fast prompt paths' checks (rendering/checks.py), its policy installed on the
-    renderer before render workers copy it; None when the run's prompts do not go through them."""
+    """The run's record of the fast prompt paths' checks (rendering/checks.py; `_run_pending` starts it);
+    None when the run's prompts do not go through them."""
     settings = prep.run
     if settings.verify_prompts is None or not backend.needs_prompt:
         return None
     from wtb_local.rendering.checks import PromptAudit, parse_every
 
-    audit = PromptAudit(parse_every(settings.verify_prompts), settings.on_prompt_mismatch or "reference", err)
-    audit.start(prep.renderer)
-    return audit
+    return PromptAudit(parse_every(settings.verify_prompts), settings.on_prompt_mismatch or "reference", err)
 
 
 def _drain(store: ResultStore) -> None:
