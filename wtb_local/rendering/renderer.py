@@ -172,8 +172,8 @@ class PromptRenderer:
         else:
             adapted = adapt_messages(messages, self.choice.adaptation)
         if getattr(self, "_fast", None) is None:
-            self._fast = (self.fast_template or FastTemplate)(self._render_with, self.tokenizer, self.template, self.template_kwargs,
-                                            self.prompt_checks)
+            fast = self.fast_template or FastTemplate
+            self._fast = fast(self._render_with, self.tokenizer, self.template, self.template_kwargs, self.prompt_checks)
             if "rendering" in getattr(self, "_reference_only", ()):
                 self._fast.off("fast rendering off: a mismatch elsewhere in the run")
         return self._fast.render(adapted, tools or [], add_generation_prompt=add_generation_prompt)
