@@ -14,7 +14,7 @@ A conversation is its first `base` messages as last sent plus `new`; `render` is
 `encode_prompt(text, key, family)` of the run's own renderer, so the prompt and its ids are the in-process
 ones. With each prompt come this worker's counts of the fast paths' checks so far and the mismatches
 found building it (checks.py). The fast paths' notes (FastTemplate, SegmentEncoder) are sent once each as
-("note", 0, text).
+("note", 0, text), ahead of the reply to the request that turned one off (or at once on "reference").
 """
 
 from __future__ import annotations
@@ -57,6 +57,12 @@ def serve(inbox: BinaryIO, outbox: BinaryIO) -> None:
     conversations: dict[Any, list[dict[str, Any]]] = {}
     tools_by_number: dict[int, Any] = {}
     noted: set[str] = set()
+
+    def say_notes() -> None:
+        for note in renderer.check_notes():
+            if note not in noted:
+                noted.add(note)
+                send(("note", 0, note))
     clock = time.perf_counter
     while True:
         message = _read(inbox)
@@ -69,6 +75,7 @@ def serve(inbox: BinaryIO, outbox: BinaryIO) -> None:
             continue
         if kind == "reference":
             renderer.use_reference(message[2])
+            say_notes()
             continue
         _, number, key, family, base, new, tools_number, tools = message
         if tools is not None:
@@ -86,13 +93,11 @@ def serve(inbox: BinaryIO, outbox: BinaryIO) -> None:
             continue
         rendered = clock()
         ids = renderer.encode_prompt(text, key, family)
+        tokenised = clock()
+        say_notes()  # before the reply: read even when that reply is the run's last
         checks = renderer.prompt_checks
-        send(("ok", number, text, ids_to_bytes(ids), rendered - started, clock() - rendered, checks.totals(),
+        send(("ok", number, text, ids_to_bytes(ids), rendered - started, tokenised - rendered, checks.totals(),
               checks.take()))
-        for note in renderer.check_notes():
-            if note not in noted:
-                noted.add(note)
-                send(("note", 0, note))
 
 
 def main() -> None:
