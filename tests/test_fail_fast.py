@@ -88,16 +88,22 @@ def test_a_silent_hub_times_out_once_and_a_cached_model_is_offered_offline(tmp_p
 
 
 def test_render_without_transformers_says_what_to_install(tmp_path: Path) -> None:
-    done = _wtb(["render", "--model", "Qwen/Qwen3-8B"], _env(tmp_path, HF_HUB_OFFLINE="1"), tmp_path,
-                prelude="import sys; sys.modules['transformers'] = None; ")
+    """From the checkout's own folder `.`; from elsewhere the checkout's path (a wheel install's wording is
+    checked in tests/test_wheel_install.py)."""
+    prelude = "import sys; sys.modules['transformers'] = None; "
+    done = _wtb(["render", "--model", "Qwen/Qwen3-8B"], _env(tmp_path, HF_HUB_OFFLINE="1"), ROOT, prelude=prelude)
     assert _one_line(done) == ('Error: render needs transformers, which is not installed: '
                                'pip install -e ".[hf]"')
+    done = _wtb(["render", "--model", "Qwen/Qwen3-8B"], _env(tmp_path, HF_HUB_OFFLINE="1"), tmp_path, prelude=prelude)
+    assert _one_line(done) == ('Error: render needs transformers, which is not installed: '
+                               f'pip install -e "{ROOT}[hf]"')
 
 
 @pytest.mark.parametrize(("backend", "blocked", "message"), [
-    ("vllm", ["vllm"], 'Error: --backend vllm needs vllm, which is not installed: pip install -e ".[vllm]"'),
+    ("vllm", ["vllm"], f'Error: --backend vllm needs vllm, which is not installed: pip install -e "{ROOT}[vllm]"'),
     ("transformers", ["transformers", "torch"],
-     'Error: --backend transformers needs transformers and torch, which are not installed: pip install -e ".[hf]"'),
+     ('Error: --backend transformers needs transformers and torch, which are not installed: '
+     f'pip install -e "{ROOT}[hf]"')),
 ])
 def test_a_backend_without_its_package_is_refused_before_anything_runs(tmp_path: Path, backend: str,
                                                                        blocked: list[str], message: str) -> None:
@@ -179,3 +185,17 @@ def test_offline_with_a_cached_model_passes_the_check(tmp_path: Path) -> None:
     done = _wtb(["render", "--model", "org/cached"], _env(tmp_path, HF_HUB_OFFLINE="1"), tmp_path)
     assert done.returncode == 1 and done.stderr.startswith("Error: "), done.stderr
     assert "is not in the hub cache" not in done.stderr and "tokenizer" in done.stderr  # got as far as loading it
+
+
+def test_a_dataset_that_is_a_directory_is_named_as_one(tmp_path: Path) -> None:
+    folder = tmp_path / "wildtoolbench"
+    folder.mkdir()
+    (folder / "Wild-Tool-Bench.jsonl").write_text("{}\n", encoding="utf-8")
+    reason = ("a directory, not a dataset file: give the JSON-lines file itself, one session per line (it holds "
+              "Wild-Tool-Bench.jsonl), or a dataset name: sample, release")
+    done = _wtb(["run", "--model", "Qwen/Qwen3-8B", "--backend", "oracle", "--dataset", str(folder),
+                 "--out", str(tmp_path / "r")], _env(tmp_path), tmp_path)
+    assert _one_line(done) == f"Error: {folder}: {reason}"
+    done = _wtb(["data", "stats", str(tmp_path)], _env(tmp_path), tmp_path)  # no dataset file in it
+    assert _one_line(done) == (f"Error: {tmp_path}: a directory, not a dataset file: give the JSON-lines file "
+                               "itself, one session per line, or a dataset name: sample, release")

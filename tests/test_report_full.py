@@ -20,10 +20,10 @@ VECTORS = Path(__file__).parent / "fixtures" / "vectors" / "sessions"
 SCORE, RESULT = "Wild-Tool-Bench_score.jsonl", "Wild-Tool-Bench_result.jsonl"
 
 
-def _cli(*args: str, code: str | None = None) -> subprocess.CompletedProcess[str]:
+def _cli(*args: str, code: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     command = [sys.executable, "-c", code, *args] if code else [sys.executable, "-m", "wtb_local", *args]
-    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=300, check=False)
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=300, check=False, cwd=cwd)
 
 
 @pytest.fixture(scope="module")
@@ -166,13 +166,30 @@ def test_plots_are_drawn_and_not_blank(oracle: Path, handmade: Path, tmp_path: P
             assert max(ImageStat.Stat(rgb).stddev) > 20, name
 
 
-def test_without_matplotlib_png_is_skipped_with_a_note(oracle: Path, tmp_path: Path) -> None:
+def test_without_matplotlib_the_default_skips_png_and_an_asked_png_is_an_error(oracle: Path, tmp_path: Path) -> None:
+    """docs/reports.md: the default formats offer png and skip it with a note; a png asked for (alone or with
+    others, by --format or WTB_REPORT_FORMAT) stops the command in one line before anything is written."""
     code = ("import sys; sys.modules['matplotlib'] = None; sys.argv = ['wtb_local', *sys.argv[1:]]; "
             "from wtb_local.cli import main; main()")
-    done = _cli("report", str(oracle), "--out", str(tmp_path), "--format", "png,html", code=code)
+    install = f'pip install -e "{ROOT}[report]"'  # run from outside the checkout, which it names
+    done = _cli("report", str(oracle), "--out", str(tmp_path / "default"), code=code, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "note: png skipped: matplotlib is not installed (pip install 'wtb-local[report]')" in done.stdout
-    assert not (tmp_path / "plots").exists() and (tmp_path / "report.html").is_file()
+    assert f"note: png skipped: matplotlib is not installed ({install})" in done.stdout.splitlines()
+    assert not (tmp_path / "default" / "plots").exists() and (tmp_path / "default" / "report.html").is_file()
+    assert (tmp_path / "default" / "report.md").is_file()
+    for formats in ("png", "png,html", "md,png"):
+        done = _cli("report", str(oracle), "--out", str(tmp_path / formats), "--format", formats, code=code,
+                    cwd=tmp_path)
+        assert done.returncode == 1 and done.stdout == "", (formats, done.stdout)
+        assert done.stderr == (f"Error: --format png: matplotlib is not installed ({install}); or leave png out "
+                               "of --format\n")
+        assert not (tmp_path / formats).exists()
+    done = subprocess.run([sys.executable, "-c", code, "report", str(oracle), "--out", str(tmp_path / "env")],
+                          capture_output=True, text=True, timeout=300, check=False,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "WTB_REPORT_FORMAT": "png"})
+    assert done.returncode == 1 and done.stderr.startswith("Error: --format png: matplotlib is not installed")
+    done = _cli("report", str(oracle), "--out", str(tmp_path / "html"), "--format", "html", code=code)
+    assert done.returncode == 0 and "note: no plots in the HTML: matplotlib is not installed" in done.stdout
 
 
 def test_report_imports_no_engine(oracle: Path) -> None:

@@ -72,15 +72,17 @@ def gpu_check(rows: list[str]) -> Check:
 
 def backend_checks(has_gpu: bool) -> list[Check]:
     from wtb_local.backends import auto_backend, backend_class, engine_backends
+    from wtb_local.install_command import install_command
     from wtb_local.runner.preflight import missing
 
     checks = []
     for backend in engine_backends():
         caps = backend_class(backend).capabilities
-        packages, install = caps.packages or ((), "")
+        packages, extra = caps.packages or ((), "")
         absent = missing(packages)
         if absent:
-            checks.append(Check(WARNING, f"backend {backend}", f"{', '.join(absent)} not importable: {install}"))
+            checks.append(Check(WARNING, f"backend {backend}",
+                                f"{', '.join(absent)} not importable: {install_command(extra)}"))
         elif caps.needs_gpu and not has_gpu:
             checks.append(Check(WARNING, f"backend {backend}", "importable, but no GPU: `--backend auto` picks "
                                                                f"{auto_backend(script=None, replay=None)[0]}"))
@@ -254,7 +256,10 @@ def model_checks(model: str, gpu_rows: list[str], revision: str | None = None) -
 def _template_checks(model: str, config: dict[str, Any]) -> list[Check]:
     missing = __import__("wtb_local.runner.preflight", fromlist=["missing"]).missing(("transformers",))
     if missing:
-        return [Check(WARNING, "template", 'transformers not installed, template not probed: pip install -e ".[hf]"'),
+        from wtb_local.install_command import install_command
+
+        return [Check(WARNING, "template",
+                      f"transformers not installed, template not probed: {install_command('hf')}"),
                 _parser_check(model, None, config)]
     from wtb_local.rendering.renderer import PromptRenderer
 

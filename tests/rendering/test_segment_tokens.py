@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from tests.rendering.conftest import make_tokenizer, real_templates
+from wtb_local.rendering.checks import FIRST
 from wtb_local.rendering.renderer import PromptRenderer
-from wtb_local.rendering.segment_tokens import VERIFY_FIRST, SegmentEncoder
+from wtb_local.rendering.segment_tokens import SegmentEncoder
 
 
 def _gold_prompts(renderer: PromptRenderer, sessions: int) -> list[str]:
@@ -29,7 +30,7 @@ def test_piecewise_ids_equal_whole_prompt_ids(model_id: str) -> None:
     template = real_templates()[model_id]["chat_template"]
     renderer = PromptRenderer(make_tokenizer(template, name=model_id), model_id=model_id)
     texts = _gold_prompts(renderer, 8)
-    assert len(texts) > VERIFY_FIRST  # past the verified start: the cache alone answers
+    assert len(texts) > FIRST  # past the verified start: the cache alone answers
     whole = [renderer.encode(t) for t in texts]
     assert [renderer.segments.encode(t) for t in texts] == whole
     assert renderer.segments.enabled and renderer.segments.note == ""
@@ -61,15 +62,18 @@ def _metaspace_first_tokenizer():
 
 def test_a_tokenizer_that_is_not_piecewise_runs_uncached_with_exact_ids() -> None:
     # SentencePiece-style "prefix space on the first piece only": the piece after <|sep|> tokenised alone
-    # would gain a prefix space, so the first verified prompt turns the cache off.
+    # would gain a prefix space. The probe at start finds it: uncached from the first prompt, and no
+    # mismatch to report (nothing was taken on trust).
     tokenizer = _metaspace_first_tokenizer()
     encoder = SegmentEncoder(tokenizer)
+    assert not encoder.enabled
+    assert encoder.note == ("the tokenizer does not tokenise the text between special tokens on its own (e.g. a "
+                            "prefix space on the first piece only): prompts tokenised whole")
     text = "the city<|sep|>the tool"
     whole = list(tokenizer(text, add_special_tokens=False)["input_ids"])
+    assert encoder._pieces(text) != whole  # what the cache would have given
     assert encoder.encode(text) == whole
-    assert not encoder.enabled
-    assert encoder.note == ("piecewise tokenisation differed from whole-prompt tokenisation at prompt 1: "
-                            "cache off, prompts tokenised whole")
+    assert encoder.checks.counts["tokenisation"] == [0, 0, 1] and encoder.checks.take() == []
     assert encoder.encode("the weather<|sep|>call") == list(
         tokenizer("the weather<|sep|>call", add_special_tokens=False)["input_ids"])
 

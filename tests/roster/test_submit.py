@@ -155,3 +155,14 @@ def test_a_roster_with_an_error_is_not_submitted(tmp_path: Path) -> None:
     assert "    error: max_model_len 65536 exceeds the model's maximum 32768" in proc.stdout.splitlines()
     assert "sbatch" not in proc.stdout
     assert proc.stderr == "error: 1 entry cannot run as written: Qwen2.5-72B-Instruct\n"
+
+
+def test_submit_without_slurm_is_one_line_and_submits_nothing(tmp_path: Path) -> None:
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    proc = wtb("plan", str(PAPER_ROSTER), "--submit", hf_home=tmp_path / "hf", env={"PATH": str(empty)},
+               cwd=tmp_path)
+    assert proc.returncode == 1
+    assert proc.stderr == ("Error: sbatch is not on PATH: --submit needs Slurm (run it where jobs are submitted, "
+                           "e.g. a login node); --dry-run prints the sbatch command lines instead\n")
+    assert not (tmp_path / "logs").exists()  # nothing created either

@@ -54,7 +54,7 @@ class TransformersBackend(Backend):
     # a wave of left-padded `generate` is seeded per batch: batches must not depend on arrival timing
     capabilities = Capabilities(
         renders_prompts=True, needs_tokenizer="yes", samples=True, replays=False, step_synchronous=True,
-        reports_token_usage=True, needs_model=True, packages=(("transformers", "torch"), 'pip install -e ".[hf]"'))
+        reports_token_usage=True, needs_model=True, packages=(("transformers", "torch"), "hf"))
 
     def __init__(self, config: TransformersConfig | None = None, **fields: Any) -> None:
         self.config = config if config is not None else TransformersConfig(**fields)

@@ -55,7 +55,7 @@ class OpenAIBackend(Backend):
     capabilities = Capabilities(
         renders_prompts=True, needs_tokenizer="yes", samples=True, replays=False, step_synchronous=False,
         reports_token_usage=True, needs_model=True, remote=True,
-        packages=(("transformers",), 'pip install -e ".[hf]"'))
+        packages=(("transformers",), "hf"))
 
     def __init__(self, config: OpenAIConfig | None = None, **fields: Any) -> None:
         self.config = config if config is not None else OpenAIConfig(**fields)

@@ -45,7 +45,7 @@ class VLLMBackend(Backend):
     capabilities = Capabilities(
         renders_prompts=True, needs_tokenizer="yes", samples=True, replays=False, step_synchronous=False,
         reports_token_usage=True, needs_model=True, sizes_context=True, needs_gpu=True,
-        packages=(("vllm",), 'pip install -e ".[vllm]"'))
+        packages=(("vllm",), "vllm"))
 
     def __init__(self, config: VLLMConfig | None = None, **fields: Any) -> None:
         # `fields` lets the registry's get_backend("vllm", model=...) build the config.

@@ -57,13 +57,15 @@ import click
     default="md,csv,json,html,png",
     show_default=True,
     envvar="WTB_REPORT_FORMAT",
-    help="Comma-separated formats written with --out: md, csv, json, html, png.",
+    help="Comma-separated formats written with --out: md, csv, json, html, png. Without matplotlib a png "
+    "asked for here is an error; the default skips it with a note.",
 )
-def report(paths: tuple[str, ...], tables: tuple[str, ...], paper: bool, thinking: bool | None,
-           dataset: str | None, out_dir: str | None, formats: str) -> None:
+@click.pass_context
+def report(ctx: click.Context, paths: tuple[str, ...], tables: tuple[str, ...], paper: bool,
+           thinking: bool | None, dataset: str | None, out_dir: str | None, formats: str) -> None:
     """Print the tables of scored runs and optionally write the full report."""
     from wtb_local.reports import diff_row, metric_row, print_tables
-    from wtb_local.reports.build import parse_formats, run_notes, write_report
+    from wtb_local.reports.build import no_matplotlib, parse_formats, run_notes, write_report
     from wtb_local.reports.present import paper_row_of, row_label
     from wtb_local.reports.protocols import protocol_notes
     from wtb_local.reports.render import section_plain
@@ -76,6 +78,13 @@ def report(paths: tuple[str, ...], tables: tuple[str, ...], paper: bool, thinkin
         chosen = parse_formats(formats)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--format") from None
+    asked = ctx.get_parameter_source("formats") not in (click.core.ParameterSource.DEFAULT,
+                                                         click.core.ParameterSource.DEFAULT_MAP)
+    if out_dir is not None and asked and "png" in chosen:
+        from wtb_local.reports.plots import available
+
+        if not available():  # before anything is read or written: a report without the png asked for is not it
+            raise click.ClickException(no_matplotlib("--format png") + "; or leave png out of --format")
     try:
         # labelled as every command labels them; a --repeats run adds its mean row
         runs = load_runs(paths, dataset, thinking)

@@ -21,6 +21,8 @@ def read_dataset(path: str | Path) -> tuple[list[Session], list[str]]:
     """Validate every line of a JSON-lines file; blank lines are skipped. Returns the sessions and the
     warnings (one line each). Raises `DatasetError` at the first line that breaks the schema."""
     label = str(path)
+    if Path(path).is_dir():
+        raise DatasetError(label, _directory(Path(path)))
     try:
         raw = Path(path).read_bytes()
     except FileNotFoundError:
@@ -57,10 +59,24 @@ def resolve_dataset(path_or_name: str | Path | None, *, quiet: bool = False) -> 
     if isinstance(path_or_name, str) and path_or_name == SAMPLE_NAME:
         return sample_dataset_path()
     path = Path(path_or_name)
+    if path.is_dir():
+        raise DatasetError(str(path_or_name), _directory(path))
     if not path.is_file():
         names = ", ".join(DATASET_NAMES)
         raise DatasetError(str(path_or_name), f"no such file (or use a dataset name: {names})")
     return path
+
+
+def _directory(path: Path) -> str:
+    """Why a directory is no dataset, and the JSON-lines files in it that might be."""
+    try:
+        inside = sorted(p.name for p in path.iterdir() if p.suffix == ".jsonl" and p.is_file())
+    except OSError:
+        inside = []
+    shown = ", ".join(inside[:3]) + (f" and {len(inside) - 3} more" if len(inside) > 3 else "")
+    holds = f" (it holds {shown})" if inside else ""
+    return (f"a directory, not a dataset file: give the JSON-lines file itself, one session per line{holds}, "
+            f"or a dataset name: {', '.join(DATASET_NAMES)}")
 
 
 def _release() -> Path:

@@ -15,6 +15,9 @@ so the loop only sends what changed and reads the prompt back (docs/runner-speed
   is sent whole. Tool lists go once to each worker.
 - **Sticky routing.** All the tasks of a session go to one worker, so its tokeniser reuses the session's
   shared beginning (SegmentEncoder's family); sessions are dealt to workers in the order they first ask.
+- **Checked as in-process.** Each worker checks its fast paths under the run's policy (checks.py) and
+  sends its counts and any mismatch with the prompt; a mismatch under `--on-prompt-mismatch reference`
+  turns that fast path off in every worker (`use_reference`), from its next request on.
 - **Errors stay data, faults stop.** A template that raises becomes that step's `render failed: ...`, as
   in-process; a worker that dies is a machine fault (`render_worker_died`, docs/reliability.md): the run
   stops with one line and resumes; nothing finished is lost.
@@ -134,6 +137,8 @@ class RenderPool:
         self._numbers = 0
         self._failure: str | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._check_totals: dict[int, tuple[int, ...]] = {}  # worker -> its latest counts (checks.py)
+        self._reference_only: set[str] = set()
 
     # --- life cycle -------------------------------------------------------------------------------------
 
@@ -188,9 +193,10 @@ class RenderPool:
     # --- per step ---------------------------------------------------------------------------------------
 
     async def build(self, key: Any, family: Any, messages: list[dict[str, Any]],
-                    tools: list[dict[str, Any]] | None) -> tuple[str, list[int], float, float]:
-        """(prompt, token ids, render seconds, tokenise seconds) of `messages`, rendered by a worker exactly
-        as `renderer.render_text` + `renderer.encode_prompt(text, key, family)`; raises RenderFailed."""
+                    tools: list[dict[str, Any]] | None) -> tuple[str, list[int], float, float, list[Any]]:
+        """(prompt, token ids, render seconds, tokenise seconds, mismatches) of `messages`, rendered by a
+        worker exactly as `renderer.render_text` + `renderer.encode_prompt(text, key, family)`, with the
+        fast paths' mismatches found building it (checks.Mismatch); raises RenderFailed."""
         started = time.perf_counter()
         if self._failure is not None:
             raise PoolError(self._failure)
@@ -216,8 +222,21 @@ class RenderPool:
         status, *rest = await future
         if status == "error":
             raise RenderFailed(rest[0])
-        text, ids, render_s, tokenise_s = rest
-        return text, ids, render_s, tokenise_s
+        text, ids, render_s, tokenise_s, found = rest
+        return text, ids, render_s, tokenise_s, found
+
+    def use_reference(self, paths: Any) -> None:
+        """Every worker builds `paths` ("rendering", "tokenisation") by the reference path alone from its next
+        request on (a mismatch was found: checks.py)."""
+        for path in sorted(set(paths) - self._reference_only):
+            self._reference_only.add(path)
+            if self._failure is None:
+                for worker in self._workers:
+                    self._send(worker, ("reference", 0, path))
+
+    def check_totals(self) -> list[tuple[int, ...]]:
+        """Each worker's counts of the fast paths' checks (checks.PromptChecks.totals), as last reported."""
+        return [self._check_totals[index] for index in sorted(self._check_totals)]
 
     def forget(self, key: Any) -> None:
         """The conversation `key` has ended (its worker drops its messages and token state)."""
@@ -292,14 +311,18 @@ class RenderPool:
         if kind == "failed":  # the worker could not start: its reason, to whoever waits for it
             self._fail(worker, f"render worker {worker.index} could not start: {rest[0]}")
             return
+        if kind in ("ok", "error"):  # counted even for a request no longer awaited
+            self._check_totals[worker.index] = rest[-2] if kind == "ok" else rest[-1]
         future = worker.pending.pop(request, None)
         if future is None or future.done():
             return
         if kind == "ready":
             future.set_result(None)
         elif kind == "ok":
-            text, ids, render_s, tokenise_s = rest
-            future.set_result(("ok", text, ids_from_bytes(ids), render_s, tokenise_s))
+            text, ids, render_s, tokenise_s, _totals, found = rest
+            for mismatch in found:
+                mismatch.where = f"render worker {worker.index}"
+            future.set_result(("ok", text, ids_from_bytes(ids), render_s, tokenise_s, found))
         else:
             future.set_result(("error", rest[0]))
 

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from wtb_local.end_of_turn import END_OF_TURN, strip_end_of_turn
 from wtb_local.rendering.adapt import GrowingAdapter, adapt_messages
+from wtb_local.rendering.checks import PATHS, CheckPolicy, PromptChecks
 from wtb_local.rendering.clock import (
     CLOCK_ARGUMENT,
     clocked_template,
@@ -87,13 +88,55 @@ class PromptRenderer:
                    template_kwargs=template_kwargs, thinking=thinking, parser=parser)
 
     def __getstate__(self) -> dict[str, Any]:
-        """What a render worker needs (pool.py): the tokenizer, the template chosen and its variables. The
-        fast paths hold compiled code and caches; a copy builds its own, and checks them again."""
-        return {k: v for k, v in self.__dict__.items() if k not in ("_fast", "_segments", "_growing")}
+        """What a render worker needs (pool.py): the tokenizer, the template chosen and its variables, the
+        checks' policy. The fast paths hold compiled code and caches; a copy builds its own, and checks
+        them again under the same policy, with counts of its own."""
+        state = {k: v for k, v in self.__dict__.items() if k not in ("_fast", "_segments", "_growing")}
+        state["_checks"] = self.prompt_checks.fresh()
+        return state
+
+    # --- checking the fast paths (checks.py) ------------------------------------------------------------
+
+    @property
+    def prompt_checks(self) -> PromptChecks:
+        """This process's checks of the fast paths (the default policy until `check_prompts`)."""
+        if getattr(self, "_checks", None) is None:
+            self._checks = PromptChecks()
+        return self._checks
+
+    def check_prompts(self, policy: CheckPolicy) -> None:
+        """Check the fast paths under `policy` from now on, with fresh counts (a run's start)."""
+        self._checks = PromptChecks(policy)
+        for fast in (getattr(self, "_fast", None), getattr(self, "_segments", None)):
+            if fast is not None:
+                fast.checks = self._checks
+
+    def check_prompts_totals(self) -> tuple[int, ...]:
+        return self.prompt_checks.totals()
+
+    def use_reference(self, path: str) -> None:
+        """Build prompts by the reference path alone from now on for `path` ("rendering": apply_chat_template;
+        "tokenisation": the whole prompt at once): a mismatch was found, here or in another process."""
+        if path not in PATHS:
+            raise ValueError(f"unknown prompt path {path!r}")
+        off = {*getattr(self, "_reference_only", ()), path}
+        self._reference_only = frozenset(off)
+        if path == "rendering" and getattr(self, "_fast", None) is not None:
+            self._fast.off("fast rendering off: a mismatch elsewhere in the run")
+        if path == "tokenisation" and getattr(self, "_segments", None) is not None:
+            self._segments.off("piecewise tokenisation off: a mismatch elsewhere in the run")
+
+    def check_notes(self) -> list[str]:
+        """Why a fast path is off in this process, if one is."""
+        fast, segments = getattr(self, "_fast", None), getattr(self, "_segments", None)
+        return [note for note in (getattr(fast, "note", ""), getattr(segments, "note", "")) if note]
 
     # --- rendering -------------------------------------------------------------------------------------
 
     reads_only = True  # never changes the messages it is given (adapt_messages copies what it reshapes)
+    # the fast paths' classes (None: FastTemplate, SegmentEncoder); a subclass may put others in their place
+    fast_template: Any = None
+    segment_encoder: Any = None
     renders_in_workers = True  # picklable; render_text(grows=) + encode_prompt run in a RenderPool (pool.py)
 
     def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> RenderedPrompt:
@@ -116,7 +159,9 @@ class PromptRenderer:
     def segments(self) -> SegmentEncoder:
         """The prompt tokeniser of `render`: the same ids as `encode`, pieces between special tokens cached."""
         if getattr(self, "_segments", None) is None:
-            self._segments = SegmentEncoder(self.tokenizer)
+            self._segments = (self.segment_encoder or SegmentEncoder)(self.tokenizer, self.prompt_checks)
+            if "tokenisation" in getattr(self, "_reference_only", ()):
+                self._segments.off("piecewise tokenisation off: a mismatch elsewhere in the run")
         return self._segments
 
     def render_text(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, *,
@@ -130,7 +175,10 @@ class PromptRenderer:
         else:
             adapted = adapt_messages(messages, self.choice.adaptation)
         if getattr(self, "_fast", None) is None:
-            self._fast = FastTemplate(self._render_with, self.tokenizer, self.template, self.template_kwargs)
+            fast = self.fast_template or FastTemplate
+            self._fast = fast(self._render_with, self.tokenizer, self.template, self.template_kwargs, self.prompt_checks)
+            if "rendering" in getattr(self, "_reference_only", ()):
+                self._fast.off("fast rendering off: a mismatch elsewhere in the run")
         return self._fast.render(adapted, tools or [], add_generation_prompt=add_generation_prompt)
 
     def encode(self, text: str) -> list[int]:
@@ -215,18 +263,19 @@ class FastTemplate:
     only in cost: the call goes straight to the compiled template, and attribute access on a plain dict
     (`message.role`), which the sandbox answers by first trying `getattr` and catching AttributeError,
     goes straight to the item when the name is not an attribute of dict (so that getattr would fail).
-    Checked, not assumed, as `SegmentEncoder` checks its ids: the first `VERIFY_FIRST` renderings and
-    every `VERIFY_EVERY`-th are also rendered by `apply_chat_template` and compared; on any difference (or
-    a transformers without the compiled-template helper) the fast path is off for good and `note` says
-    so. A rendering that raises is rendered again the slow way, so errors are transformers' own.
+    Checked, not assumed, as `SegmentEncoder` checks its ids: the renderings `checks.policy` names (the
+    first 4 and every N-th, `--verify-prompts`; checks.py) are also rendered by `apply_chat_template` and
+    compared; on any difference the reference rendering is returned, the mismatch goes to `checks`, and
+    the fast path is off for good (as it is from the start on a transformers without the compiled-template
+    helper, which `note` says). A rendering that raises is rendered again the slow way, so errors are
+    transformers' own.
     """
 
-    VERIFY_FIRST = 4
-    VERIFY_EVERY = 64
-
-    def __init__(self, slow: Any, tokenizer: Any, template: str, template_kwargs: dict[str, Any]) -> None:
+    def __init__(self, slow: Any, tokenizer: Any, template: str, template_kwargs: dict[str, Any],
+                 checks: PromptChecks | None = None) -> None:
         self._slow = slow  # PromptRenderer._render_with
         self._template_text = template
+        self.checks = checks if checks is not None else PromptChecks()
         self.renders = 0
         self.note = ""
         try:
@@ -303,28 +352,41 @@ class FastTemplate:
     def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
                add_generation_prompt: bool) -> str:
         if self._template is None:
+            self.checks.reference("rendering")
             return self._slow(self._template_text, messages, tools, add_generation_prompt=add_generation_prompt)
         self.renders += 1
+        fast = self._render_fast(messages, tools, add_generation_prompt=add_generation_prompt)
+        if fast is None:  # the fast rendering raised: the slow path raises transformers' own error (or renders)
+            self.checks.reference("rendering")
+            return self._slow(self._template_text, messages, tools, add_generation_prompt=add_generation_prompt)
+        if self.checks.fast("rendering"):
+            reference = self._slow(self._template_text, messages, tools, add_generation_prompt=add_generation_prompt)
+            if reference != fast:
+                self.checks.mismatch("rendering", fast, reference)
+                self.off(f"fast rendering differed from apply_chat_template at rendering {self.renders}: "
+                         "off, prompts rendered by apply_chat_template")
+                return reference
+        return fast
+
+    def off(self, note: str) -> None:
+        """Render by apply_chat_template alone from now on."""
+        self._template = None
+        self.note = self.note or note
+
+    def _render_fast(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
+                     add_generation_prompt: bool) -> str | None:
+        """The prompt by the compiled template; None when it raises."""
         self._schemas = {id(tool): tool for tool in tools or ()}
         try:
             clock = {CLOCK_ARGUMENT: frozen_clock(conversation_date(messages))} if self._reads_clock else {}
             for step in self._prepare_messages:
                 messages = step(messages)
-            text = self._template.render(messages=messages, tools=list(tools) if tools else None, documents=None,
+            return self._template.render(messages=messages, tools=list(tools) if tools else None, documents=None,
                                          add_generation_prompt=add_generation_prompt, **self._variables, **clock)
-        except Exception:  # noqa: BLE001 - the slow path raises transformers' own error (or renders)
-            return self._slow(self._template_text, messages, tools, add_generation_prompt=add_generation_prompt)
+        except Exception:  # noqa: BLE001 - the caller renders the slow way
+            return None
         finally:
             self._schemas = {}
-        if self.renders <= self.VERIFY_FIRST or self.renders % self.VERIFY_EVERY == 0:
-            reference = self._slow(self._template_text, messages, tools, add_generation_prompt=add_generation_prompt)
-            if reference != text:
-                self._template = None
-                self.note = (f"fast rendering differed from apply_chat_template at rendering {self.renders}: "
-                             "off, prompts rendered by apply_chat_template")
-                return reference
-        return text
-
 
 
 def _installed_message_steps() -> list[Any]:

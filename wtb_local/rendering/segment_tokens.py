@@ -7,12 +7,13 @@ tokens (`<|im_start|>`, ...) out of the text before normalising, pre-tokenising 
 between them, so a prompt's ids are the concatenation of its pieces' ids: each piece is tokenised once and
 looked up after that.
 
-Exactness is checked, not assumed: the first `VERIFY_FIRST` prompts, and every `VERIFY_EVERY`-th after,
-are also tokenised whole and compared; on any difference the cache is turned off for good (its prompts
-from then on are tokenised whole) and `note` says so. Tokenizers that add a prefix space to the first
-piece only (SentencePiece's Metaspace "first") fail that check at the first prompt with text after a
-special token, and simply run uncached. Special tokens that strip neighbouring whitespace are never split
-at.
+Exactness is checked, not assumed: the prompts `checks.policy` names (the first 4 and every N-th,
+`--verify-prompts`; checks.py) are also tokenised whole and compared; on any difference the whole
+prompt's ids are returned, the mismatch goes to `checks`, and the cache is turned off for good (its
+prompts from then on are tokenised whole). Tokenizers that add a prefix space to the first piece only
+(SentencePiece's Metaspace "first") are not piecewise at all: a probe at start finds that and they run
+uncached from the first prompt, said in `note` (not a mismatch: nothing was taken on trust). Special
+tokens that strip neighbouring whitespace are never split at.
 
 The next prompt of a conversation begins with most of the previous one, so `encode(text, key=...)` also
 remembers, per conversation key, the ids at every special token of the last prompt: the longest of those
@@ -27,15 +28,16 @@ from __future__ import annotations
 import re
 from typing import Any
 
-VERIFY_FIRST = 4
-VERIFY_EVERY = 64
+from wtb_local.rendering.checks import PromptChecks
+
 MAX_PIECES = 65536  # cached pieces; the cache is emptied when full (the release needs far fewer)
 MAX_CONVERSATIONS = 8192  # remembered last prompts; emptied when full (a run has one per task in flight)
 
 
 class SegmentEncoder:
-    def __init__(self, tokenizer: Any) -> None:
+    def __init__(self, tokenizer: Any, checks: PromptChecks | None = None) -> None:
         self.tokenizer = tokenizer
+        self.checks = checks if checks is not None else PromptChecks()
         self.enabled = True
         self.note = ""
         self.prompts = 0
@@ -59,6 +61,10 @@ class SegmentEncoder:
             self._split = re.compile(f"({pattern})")
         else:
             self.enabled, self.note = False, "no special tokens to split at"
+        if self.enabled and not self._piecewise(splitters[0]):
+            self.enabled, self.note = False, ("the tokenizer does not tokenise the text between special tokens "
+                                              "on its own (e.g. a prefix space on the first piece only): "
+                                              "prompts tokenised whole")
 
     def whole(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
@@ -77,18 +83,34 @@ class SegmentEncoder:
         `family` a group of conversations sharing a beginning (a session's tasks), whose latest prompt is
         reused by a conversation's first prompt."""
         if not self.enabled:
+            self.checks.reference("tokenisation")
             return self.whole(text)
         self.prompts += 1
-        reuse = key is not None and self.reuse
-        ids = self._continue(text, key, family) if reuse else self._pieces(text)
-        if self.prompts <= VERIFY_FIRST or self.prompts % VERIFY_EVERY == 0:
+        ids = self._fast_ids(text, key, family)
+        if self.checks.fast("tokenisation"):
             reference = self.whole(text)
             if reference != ids:
-                self.enabled = False
-                self.note = (f"piecewise tokenisation differed from whole-prompt tokenisation at prompt "
-                             f"{self.prompts}: cache off, prompts tokenised whole")
+                self.checks.mismatch("tokenisation", ids, reference)
+                self.off(f"piecewise tokenisation differed from whole-prompt tokenisation at prompt "
+                         f"{self.prompts}: cache off, prompts tokenised whole")
                 return reference
         return ids
+
+    def off(self, note: str) -> None:
+        """Tokenise whole prompts alone from now on."""
+        self.enabled = False
+        self.note = self.note or note
+
+    def _fast_ids(self, text: str, key: Any, family: Any) -> list[int]:
+        """The prompt's ids by cached pieces (and the conversation's previous prompt, given its key)."""
+        return self._continue(text, key, family) if key is not None and self.reuse else self._pieces(text)
+
+    def _piecewise(self, special: str) -> bool:
+        """Whether text around a special token tokenises as its pieces do alone (a probe at start)."""
+        for text in (f"a{special}a b", f" x {special} x\n{special}\n"):
+            if self._pieces(text) != self.whole(text):
+                return False
+        return True
 
     def forget(self, key: Any) -> None:
         self._last.pop(key, None)

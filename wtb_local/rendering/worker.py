@@ -4,12 +4,17 @@ It reads length-prefixed pickles from stdin and answers on the stdout it was sta
 library prints goes to stderr instead, so it cannot corrupt the replies):
   ("init", 0, renderer pickle)                     -> ("ready", 0) or ("failed", 0, reason)
   ("render", n, key, family, base, new, tools#, tools|None)
-                                                   -> ("ok", n, text, ids bytes, render s, tokenise s)
-                                                      or ("error", n, "render failed: Type: message")
+                                                   -> ("ok", n, text, ids bytes, render s, tokenise s,
+                                                       check counts, mismatches)
+                                                      or ("error", n, "render failed: Type: message",
+                                                          check counts)
   ("forget", 0, key)                               -> nothing
+  ("reference", 0, path)                           -> nothing (that fast path off: checks.py)
 A conversation is its first `base` messages as last sent plus `new`; `render` is `render_text` then
 `encode_prompt(text, key, family)` of the run's own renderer, so the prompt and its ids are the in-process
-ones. The fast paths' notes (FastTemplate, SegmentEncoder) are sent once each as ("note", 0, text).
+ones. With each prompt come this worker's counts of the fast paths' checks so far and the mismatches
+found building it (checks.py). The fast paths' notes (FastTemplate, SegmentEncoder) are sent once each as
+("note", 0, text), ahead of the reply to the request that turned one off (or at once on "reference").
 """
 
 from __future__ import annotations
@@ -52,6 +57,12 @@ def serve(inbox: BinaryIO, outbox: BinaryIO) -> None:
     conversations: dict[Any, list[dict[str, Any]]] = {}
     tools_by_number: dict[int, Any] = {}
     noted: set[str] = set()
+
+    def say_notes() -> None:
+        for note in renderer.check_notes():
+            if note not in noted:
+                noted.add(note)
+                send(("note", 0, note))
     clock = time.perf_counter
     while True:
         message = _read(inbox)
@@ -61,6 +72,10 @@ def serve(inbox: BinaryIO, outbox: BinaryIO) -> None:
         if kind == "forget":
             conversations.pop(message[2], None)
             renderer.forget(message[2])
+            continue
+        if kind == "reference":
+            renderer.use_reference(message[2])
+            say_notes()
             continue
         _, number, key, family, base, new, tools_number, tools = message
         if tools is not None:
@@ -73,15 +88,16 @@ def serve(inbox: BinaryIO, outbox: BinaryIO) -> None:
         try:
             text = renderer.render_text(list(messages), tools_by_number[tools_number], grows=True)
         except Exception as exc:  # noqa: BLE001 - a template's raise_exception fails this step only
-            send(("error", number, f"render failed: {type(exc).__name__}: {' '.join(str(exc).split())}"))
+            send(("error", number, f"render failed: {type(exc).__name__}: {' '.join(str(exc).split())}",
+                  renderer.prompt_checks.totals()))
             continue
         rendered = clock()
         ids = renderer.encode_prompt(text, key, family)
-        send(("ok", number, text, ids_to_bytes(ids), rendered - started, clock() - rendered))
-        for note in (getattr(getattr(renderer, "_fast", None), "note", ""), renderer.segments.note):
-            if note and note not in noted:
-                noted.add(note)
-                send(("note", 0, note))
+        tokenised = clock()
+        say_notes()  # before the reply: read even when that reply is the run's last
+        checks = renderer.prompt_checks
+        send(("ok", number, text, ids_to_bytes(ids), rendered - started, tokenised - rendered, checks.totals(),
+              checks.take()))
 
 
 def main() -> None:

@@ -10,7 +10,13 @@ from wtb_local.reports.runs import Run
 from wtb_local.reports.sections import Section, build_sections
 
 FORMATS = ("md", "csv", "json", "html", "png")
-NO_MATPLOTLIB = "png skipped: matplotlib is not installed (pip install 'wtb-local[report]')"
+
+
+def no_matplotlib(what: str) -> str:
+    """The note (or error) for plots that cannot be drawn: matplotlib and the command that installs it."""
+    from wtb_local.install_command import install_command
+
+    return f"{what}: matplotlib is not installed ({install_command('report')})"
 
 
 @dataclass
@@ -50,7 +56,8 @@ def run_notes(runs: Sequence[Run], paper: bool) -> list[str]:
 def write_report(runs: Sequence[Run], out_dir: str | Path, formats: Sequence[str], paper: bool = True,
                  sections: Sequence[Section] | None = None) -> Written:
     """Write the chosen formats into `out_dir`: report.md, <section>.csv, report.json, report.html,
-    plots/*.png. Without matplotlib, PNGs are skipped with a note and the HTML has no plots."""
+    plots/*.png. Without matplotlib, PNGs are skipped with a note and the HTML has no plots (the `report`
+    command refuses a png it was asked for explicitly before calling this)."""
     from wtb_local.reports import render
 
     out = Path(out_dir)
@@ -66,7 +73,7 @@ def write_report(runs: Sequence[Run], out_dir: str | Path, formats: Sequence[str
             if "png" in formats:
                 written.files += plots
         elif "png" in formats or "html" in formats:
-            written.notes.append(NO_MATPLOTLIB)
+            written.notes.append(no_matplotlib("png skipped" if "png" in formats else "no plots in the HTML"))
     if "md" in formats:
         written.files.append(_write(out / "report.md", render.report_markdown(
             sections, [p.name for p in plots] if "png" in formats else [], written.notes)))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -150,6 +151,9 @@ def submit_jobs(jobs: list[Job], *, dry_run: bool = False) -> list[str]:
     lines, ids = [], []
     *work, report = jobs
     if not dry_run:
+        if shutil.which("sbatch") is None:  # before anything is submitted or created
+            raise SubmitError("sbatch is not on PATH: --submit needs Slurm (run it where jobs are submitted, "
+                              "e.g. a login node); --dry-run prints the sbatch command lines instead")
         Path("logs").mkdir(exist_ok=True)  # Slurm opens the templates' --output=logs/... before they start
     for job in work:
         if dry_run:
@@ -175,8 +179,11 @@ def _var(key: str) -> str:
 
 
 def _sbatch(job: Job, dependency: str | None = None) -> str:
-    proc = subprocess.run(job.command(dependency), capture_output=True, text=True, env={**os.environ, **job.env},
-                          check=False)
+    try:
+        proc = subprocess.run(job.command(dependency), capture_output=True, text=True,
+                              env={**os.environ, **job.env}, check=False)
+    except OSError as exc:  # sbatch gone or not executable since the check
+        raise SubmitError(f"sbatch {job.script.name} ({job.key}) could not run: {exc.strerror or exc}") from None
     if proc.returncode != 0:
         raise SubmitError(f"sbatch {job.script.name} ({job.key}) failed: {' '.join(proc.stderr.split())}")
     return proc.stdout.strip().split(";")[0]

@@ -113,22 +113,26 @@ def _open_store(paths: RunPaths, *, resume: bool, err: Any) -> ResultStore:
 
 async def _run_pending(prep: PreparedRun, pending: list[Any], backend: Backend, *, model_name: str,
                        own_backend: bool, store: ResultStore, scheduling: str, stats: ProgressStats,
-                       meter: ThroughputMeter, err: Any, stop: StopSignal) -> None:
+                       meter: ThroughputMeter, err: Any, stop: StopSignal, audit: Any = None) -> None:
     from wtb_local.evaluator.episode import session_result
 
     settings = prep.run
+    if audit is not None:  # before render workers copy the renderer
+        audit.start(prep.renderer)
     pool = _start_pool(prep.renderer, settings.render_workers, err) if backend.needs_prompt else None
     try:
         if own_backend:
             await backend.start()  # the render workers load meanwhile
         if pool is not None:
             pool = await _pool_ready(pool, err)
+        if audit is not None:
+            audit.pool = pool
     except BaseException:
         if pool is not None:
             pool.close()
         raise
     driver = StepDriver(backend, sampling=settings.sampling, parser=prep.parser, renderer=prep.renderer,
-                        meter=meter, pool=pool)
+                        meter=meter, pool=pool, audit=audit)
     meter.started = meter.now()  # rates count from the first request, not from engine start
     try:
         with make_progress(settings.progress, stats, err) as progress:
@@ -222,6 +226,7 @@ async def run_job_async(options: RunOptions, *, backend: Backend | None = None, 
     fault_mark = backend.fault_log.snapshot()  # a backend given by the caller may have served earlier runs
     meter = ThroughputMeter()
     stop = current_stop() or StopSignal()  # run_job installs the handlers; a direct caller has none
+    audit = _prompt_audit(prep, backend, err)
     # On disk before any session runs: a process killed outright still leaves this invocation recorded.
     manifest["invocations"].append(invocation)
     write_manifest(paths.run_dir, manifest)
@@ -230,7 +235,7 @@ async def run_job_async(options: RunOptions, *, backend: Backend | None = None, 
             with stop.armed():
                 await _run_pending(prep, pending, backend, model_name=paths.model_name, own_backend=own_backend,
                                    store=store, scheduling=scheduling, stats=stats, meter=meter, err=err,
-                                   stop=stop)
+                                   stop=stop, audit=audit)
     except (asyncio.CancelledError, Exception) as exc:
         _drain(store)  # sessions finished before the stop are still being written: count them too
         if stop.requested:  # SIGINT/SIGTERM: episodes stopped or were cancelled; finished sessions stay
@@ -246,6 +251,10 @@ async def run_job_async(options: RunOptions, *, backend: Backend | None = None, 
             failure = cause.summary()
             raise RunError(stop_line(cause, len(store.rows), paths.result_file)) from exc
         failure = f"{type(cause).__name__}: {' '.join(str(cause).split())}"
+        from wtb_local.rendering.checks import PromptMismatchError
+
+        if isinstance(cause, PromptMismatchError):
+            raise RunError(f"{cause}; {len(store.rows)} finished session(s) kept in {paths.result_file}") from exc
         raise RunError(f"the {settings.backend} backend failed, run stopped ({failure}); "
                        f"{len(store.rows)} finished session(s) kept in {paths.result_file}: "
                        "rerun the same command to resume") from exc
@@ -258,6 +267,8 @@ async def run_job_async(options: RunOptions, *, backend: Backend | None = None, 
             if failure:
                 invocation["failure"] = failure
             invocation.update(backend.fault_log.since(fault_mark, stopping_fault))  # faults: {kind: count}
+            if audit is not None:
+                invocation["prompt_checks"] = audit.record()
             meter.writer_busy_s = store.write_s
             invocation["throughput"] = meter.summary(stats.tasks_this_run)
             described = backend.describe()
@@ -285,6 +296,17 @@ def _throughput(invocation: dict[str, Any], pending: list[Any], previous: dict[s
         return invocation["throughput"]
     earlier = ((previous or {}).get("summary") or {}).get("throughput")
     return earlier if earlier is not None else invocation["throughput"]
+
+
+def _prompt_audit(prep: PreparedRun, backend: Backend, err: Any) -> Any:
+    """The run's record of the fast prompt paths' checks (rendering/checks.py; `_run_pending` starts it);
+    None when the run's prompts do not go through them."""
+    settings = prep.run
+    if settings.verify_prompts is None or not backend.needs_prompt:
+        return None
+    from wtb_local.rendering.checks import PromptAudit, parse_every
+
+    return PromptAudit(parse_every(settings.verify_prompts), settings.on_prompt_mismatch or "reference", err)
 
 
 def _drain(store: ResultStore) -> None:

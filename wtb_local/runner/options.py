@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from wtb_local.backends import backend_choices
 from wtb_local.protocols.registry import protocol_names
+from wtb_local.rendering.checks import ALL, DEFAULT_VERIFY_EVERY, MISMATCH_MODES, parse_every
 from wtb_local.resources import DEFAULT_DATASET
 from wtb_local.runner.loop import SCHEDULING_MODES
 
@@ -81,6 +82,16 @@ def _workers(_ctx: click.Context, _param: click.Parameter, value: str | None) ->
     if not value.strip().isdigit():
         raise click.BadParameter(f"{value!r} is not a number of processes (0, 1, 2, ...) or auto")
     return str(int(value))
+
+
+def _verify_prompts(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        every = parse_every(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    return ALL if every == 1 and value.strip().lower() == ALL else str(every)
 
 
 class RunOptions(BaseModel):
@@ -198,6 +209,15 @@ class RunOptions(BaseModel):
         "Processes that render and tokenise prompts beside the event loop (0: on the loop; auto: one per spare "
         "CPU up to 8 for runs of 64 episodes or more, else 0). Prompts are the same either way "
         "(docs/runner-speed.md §6).", callback=_workers, show_default=True)] = "auto"
+    verify_prompts: Annotated[str, Cli(
+        "How often the fast prompt paths are checked against the reference path (apply_chat_template; the whole "
+        "prompt tokenised at once): N = the first 4 renderings and tokenisations of each process (the loop, "
+        "each render worker) and every N-th after; all = every one (docs/runner-speed.md §7).",
+        callback=_verify_prompts, show_default=True)] = str(DEFAULT_VERIFY_EVERY)
+    on_prompt_mismatch: Annotated[str, Cli(
+        "When a fast path differed from the reference path: reference = that prompt and every later one by the "
+        "reference path; stop = stop the run. Either way recorded in the manifest (prompt_checks).",
+        type=click.Choice(MISMATCH_MODES), show_default=True)] = "reference"
     repeats: Annotated[int, Cli(
         "Run K seeds of a sampled run (one engine) and report mean ± standard error; each repeat is a run "
         "directory under <run dir>/repeats/.", type=_POSITIVE, show_default=True)] = 1

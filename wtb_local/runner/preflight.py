@@ -17,8 +17,9 @@ from pathlib import Path
 
 from wtb_local.runner.errors import RunError
 
-# The packages each backend imports are declared by the backend (backends/base.py, Capabilities.packages).
-RENDER_PACKAGES: tuple[tuple[str, ...], str] = (("transformers",), 'pip install -e ".[hf]"')
+# The packages each backend imports are declared by the backend (backends/base.py, Capabilities.packages),
+# with the extra that brings them.
+RENDER_PACKAGES: tuple[tuple[str, ...], str] = (("transformers",), "hf")
 DEFAULT_NETWORK_TIMEOUT_S = 5.0
 _TRUE = ("1", "true", "yes", "on")
 
@@ -45,11 +46,14 @@ def missing(packages: tuple[str, ...]) -> list[str]:
 
 
 def require_packages(what: str, spec: tuple[tuple[str, ...], str]) -> None:
-    packages, install = spec
+    """`spec`: (the packages, the extra that brings them)."""
+    from wtb_local.install_command import install_command
+
+    packages, extra = spec
     absent = missing(packages)
     if absent:
         raise RunError(f"{what} needs {' and '.join(absent)}, which {'is' if len(absent) == 1 else 'are'} "
-                       f"not installed: {install}")
+                       f"not installed: {install_command(extra)}")
 
 
 def offline_variable() -> str | None:

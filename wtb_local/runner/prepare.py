@@ -150,6 +150,11 @@ def _prepare(options: RunOptions, renderer: Any, err: Any, engine: bool) -> Prep
         context, values["default_max_model_len"] = engine_context_length(values, renderer, selected)
         if values["default_max_model_len"] is not None:
             sources["max_model_len"] = context["how"]
+    from wtb_local.rendering.checks import resolve_prompt_checks
+
+    values["verify_prompts"], values["on_prompt_mismatch"] = resolve_prompt_checks(
+        options.verify_prompts, options.on_prompt_mismatch, sources, renderer=renderer,
+        renders_prompts=caps.renders_prompts, given=options.given, err=err)
     from wtb_local.rendering.pool import resolve_render_workers
 
     values["render_workers"], sources["render_workers"] = resolve_render_workers(

@@ -57,6 +57,10 @@ class ResolvedRun(BaseModel):
     batch_size: int = 16
     scheduling: str = "auto"
     render_workers: int = 0  # processes rendering prompts beside the loop (rendering/pool.py); not hashed
+    # the fast prompt paths' checks (rendering/checks.py); None where the run's prompts do not go through them.
+    # Not hashed: prompts are the reference path's either way, so they change no prompt the model sees.
+    verify_prompts: str | None = None
+    on_prompt_mismatch: str | None = None
     progress: str = "auto"
     protocol: str | None = None  # the protocol's hash value: None for release (left out of the hash)
     paper_family: str | None = None

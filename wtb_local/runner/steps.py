@@ -34,10 +34,13 @@ class StepDriver:
 
     def __init__(self, backend: Backend, *, sampling: SamplingConfig, parser: Any = None,
                  renderer: Any = None, id_style: str = "openai",
-                 meter: ThroughputMeter | None = None, pool: Any = None) -> None:
+                 meter: ThroughputMeter | None = None, pool: Any = None, audit: Any = None) -> None:
         """`pool`: a started RenderPool (rendering/pool.py) for `renderer`: prompts are rendered and
-        tokenised in its worker processes, byte for byte as `renderer` would, off the event loop."""
+        tokenised in its worker processes, byte for byte as `renderer` would, off the event loop. `audit`:
+        the run's PromptAudit (rendering/checks.py), told of every mismatch of the fast prompt paths with
+        the step it was found at."""
         self.backend = backend
+        self.audit = audit
         self.meter = meter if meter is not None else ThroughputMeter()
         self.pool = pool if backend.needs_prompt else None
         self.meter.pool = self.pool
@@ -62,9 +65,16 @@ class StepDriver:
         rid = request_id(episode.session_id, episode.task_idx, episode.step)
         timing = [0.0]  # tokenising time, filled by _build
         try:
-            return self._build(episode, rid, messages, tools, timing, shared)
+            built = self._build(episode, rid, messages, tools, timing, shared)
         finally:
             self._build_s[rid] = (self.meter.now() - started - timing[0], timing[0])
+        if self.audit is not None:  # the renderer turned the differing fast path off itself
+            self._mismatches(episode, self.renderer.prompt_checks.take())
+        return built
+
+    def _mismatches(self, episode: Any, found: list[Any]) -> None:
+        if found:
+            self.audit.found(found, session=episode.session_id, task=episode.task_idx, step=episode.step)
 
     async def build(self, episode: Any) -> tuple[GenerationRequest | None, str | None]:
         """`build_request`, with the prompt rendered by the render pool when there is one (awaited while the
@@ -77,11 +87,15 @@ class StepDriver:
         rid = request_id(episode.session_id, episode.task_idx, episode.step)
         request = self._request(episode, rid, messages, tools)
         try:
-            text, ids, render_s, tokenise_s = await self.pool.build(
+            text, ids, render_s, tokenise_s, found = await self.pool.build(
                 (episode.session_id, episode.task_idx), episode.session_id, messages, tools)
         except RenderFailed as exc:
             self._build_s[rid] = (0.0, 0.0)
             return None, str(exc)
+        if found:  # the worker returned the reference's prompt; the other workers follow it from now on
+            if self.audit is not None:
+                self._mismatches(episode, found)
+            self.pool.use_reference(m.path for m in found)
         self._build_s[rid] = (render_s, tokenise_s)  # the worker's time: off the loop (throughput.py)
         request.prompt, request.prompt_token_ids = text, ids
         return request, None
