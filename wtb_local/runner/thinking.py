@@ -18,6 +18,7 @@ The mode picks the paper's row (Qwen3 models have two) and the default `max_new_
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import BaseModel
