@@ -21,7 +21,6 @@ class TestGigaChat3(ParserConformance):
 
 
 def test_both_generations() -> None:
-    import json
 
     v31 = 'Checking.<|function_call|>{"name": "search", "arguments": {"query": "x"}}<|message_sep|>'
     v3 = 'Checking.<|message_sep|>\n\nfunction call<|role_sep|>\n{"name": "search", "arguments": {"query": "x"}}'

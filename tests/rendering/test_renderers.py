@@ -6,7 +6,6 @@ imitations of the same encoders serve as cross-checks."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 

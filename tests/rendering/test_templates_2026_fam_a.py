@@ -92,7 +92,7 @@ def test_a_reply_cut_from_the_template_reads_back(key: str, count: int) -> None:
     content and reasoning empty. Single-call templates are asked for one call at a time."""
     from wtb_local.rendering.probe import PROBE_TOOLS, probe_messages
 
-    model, parser, adaptation, _ = EXPECTED[key]
+    _model, parser, adaptation, _ = EXPECTED[key]
     if adaptation.split_parallel and count > 1:
         return
     renderer = _renderer(key)

@@ -66,7 +66,7 @@ class CohereCommandParser(ToolParser):
             found = _actions(region, closed=end >= 0, truncated=is_truncated(finish_reason), errors=errors)
             calls += found
             pos = end + len(ACTION_CLOSE) if end >= 0 else len(rest)
-            if not found and not errors[-1:] == [TRUNCATED]:
+            if not found and errors[-1:] != [TRUNCATED]:
                 pieces.append(rest[start:pos])  # nothing readable: the text stays for analysis
             elif found and end < 0 and not is_truncated(finish_reason):
                 errors.append(f"no {ACTION_CLOSE} (an unterminated action); calls kept")

@@ -59,7 +59,7 @@ class GigaChat3Parser(ToolParser):
             got, errs = scan.finish(is_truncated(finish_reason) and n == len(markers) - 1)
             calls += got
             errors += errs
-            if not got and not scan.calls and scan.partial is None and not errs[-1:] == ["truncated tool call"]:
+            if not got and not scan.calls and scan.partial is None and errs[-1:] != ["truncated tool call"]:
                 pieces.append(text[marker.start():scan.end])
             pos = scan.end
         pieces.append(text[pos:])

@@ -16,7 +16,6 @@ from wtb_local.parsers._common import decode_json_at
 from wtb_local.parsers.hermes import HermesParser
 from wtb_local.schema import ParseResult
 
-
 _BLOCK = re.compile(r"<longcat_tool_call>(.*?)</longcat_tool_call>", re.DOTALL)
 
 
