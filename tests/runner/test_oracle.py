@@ -44,6 +44,18 @@ REPRESENTATIVE = {
     "olmo3": "allenai/Olmo-3-7B-Instruct",
     "qwen3_xml": "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8",
     "step3p5": "stepfun-ai/Step-3.5-Flash",
+    # 2026 families (DeepSeek, Kimi, GLM, MiniMax, ...)
+    "cohere_command": "CohereLabs/command-a-reasoning-08-2025",
+    "deepseek_v32": "deepseek-ai/DeepSeek-V3.2",
+    "deepseek_v4": "deepseek-ai/DeepSeek-V4-Flash",
+    "deepseek_v41": "deepseek-ai/DeepSeek-V4.1",
+    "gigachat3": "ai-sage/GigaChat3-10B-A1.8B",
+    "glm47": "zai-org/GLM-4.7",
+    "hy_v3": "tencent/Hy3-preview",
+    "kimi_k3": "moonshotai/Kimi-K3",
+    "longcat": "meituan-longcat/LongCat-Flash-Chat",
+    "minimax_m3": "MiniMaxAI/MiniMax-M3",
+    "poolside_v1": "poolside/Laguna-XS.2",
 }
 
 
