@@ -36,11 +36,9 @@ def run(ctx: click.Context, **params: Any) -> None:
             return
         outcome = run_job(options)
     except RunInterrupted as exc:  # Ctrl-C or SIGTERM (e.g. SLURM preemption) while sessions ran
-        click.echo(str(exc), err=True)
-        sys.exit(130)
-    except KeyboardInterrupt:  # the same before any session ran (or a second signal)
-        click.echo("interrupted: finished sessions are kept; rerun the same command to resume", err=True)
-        sys.exit(130)
+        _exit_interrupted(str(exc))
+    except KeyboardInterrupt:  # the same before any session ran
+        _exit_interrupted("interrupted: finished sessions are kept; rerun the same command to resume")
     except (RunError, ValueError) as exc:  # DatasetError, ScoringError, TemplateError are ValueErrors
         raise click.ClickException(str(exc)) from None
     except OSError as exc:
@@ -87,6 +85,21 @@ def run(ctx: click.Context, **params: Any) -> None:
     shown = present(paths.run_dir, outcome.metric, manifest=outcome.manifest)
     shown.show(sys.stdout)
     _save_summary(outcome, shown.rows, [f"note: {note}" for note in shown.notes])
+
+
+def _exit_interrupted(line: str) -> None:
+    """The one line and exit 130. A further signal is ignored from here: the record is on disk, and the
+    interpreter's own shutdown would otherwise die of it (exit -2 instead of 130). What is alive is left
+    out of the shutdown's garbage collections, which would otherwise walk a large run's every object for
+    seconds after its line is printed."""
+    import gc
+    import signal
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
+    click.echo(line, err=True)
+    gc.freeze()
+    sys.exit(130)
 
 
 def _save_summary(outcome: Any, rows: list[Any], notes: list[str]) -> None:

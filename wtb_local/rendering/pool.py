@@ -19,6 +19,8 @@ so the loop only sends what changed and reads the prompt back (docs/runner-speed
   worker that dies stops the run with a one-line error (the run resumes; nothing finished is lost).
 - **Never blocks the loop.** Requests are written without blocking (a full pipe waits for the loop's
   writer callback) and replies are read by a reader callback, so neither side can wait on the other.
+  An error inside either callback fails every request waiting on that worker and every later one with a
+  `PoolError`, so the run stops with one line instead of waiting forever (docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -239,6 +241,12 @@ class RenderPool:
 
     def _flush(self, worker: _Worker) -> None:
         try:
+            self._write(worker)
+        except Exception as exc:  # noqa: BLE001 - a loop callback's error would only be logged: stop instead
+            self._broken(worker, "sending it a request", exc)
+
+    def _write(self, worker: _Worker) -> None:
+        try:
             while worker.outbox:
                 written = os.write(worker.send_fd, worker.outbox)
                 del worker.outbox[:written]
@@ -256,6 +264,25 @@ class RenderPool:
             self._loop.remove_writer(worker.send_fd)  # type: ignore[union-attr]
 
     def _readable(self, worker: _Worker) -> None:
+        try:
+            self._read(worker)
+        except Exception as exc:  # noqa: BLE001 - a loop callback's error would only be logged: stop instead
+            self._broken(worker, "reading its reply", exc)
+
+    def _broken(self, worker: _Worker, doing: str, exc: Exception) -> None:
+        """An error in one of the pool's loop callbacks: that worker is dropped and everything waiting on
+        it, and every later request, fails with a PoolError saying why (docs/reliability.md, "No hangs")."""
+        for remove, fd in ((self._loop.remove_reader, worker.recv_fd),  # type: ignore[union-attr]
+                           (self._loop.remove_writer, worker.send_fd)):  # type: ignore[union-attr]
+            try:
+                remove(fd)
+            except (OSError, ValueError):
+                pass
+        worker.writing = False
+        self._fail(worker, f"render worker {worker.index}: {doing} failed ({type(exc).__name__}: "
+                           f"{' '.join(str(exc).split())})")
+
+    def _read(self, worker: _Worker) -> None:
         started = time.perf_counter()
         try:
             data = os.read(worker.recv_fd, 1 << 20)
