@@ -21,8 +21,8 @@ from wtb_local.runner.config import config_hash, hashed_config
 from wtb_local.runner.environment import machine, package_versions
 from wtb_local.runner.errors import LoopError, RecordError, RunError, one_line
 from wtb_local.runner.length_cuts import length_cuts
+from wtb_local.runner.lock import RunLock, locked
 from wtb_local.runner.loop import SessionRunner, resolve_scheduling
-from wtb_local.runner.lock import RunDirLocked, RunLock
 from wtb_local.runner.manifest import read_manifest
 from wtb_local.runner.options import RunOptions
 from wtb_local.runner.paths import RunPaths
@@ -177,18 +177,8 @@ async def run_job_async(options: RunOptions, *, backend: Backend | None = None, 
     started_at, started = _now(), time.monotonic()
     # Only an engine this run starts gets a context window chosen (a given backend has its own).
     prep = prepared or prepare(options, renderer, err, engine=backend is None)
-    lock = RunLock(prep.paths.run_dir)
-    try:
-        left = lock.acquire()
-    except RunDirLocked as exc:
-        raise RunError(str(exc)) from None
-    try:
-        if left is not None:
-            print(f"note: {prep.paths.run_dir}: taking over the lock left by {left.describe()}, which ended "
-                  "without releasing it", file=err)
+    with locked(prep.paths.run_dir, err) as lock:
         return await _run_locked(prep, backend, lock, (started_at, started), err)
-    finally:
-        lock.release()
 
 
 async def _run_locked(prep: PreparedRun, backend: Backend | None, lock: RunLock, start: tuple[str, float],
@@ -250,7 +240,7 @@ async def _run_locked(prep: PreparedRun, backend: Backend | None, lock: RunLock,
                 await _run_pending(prep, pending, backend, model_name=paths.model_name, own_backend=own_backend,
                                    store=store, scheduling=scheduling, stats=stats, meter=meter, err=err,
                                    stop=stop)
-    except (asyncio.CancelledError, Exception, KeyboardInterrupt) as exc:
+    except (asyncio.CancelledError, Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - each one recorded
         ended = exc
     # Every way the sessions end comes here: the result file is closed, and the record says how they ended.
     with stop.holding():  # a first signal now waits until the record is on disk (stopping.py)
@@ -336,7 +326,8 @@ def _record_line(exc: RecordError, kept: int, result_file: Path, problem: str | 
     """The one line of a record that could not be written: which file, why, how many sessions are safe."""
     head = "disk full: " if exc.disk_full else ""
     then = "free space and rerun" if exc.disk_full else "rerun"
-    return (f"{head}{exc}, run stopped; {kept} finished session(s) are safe on disk in {result_file}"
+    where = "" if exc.path == result_file else f" in {result_file}"
+    return (f"{head}{exc}, run stopped; {kept} finished session(s) are safe on disk{where}"
             + (f"; {problem}" if problem else "") + f": {then} the same command to resume")
 
 
@@ -363,7 +354,10 @@ def score_run(result_rows: list[dict[str, Any]], sessions: list[Any], model_name
     from wtb_local.scoring import write_score_files
 
     score_rows, metric = score_with(checker, result_rows, sessions, model_name, str(paths.result_file))
-    write_score_files(paths.run_dir, model_name, score_rows, metric)
+    try:
+        write_score_files(paths.run_dir, model_name, score_rows, metric)
+    except OSError as exc:
+        raise RecordError(exc.filename or paths.score_dir, exc) from exc
     return score_rows, metric
 
 

@@ -12,15 +12,21 @@ retries for a moment so such a probe never makes a run refuse to start.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import errno
 import fcntl
 import json
 import os
 import socket
+import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from wtb_local.runner.errors import RunError
 
 LOCK_NAME = "run.lock"
 _ACQUIRE_S = 0.3  # how long a run retries a lock held only by a reader's probe
@@ -55,7 +61,7 @@ class Holder:
         return f"pid {self.pid if self.pid is not None else '?'} on {self.host or '?'} since {self.since or '?'}"
 
 
-class RunDirLocked(Exception):
+class RunDirLocked(RunError):
     """Another process holds the run directory; the message is one line naming it."""
 
     def __init__(self, run_dir: Path, holder: Holder) -> None:
@@ -164,3 +170,18 @@ def live_holder(run_dir: str | Path) -> Holder | None:
         return None
     finally:
         os.close(fd)
+
+
+@contextlib.contextmanager
+def locked(run_dir: str | Path, err: Any = None) -> Iterator[RunLock]:
+    """Hold `run_dir` for the block (RunDirLocked when a live process holds it); a lock left by a process
+    that ended without releasing it is taken over with a one-line note on `err`."""
+    lock = RunLock(run_dir)
+    left = lock.acquire()
+    try:
+        if left is not None:
+            print(f"note: {lock.run_dir}: taking over the lock left by {left.describe()}, which ended without "
+                  "releasing it", file=err or sys.stderr)
+        yield lock
+    finally:
+        lock.release()

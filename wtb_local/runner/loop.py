@@ -200,7 +200,7 @@ class SessionRunner:
             if self.on_finished is not None:
                 doing = f"on_finished({session_id})"
                 self.on_finished(session_id)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any callback error stops the run with one line
             self._fail(LoopError(f"{doing}: {one_line(exc)}"))
         finally:
             if self._unwritten == 0:

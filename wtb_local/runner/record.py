@@ -164,7 +164,7 @@ def _stop_children() -> None:
     try:
         for child in multiprocessing.active_children():
             child.terminate()
-    except Exception:  # noqa: BLE001 - the process is ending: a child that cannot be signalled is left
+    except Exception:  # noqa: BLE001, S110 - the process is ending: a child that cannot be signalled is left
         pass
 
 
@@ -177,5 +177,6 @@ def status_note(run_dir: str | Path, manifest: dict[str, Any] | None) -> str | N
     if holder is not None:
         return (f"{run_dir} is still running ({holder.describe()}): only the sessions finished so far are "
                 "counted")
-    return (f"{run_dir}: the manifest says running, but no process holds the run: it was killed (SIGKILL, out "
-            "of memory or a lost node); rerun the same command to resume")
+    return (f"{run_dir}: the manifest says running, but no process holds the run: its process died without "
+            "closing the record (killed, out of memory, a lost node or a full disk); rerun the same command to "
+            "resume")
