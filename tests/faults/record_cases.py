@@ -1,7 +1,7 @@
 """What the record cases of the fault suite share (tests/faults/test_record_*.py; docs/reliability.md,
 "Record faults"): real `python -m wtb_local run` subprocesses with the oracle backend on the sample made
-32 times longer (256 sessions, about a second and a half of sessions, so a signal or a kill lands mid-run),
-an uninterrupted reference run to compare against, and the checks every case ends with."""
+16 times longer (128 sessions: about half a second of sessions on a free CPU, so a signal or a kill lands
+mid-run), an uninterrupted reference run to compare against, and the checks every case ends with."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ MODEL_DIR = "Qwen_Qwen3-8B"
 RESULT = Path("result") / MODEL_DIR / "Wild-Tool-Bench_result.jsonl"
 SCORE = Path("score") / MODEL_DIR / "Wild-Tool-Bench_score.jsonl"
 METRIC = Path("score") / MODEL_DIR / "Wild-Tool-Bench_metric.json"
-COPIES = 32  # 256 sessions
+COPIES = 16
+SESSIONS = 8 * COPIES
 TIMEOUT_S = 120  # no case may hang: every wait is bounded
 
 
@@ -50,10 +51,16 @@ def make_dataset(folder: Path) -> Path:
 
 @dataclass(frozen=True)
 class Reference:
-    """An uninterrupted run of the same command: its files, and how long it took."""
+    """An uninterrupted run of the same command: its files (result and score rows without their wall-clock
+    fields, parsed once), and how long it took."""
 
     out: Path
     wall_s: float
+    rows: dict[Path, list[Any]]
+
+
+def _rows(path: Path) -> list[Any]:
+    return [without_timing(row) for row in read_jsonl(path)]
 
 
 def reference_run(dataset: Path, out: Path) -> Reference:
@@ -61,12 +68,17 @@ def reference_run(dataset: Path, out: Path) -> Reference:
     done = subprocess.run(command(dataset, out), env=env(), capture_output=True, text=True, timeout=TIMEOUT_S,
                           check=False, cwd=ROOT)
     assert done.returncode == 0, done.stderr
-    return Reference(out, time.monotonic() - started)
+    return Reference(out, time.monotonic() - started, {name: _rows(out / name) for name in (RESULT, SCORE)})
 
 
 def run(dataset: Path, out: Path, *extra: str, **environ: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command(dataset, out, *extra), env=env(**environ), capture_output=True, text=True,
                           timeout=TIMEOUT_S, check=False, cwd=ROOT)
+
+
+def resuming(out: Path, kept: int) -> str:
+    """The line a rerun prints when it keeps `kept` finished sessions."""
+    return f"resuming {out}: {kept} finished session(s) skipped, {SESSIONS - kept} to run"
 
 
 def manifest(out: Path) -> dict[str, Any]:
@@ -90,8 +102,7 @@ def assert_same_results(out: Path, reference: Reference) -> None:
     """Result lines and score files identical to the uninterrupted run's (wall-clock fields aside), the run
     complete, and nothing left running or locked."""
     for name in (RESULT, SCORE):
-        assert [without_timing(r) for r in read_jsonl(out / name)] == \
-            [without_timing(r) for r in read_jsonl(reference.out / name)], name
+        assert _rows(out / name) == reference.rows[name], name
     assert (out / METRIC).read_bytes() == (reference.out / METRIC).read_bytes()
     assert_closed(out, "complete")
 

@@ -18,6 +18,7 @@ import pytest
 from tests.faults.record_cases import (
     RESULT,
     ROOT,
+    SESSIONS,
     Reference,
     assert_closed,
     assert_same_results,
@@ -26,6 +27,7 @@ from tests.faults.record_cases import (
     make_dataset,
     manifest,
     reference_run,
+    resuming,
     run,
 )
 
@@ -52,10 +54,10 @@ def test_a_full_disk_under_the_result_file_stops_the_run_with_one_line_and_the_r
     assert stopped.returncode == 1, stopped.stderr
     result = out / RESULT
     safe = len(complete_rows(result))
-    assert 1 <= safe < 256
+    assert 1 <= safe < SESSIONS
     assert stopped.stderr.splitlines() == [
-        f"Error: disk full: writing {result} failed ({FULL}), run stopped; {safe} finished session(s) are safe "
-        "on disk: free space and rerun the same command to resume"]
+        (f"Error: disk full: writing {result} failed ({FULL}), run stopped; {safe} finished session(s) are safe "
+         "on disk: free space and rerun the same command to resume")]
     recorded = manifest(out)
     assert recorded["status"] == "failed"
     assert recorded["invocations"][-1]["status"] == "failed"
@@ -64,7 +66,7 @@ def test_a_full_disk_under_the_result_file_stops_the_run_with_one_line_and_the_r
 
     rerun = run(dataset, out)
     assert rerun.returncode == 0, rerun.stderr
-    assert rerun.stderr.splitlines() == [f"resuming {out}: {safe} finished session(s) skipped, {256 - safe} to run"]
+    assert rerun.stderr.splitlines() == [resuming(out, safe)]
     assert_same_results(out, reference)
 
 
@@ -76,11 +78,11 @@ def test_a_full_disk_that_refuses_the_manifest_too_is_said_and_the_next_reader_i
     assert stopped.returncode == 1, stopped.stderr
     result = out / RESULT
     safe = len(complete_rows(result))
-    assert 1 <= safe < 256
+    assert 1 <= safe < SESSIONS
     assert stopped.stderr.splitlines() == [
-        f"Error: disk full: writing {result} failed ({FULL}), run stopped; {safe} finished session(s) are safe "
-        f"on disk; the manifest {out / 'manifest.json'} could not be written either ({FULL}; it still says "
-        "running): free space and rerun the same command to resume"]
+        (f"Error: disk full: writing {result} failed ({FULL}), run stopped; {safe} finished session(s) are safe "
+         f"on disk; the manifest {out / 'manifest.json'} could not be written either ({FULL}; it still says "
+         "running): free space and rerun the same command to resume")]
     assert manifest(out)["status"] == "running"  # all the disk allowed: the line above says so
     assert not (out / "manifest.json.tmp").exists() and not (out / "run.lock").exists()
 
@@ -94,8 +96,8 @@ def test_a_full_disk_that_refuses_the_manifest_too_is_said_and_the_next_reader_i
 
     rerun = run(dataset, out)
     assert rerun.returncode == 0, rerun.stderr
-    assert rerun.stderr.splitlines() == [f"resuming {out}: {safe} finished session(s) skipped, {256 - safe} to run"]
+    assert rerun.stderr.splitlines() == [resuming(out, safe)]
     assert_same_results(out, reference)
     first, second = manifest(out)["invocations"]
-    assert (first["status"], first["finished"], first["sessions_run"]) == ("killed", None, 256)
-    assert (second["status"], second["sessions_run"]) == ("complete", 256 - safe)
+    assert (first["status"], first["finished"], first["sessions_run"]) == ("killed", None, SESSIONS)
+    assert (second["status"], second["sessions_run"]) == ("complete", SESSIONS - safe)

@@ -30,10 +30,11 @@ def rescore(run_dir: str, checker: str, dataset: str | None) -> None:
     from wtb_local.runner.lock import RunDirLocked, locked
 
     try:
-        with locked(run_dir):  # it writes the run's manifest: never while a run is writing it
+        # it writes the run's manifest: never while a run is writing it
+        with locked(run_dir, advice="rescore it when that run has ended"):
             _rescore(run_dir, checker, dataset)
     except RunDirLocked as exc:
-        raise click.ClickException(f"{exc} (rescore it when that run has ended)") from None
+        raise click.ClickException(str(exc)) from None
 
 
 def _rescore(run_dir: str, checker: str, dataset: str | None) -> None:

@@ -29,6 +29,7 @@ from typing import Any
 from wtb_local.runner.errors import RunError
 
 LOCK_NAME = "run.lock"
+RUN_ADVICE = "wait for it to end, or pass another --out"
 _ACQUIRE_S = 0.3  # how long a run retries a lock held only by a reader's probe
 _RETRY_S = 0.02
 
@@ -64,9 +65,8 @@ class Holder:
 class RunDirLocked(RunError):
     """Another process holds the run directory; the message is one line naming it."""
 
-    def __init__(self, run_dir: Path, holder: Holder) -> None:
-        super().__init__(f"{run_dir}: another run is writing this folder ({holder.describe()}); wait for it to "
-                         "end, or pass another --out")
+    def __init__(self, run_dir: Path, holder: Holder, advice: str = RUN_ADVICE) -> None:
+        super().__init__(f"{run_dir}: another run is writing this folder ({holder.describe()}); {advice}")
         self.holder = holder
 
 
@@ -98,9 +98,9 @@ class RunLock:
     def held(self) -> bool:
         return self._fd is not None
 
-    def acquire(self) -> Holder | None:
+    def acquire(self, advice: str = RUN_ADVICE) -> Holder | None:
         """Hold the directory; returns the holder recorded by a process that ended without releasing it
-        (None when there was none). Raises RunDirLocked when a live process holds it."""
+        (None when there was none). Raises RunDirLocked (ending with `advice`) when a live process holds it."""
         self.run_dir.mkdir(parents=True, exist_ok=True)
         deadline = time.monotonic() + _ACQUIRE_S
         while True:
@@ -116,7 +116,7 @@ class RunLock:
                 if time.monotonic() < deadline:
                     time.sleep(_RETRY_S)
                     continue
-                raise RunDirLocked(self.run_dir, holder or Holder(None, None, None)) from None
+                raise RunDirLocked(self.run_dir, holder or Holder(None, None, None), advice) from None
             # The previous holder may have removed the file between our open and our lock: lock the file
             # that is there now, or two runs would each hold a different one.
             try:
@@ -173,11 +173,11 @@ def live_holder(run_dir: str | Path) -> Holder | None:
 
 
 @contextlib.contextmanager
-def locked(run_dir: str | Path, err: Any = None) -> Iterator[RunLock]:
-    """Hold `run_dir` for the block (RunDirLocked when a live process holds it); a lock left by a process
-    that ended without releasing it is taken over with a one-line note on `err`."""
+def locked(run_dir: str | Path, err: Any = None, advice: str = RUN_ADVICE) -> Iterator[RunLock]:
+    """Hold `run_dir` for the block (RunDirLocked, ending with `advice`, when a live process holds it); a
+    lock left by a process that ended without releasing it is taken over with a one-line note on `err`."""
     lock = RunLock(run_dir)
-    left = lock.acquire()
+    left = lock.acquire(advice)
     try:
         if left is not None:
             print(f"note: {lock.run_dir}: taking over the lock left by {left.describe()}, which ended without "

@@ -75,6 +75,10 @@ def _check_shards(run_dir: Path) -> list[tuple[str, Path, dict[str, Any]]]:
     problems = [f"{i}-of-{count}: missing" for i in range(count) if i not in present]
     loaded = []
     for shard, path in shards:
+        holder = live_holder(path)
+        if holder is not None:  # whatever its files say so far
+            problems.append(f"{shard.dir_name}: still running ({holder.describe()})")
+            continue
         try:
             manifest = read_manifest(path)
         except ManifestError as exc:
@@ -85,9 +89,7 @@ def _check_shards(run_dir: Path) -> list[tuple[str, Path, dict[str, Any]]]:
             continue
         status = manifest.get("status")
         if status == "running":
-            holder = live_holder(path)
-            problems.append(f"{shard.dir_name}: still running ({holder.describe()})" if holder is not None else
-                            f"{shard.dir_name}: status running, but its process died (rerun or requeue that "
+            problems.append(f"{shard.dir_name}: status running, but its process died (rerun or requeue that "
                             "shard: it resumes)")
         elif status != "complete":
             problems.append(f"{shard.dir_name}: status {status} (rerun or requeue that shard: it resumes)")
@@ -164,7 +166,8 @@ def merge_run(run_dir: str | Path, *, dataset: str | None = None, err: Any = Non
     """Check the shards, then write the merged result, score, metric and manifest into `run_dir` (locked
     meanwhile, like a run: lock.py)."""
     run_dir = Path(run_dir)
-    with locked(run_dir, err):  # the merged files are the run directory's own: one writer at a time
+    # the merged files are the run directory's own: one writer at a time
+    with locked(run_dir, err, advice="merge when it has ended"):
         return _merge_locked(run_dir, dataset)
 
 
