@@ -26,8 +26,10 @@ class RecordError(RuntimeError):
     def __init__(self, path: str | Path, cause: BaseException) -> None:
         self.path = Path(path)
         self.cause = cause
-        reason = str(cause) if isinstance(cause, OSError) and cause.strerror else one_line(cause)
-        super().__init__(f"writing {self.path} failed ({' '.join(reason.split())})")
+        # an OSError as `[Errno 28] No space left on device` (the file is named once, above)
+        self.reason = (f"[Errno {cause.errno}] {cause.strerror}" if isinstance(cause, OSError) and cause.strerror
+                       else one_line(cause))
+        super().__init__(f"writing {self.path} failed ({' '.join(self.reason.split())})")
 
     @property
     def disk_full(self) -> bool:

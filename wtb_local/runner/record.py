@@ -105,7 +105,7 @@ class RunRecord:
 
     def unwritten(self, exc: RecordError) -> str:
         said = f"it still says {self.on_disk}" if self.on_disk else "it is as the previous run left it"
-        return f"the manifest {self.path} could not be written either ({exc.cause}; {said})"
+        return f"the manifest {self.path} could not be written either ({exc.reason}; {said})"
 
     def _write(self, manifest: dict[str, Any]) -> None:
         try:
