@@ -88,18 +88,20 @@ def run(ctx: click.Context, **params: Any) -> None:
 
 
 def _exit_interrupted(line: str) -> None:
-    """The one line and exit 130. A further signal is ignored from here: the record is on disk, and the
-    interpreter's own shutdown would otherwise die of it (exit -2 instead of 130). What is alive is left
-    out of the shutdown's garbage collections, which would otherwise walk a large run's every object for
-    seconds after its line is printed."""
-    import gc
+    """The one line and exit 130, at once. The record is on disk and the engine closed; the interpreter's
+    own shutdown is skipped: its garbage collections walk a large run's every object for seconds after
+    the line is printed, and a signal during it would end the process with -2 instead of 130."""
+    import logging
+    import os
     import signal
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)
     click.echo(line, err=True)
-    gc.freeze()
-    sys.exit(130)
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os._exit(130)
 
 
 def _save_summary(outcome: Any, rows: list[Any], notes: list[str]) -> None:
