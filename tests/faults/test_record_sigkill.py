@@ -3,9 +3,11 @@
 lock the killed process left (one note naming it), drops a partial last line, resumes the finished sessions,
 records the killed invocation as `killed`, and ends with the files of an uninterrupted run.
 
-The moments are drawn from sha256 of a fixed string over the reference run's own timeline (from a little
-before its manifest appears to its exit), so most land while sessions are being written and the rest in
-the start, the closing of the record, the scoring and the exit."""
+The moments are drawn from sha256 of a fixed string over the reference run's own sessions (its manifest's
+throughput wall time), counted from the moment the manifest appears (the folder locked, the record begun)
+to a little after the last session is written,
+so most land while sessions are being written and the rest in the closing of the record and the scoring.
+(A kill before the record is begun: tests/faults/test_record_concurrent.py.)"""
 
 from __future__ import annotations
 
@@ -36,26 +38,14 @@ from tests.faults.record_cases import (
 KILLS = 20
 
 
-def _timeline(dataset: Path, out: Path) -> tuple[float, float]:
-    """(seconds until the manifest appears, seconds until the process ends) of an uninterrupted run."""
-    started = time.monotonic()
+def _killed_at(dataset: Path, out: Path, delay: float) -> int:
+    """Start the run and SIGKILL it `delay` seconds after its manifest appears; its pid."""
     proc = subprocess.Popen(command(dataset, out), env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             cwd=ROOT)
-    appeared = None
-    while proc.poll() is None and time.monotonic() - started < TIMEOUT_S:
-        if appeared is None and (out / "manifest.json").exists():
-            appeared = time.monotonic() - started
-        time.sleep(0.005)
-    assert proc.wait(timeout=TIMEOUT_S) == 0
-    assert appeared is not None
-    return appeared, time.monotonic() - started
-
-
-def _killed_at(dataset: Path, out: Path, moment: float) -> int:
-    """Start the run and SIGKILL it `moment` seconds after its start; its pid."""
-    proc = subprocess.Popen(command(dataset, out), env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            cwd=ROOT)
-    time.sleep(moment)
+    deadline = time.monotonic() + TIMEOUT_S
+    while not (out / "manifest.json").exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.002)
+    time.sleep(delay)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=TIMEOUT_S)
     return proc.pid
@@ -71,14 +61,15 @@ def _partial_lines(path: Path) -> int:
 def test_sigkill_at_20_seeded_moments_then_a_rerun_gives_the_uninterrupted_files(tmp_path: Path) -> None:
     dataset = make_dataset(tmp_path)
     reference = reference_run(dataset, tmp_path / "reference")
-    appears, ends = _timeline(dataset, tmp_path / "timeline")
-    span = ends - appears
+    # the reference's sessions took this long, from its first request to its last session written
+    span = manifest(reference.out)["invocations"][0]["throughput"]["wall_s"]
     draw = seeded("wtb_local fault suite: SIGKILL moments")
-    moments = [appears - 0.1 * span + draw.random() * 1.1 * span for _ in range(KILLS)]
+    # from the moment the record is begun to a little after the last session is written
+    delays = [draw.random() * 1.2 * span for _ in range(KILLS)]
 
     landed = {"before the record": 0, "mid-run": 0, "after the sessions": 0}
     identical = 0
-    for number, moment in enumerate(moments):
+    for number, moment in enumerate(delays):
         out = tmp_path / f"kill-{number}"
         pid = _killed_at(dataset, out, moment)
         result = out / RESULT
