@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.runner.conftest import read_jsonl, without_timing
+from wtb_local.runner.errors import RecordError
 from wtb_local.runner.store import ResultStore
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -144,6 +145,7 @@ def test_a_failed_write_fails_the_run_instead_of_reporting(tmp_path: Path) -> No
     store._handle.close()  # writing now raises ValueError (I/O on a closed file)
     errors: list[BaseException | None] = []
     store.submit({"id": "wild_tool_bench_0", "model_name": "m", "result": []}, errors.append)
-    with pytest.raises(RuntimeError, match="writing the result file failed"):
+    with pytest.raises(RecordError) as info:
         store.wait()
-    assert len(errors) == 1 and isinstance(errors[0], ValueError) and store.finished() == set()
+    assert str(info.value) == f"writing {tmp_path / 'result.jsonl'} failed (ValueError: I/O operation on closed file.)"
+    assert errors == [info.value] and isinstance(info.value.cause, ValueError) and store.finished() == set()

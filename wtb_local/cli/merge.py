@@ -22,12 +22,12 @@ import click
                    "records no thinking mode (the recorded effective mode decides otherwise).")
 def merge(run_dir: str, dataset: str | None, thinking: bool | None) -> None:
     """Merge the shards of RUN_DIR and score the whole run."""
-    from wtb_local.runner.errors import RunError
+    from wtb_local.runner.errors import RecordError, RunError
     from wtb_local.runner.merge import merge_run
 
     try:
         outcome = merge_run(run_dir, dataset=dataset)
-    except (RunError, ValueError) as exc:
+    except (RunError, ValueError, RecordError) as exc:
         raise click.ClickException(str(exc)) from None
     except OSError as exc:
         raise click.ClickException(f"{exc.filename or run_dir}: {exc.strerror or exc}") from None

@@ -3,7 +3,8 @@ checker, without regenerating. The conversation and action verdicts stay as reco
 verdicts (and what depends on them: labels, AP/OP) change. Writes
 `RUN_DIR/score-<checker>/score/<model>/Wild-Tool-Bench_{score.jsonl,metric.json}` with a manifest saying
 which checker scored them, and records it in the run manifest's `protocol.rescored`, so `report RUN_DIR`
-shows the run under both checkers.
+shows the run under both checkers. A run directory a run is writing is refused (docs/reliability.md, "One
+run per folder").
 
 Imports only the scorers (no torch, vllm or transformers).
 """
@@ -26,6 +27,17 @@ from wtb_local.protocols import CHECKERS
               help="Dataset of the run (default: the path its manifest records; its sha256 must match).")
 def rescore(run_dir: str, checker: str, dataset: str | None) -> None:
     """Re-score RUN_DIR's result file with another argument checker (no generation)."""
+    from wtb_local.runner.lock import RunDirLocked, locked
+
+    try:
+        # it writes the run's manifest: never while a run is writing it
+        with locked(run_dir, advice="rescore it when that run has ended"):
+            _rescore(run_dir, checker, dataset)
+    except RunDirLocked as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _rescore(run_dir: str, checker: str, dataset: str | None) -> None:
     from wtb_local.dataset import DatasetError, dataset_sha256, read_dataset, resolve_dataset
     from wtb_local.protocols import score_with
     from wtb_local.reports.present import present, run_facts

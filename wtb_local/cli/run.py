@@ -35,11 +35,9 @@ def run(ctx: click.Context, **params: Any) -> None:
             return
         outcome = run_job(options)
     except RunInterrupted as exc:  # Ctrl-C or SIGTERM (e.g. SLURM preemption) while sessions ran
-        click.echo(str(exc), err=True)
-        sys.exit(130)
-    except KeyboardInterrupt:  # the same before any session ran (or a second signal)
-        click.echo("interrupted: finished sessions are kept; rerun the same command to resume", err=True)
-        sys.exit(130)
+        _exit_interrupted(str(exc))
+    except KeyboardInterrupt:  # the same before any session ran
+        _exit_interrupted("interrupted: finished sessions are kept; rerun the same command to resume")
     except (RunError, ValueError) as exc:  # DatasetError, ScoringError, TemplateError are ValueErrors
         raise click.ClickException(str(exc)) from None
     except OSError as exc:
@@ -89,6 +87,23 @@ def run(ctx: click.Context, **params: Any) -> None:
     shown = present(paths.run_dir, outcome.metric, manifest=outcome.manifest)
     shown.show(sys.stdout)
     _save_summary(outcome, shown.rows, [f"note: {note}" for note in shown.notes])
+
+
+def _exit_interrupted(line: str) -> None:
+    """The one line and exit 130, at once. The record is on disk and the engine closed; the interpreter's
+    own shutdown is skipped: its garbage collections walk a large run's every object for seconds after
+    the line is printed, and a signal during it would end the process with -2 instead of 130."""
+    import logging
+    import os
+    import signal
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
+    click.echo(line, err=True)
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os._exit(130)
 
 
 def _save_summary(outcome: Any, rows: list[Any], notes: list[str]) -> None:

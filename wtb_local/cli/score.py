@@ -2,7 +2,8 @@
 metric files, print Table 6/7. A run directory (or a result file inside one) is scored against the dataset
 its manifest records (another `--dataset` is refused) and written into the run's own `score/<model>/`;
 a loose result file is scored against `--dataset` (with a warning that it could not be checked) into
-`--out DIR` (`DIR/Wild-Tool-Bench_{score.jsonl,metric.json}`, the reference's file names).
+`--out DIR` (`DIR/Wild-Tool-Bench_{score.jsonl,metric.json}`, the reference's file names). A run directory
+that a run is still writing is scored as it stands, and its score files are left to that run.
 
 Imports only the scorer (no torch, vllm or transformers): scoring a 1,024-task file takes about a second.
 """
@@ -54,6 +55,7 @@ def score(
 
     from wtb_local.dataset import DatasetError, dataset_sha256, read_dataset, resolve_dataset
     from wtb_local.reports.present import present, run_facts
+    from wtb_local.runner.lock import live_holder
     from wtb_local.runner.naming import read_run_manifest, recorded_model, run_dir_of
     from wtb_local.scoring import ScoringError, model_dir_name, score_file, write_score_files
 
@@ -75,13 +77,16 @@ def score(
             _check_recorded_dataset(result_file, manifest, dataset_sha256(dataset_path), dataset)
         # a run is scored with the checker it records (a --protocol paper run: the lenient one)
         scored = score_file(result_file, sessions, model_name, checker=run_facts(manifest).checker)
-        if out_dir is None and run_dir is not None:
+        # a run still writing its folder writes its own score files when it ends (docs/reliability.md)
+        live = live_holder(run_dir) if out_dir is None and run_dir is not None else None
+        if live is not None:
+            written = None
+        elif out_dir is None and run_dir is not None:
             target, nested = run_dir, True  # RUN/score/<model>/, where `run` writes them
         else:
             target, nested = Path(out_dir or "."), False
-        score_path, metric_path = write_score_files(
-            target, scored.model_name, scored.score_rows, scored.metric, nested=nested
-        )
+        if live is None:
+            written = write_score_files(target, scored.model_name, scored.score_rows, scored.metric, nested=nested)
     except (DatasetError, ScoringError) as exc:
         missing = "is not in the dataset" in str(exc)
         hint = " (pass --dataset sample or the dataset file the run used)" if missing else ""
@@ -98,8 +103,12 @@ def score(
         click.echo(f"{result_file} is a score file: labels re-counted, not scored again", err=True)
     if len(scored.score_rows) < len(sessions):
         click.echo(f"note: {len(scored.score_rows)} of {len(sessions)} sessions in {result_file}", err=True)
-    click.echo(f"score:  {score_path}")
-    click.echo(f"metric: {metric_path}")
+    if written is None:
+        click.echo(f"note: {run_dir} is being written by a run: no score files written (--out DIR writes "
+                   "them elsewhere)", err=True)
+    else:
+        click.echo(f"score:  {written[0]}")
+        click.echo(f"metric: {written[1]}")
     # label, paper row (by the recorded thinking mode; --thinking where none is recorded) and notes as
     # every command shows this run
     present(run_dir, scored.metric, manifest=manifest, name=None if manifest else model_dir_name(scored.model_name),

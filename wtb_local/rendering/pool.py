@@ -23,6 +23,8 @@ so the loop only sends what changed and reads the prompt back (docs/runner-speed
   stops with one line and resumes; nothing finished is lost.
 - **Never blocks the loop.** Requests are written without blocking (a full pipe waits for the loop's
   writer callback) and replies are read by a reader callback, so neither side can wait on the other.
+  An error inside either callback fails every request waiting on that worker and every later one with a
+  `PoolError`, so the run stops with one line instead of waiting forever (docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -50,6 +52,11 @@ class RenderFailed(Exception):
 
 class PoolError(RenderWorkerDied):
     """The pool cannot go on (a worker exited, or never started): a machine fault (wtb_local/faults.py)."""
+
+
+class PoolCallbackError(RuntimeError):
+    """One of the pool's own event-loop callbacks raised: wtb_local's machinery failed, not the machine, so
+    the run stops with that error rather than a fault line."""
 
 
 def pack(message: Any) -> bytes:
@@ -136,6 +143,7 @@ class RenderPool:
         self._tools: dict[int, tuple[int, Any]] = {}  # id(tools) -> (number, tools): kept alive while known
         self._numbers = 0
         self._failure: str | None = None
+        self._failure_type: type[Exception] = PoolError
         self._loop: asyncio.AbstractEventLoop | None = None
         self._check_totals: dict[int, tuple[int, ...]] = {}  # worker -> its latest counts (checks.py)
         self._reference_only: set[str] = set()
@@ -199,7 +207,7 @@ class RenderPool:
         fast paths' mismatches found building it (checks.Mismatch); raises RenderFailed."""
         started = time.perf_counter()
         if self._failure is not None:
-            raise PoolError(self._failure)
+            raise self._failure_type(self._failure)
         worker = self._route.get(family)
         if worker is None:
             worker = self._route[family] = self._workers[len(self._route) % len(self._workers)]
@@ -261,6 +269,12 @@ class RenderPool:
 
     def _flush(self, worker: _Worker) -> None:
         try:
+            self._write(worker)
+        except Exception as exc:  # noqa: BLE001 - a loop callback's error would only be logged: stop instead
+            self._broken(worker, "sending it a request", exc)
+
+    def _write(self, worker: _Worker) -> None:
+        try:
             while worker.outbox:
                 written = os.write(worker.send_fd, worker.outbox)
                 del worker.outbox[:written]
@@ -278,6 +292,26 @@ class RenderPool:
             self._loop.remove_writer(worker.send_fd)  # type: ignore[union-attr]
 
     def _readable(self, worker: _Worker) -> None:
+        try:
+            self._read(worker)
+        except Exception as exc:  # noqa: BLE001 - a loop callback's error would only be logged: stop instead
+            self._broken(worker, "reading its reply", exc)
+
+    def _broken(self, worker: _Worker, doing: str, exc: Exception) -> None:
+        """An error in one of the pool's loop callbacks: that worker is dropped and everything waiting on
+        it, and every later request, fails with a PoolCallbackError saying why (docs/reliability.md, "No
+        hangs")."""
+        for remove, fd in ((self._loop.remove_reader, worker.recv_fd),  # type: ignore[union-attr]
+                           (self._loop.remove_writer, worker.send_fd)):  # type: ignore[union-attr]
+            try:
+                remove(fd)
+            except (OSError, ValueError):
+                pass
+        worker.writing = False
+        self._fail(worker, f"render worker {worker.index}: {doing} failed ({type(exc).__name__}: "
+                           f"{' '.join(str(exc).split())})", PoolCallbackError)
+
+    def _read(self, worker: _Worker) -> None:
         started = time.perf_counter()
         try:
             data = os.read(worker.recv_fd, 1 << 20)
@@ -334,10 +368,10 @@ class RenderPool:
             code = None
         return f"render worker {worker.index} exited (code {code})"
 
-    def _fail(self, worker: _Worker, why: str) -> None:
+    def _fail(self, worker: _Worker, why: str, kind: type[Exception] = PoolError) -> None:
         if self._failure is None:
-            self._failure = why
+            self._failure, self._failure_type = why, kind
         for future in worker.pending.values():
             if not future.done():
-                future.set_exception(PoolError(self._failure))
+                future.set_exception(self._failure_type(self._failure))
         worker.pending.clear()

@@ -39,11 +39,15 @@ def run_notes(runs: Sequence[Run], paper: bool) -> list[str]:
     (reports/present.py), each after the row's label."""
     from wtb_local.reports.present import paper_row_of
     from wtb_local.reports.present import run_notes as notes_of
+    from wtb_local.runner.record import status_note
 
     notes = []
     for run in runs:
         if run.note:
             notes.append(f"{run.label}: {run.note}")
+        said = status_note(run.base, run.manifest)  # still running, or its process died
+        if said:
+            notes.append(f"{run.label}: {said}")
         if run.facts.rescore:
             continue  # a re-scoring: its run's notes apply
         shown = paper and paper_row_of(run.facts) is not None

@@ -217,5 +217,11 @@ def present(run_dir: str | Path | None, metric: dict[str, Any], *, manifest: dic
         label = row_label(facts)
     known = paper_row_of(facts) if paper else None
     rows = [metric_row(metric, label)] + ([known] if known else [])
-    return Presentation(facts, label, rows, run_notes(facts, metric, paper_shown=known is not None), lines)
+    notes = run_notes(facts, metric, paper_shown=known is not None)
+    if run_dir is not None:  # a manifest that says running: still running, or its process died
+        from wtb_local.runner.record import status_note
+
+        said = status_note(run_dir, manifest)
+        notes = ([said] if said else []) + notes
+    return Presentation(facts, label, rows, notes, lines)
 

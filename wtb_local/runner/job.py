@@ -9,32 +9,35 @@ score and metric files next to it (paths.py has the layout).
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import sys
 import time
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from pathlib import Path
+from typing import Any, NoReturn
 
 from wtb_local.backends.base import Backend
 from wtb_local.faults import Fault, stop_line
 from wtb_local.runner.config import config_hash, hashed_config
 from wtb_local.runner.environment import machine, package_versions
-from wtb_local.runner.errors import RunError
+from wtb_local.runner.errors import LoopError, RecordError, RunError, one_line
 from wtb_local.runner.length_cuts import length_cuts
+from wtb_local.runner.lock import RunLock, locked
 from wtb_local.runner.loop import SessionRunner, resolve_scheduling
-from wtb_local.runner.manifest import read_manifest, write_manifest
+from wtb_local.runner.manifest import read_manifest
 from wtb_local.runner.options import RunOptions
 from wtb_local.runner.paths import RunPaths
 from wtb_local.runner.prepare import PreparedRun, prepare
 from wtb_local.runner.progress import ProgressStats, make_progress
+from wtb_local.runner.record import RunRecord, interrupted_line
+from wtb_local.runner.record import now as _now
 from wtb_local.runner.reproducibility import rerun_claim
 from wtb_local.runner.resume import check_resume
 from wtb_local.runner.steps import StepDriver
 from wtb_local.runner.stopping import RunInterrupted, StopSignal
 from wtb_local.runner.stopping import current as current_stop
 from wtb_local.runner.stopping import installed as stop_signals_installed
-from wtb_local.runner.store import ResultStore
+from wtb_local.runner.store import ResultStore, session_index
 from wtb_local.runner.throughput import ThroughputMeter
 
 
@@ -48,10 +51,6 @@ class RunOutcome:
     manifest: dict[str, Any]
     skipped_sessions: list[str] = field(default_factory=list)
     ran_sessions: list[str] = field(default_factory=list)
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
 def _label_counts(row: dict[str, Any], _session: Any) -> tuple[int, int]:
@@ -100,15 +99,6 @@ def _new_manifest(prep: PreparedRun, paths: RunPaths, config: dict[str, Any],
         "context_length": prep.context_length,
         "sources": dict(sorted(settings.sources.items())),  # where each value came from (prepare.py)
     }
-
-
-def _open_store(paths: RunPaths, *, resume: bool, err: Any) -> ResultStore:
-    store = ResultStore(paths.result_file)
-    store.open(fresh=not resume)
-    if store.dropped_lines:
-        print(f"warning: {paths.result_file}: dropped {store.dropped_lines} incomplete line(s) "
-              "left by an interrupted run", file=err)
-    return store
 
 
 async def _run_pending(prep: PreparedRun, pending: list[Any], backend: Backend, *, model_name: str,
@@ -186,116 +176,127 @@ async def run_job_async(options: RunOptions, *, backend: Backend | None = None, 
                         stderr: Any = None, prepared: PreparedRun | None = None) -> RunOutcome:
     """Run, score and write everything for one model. `backend`/`renderer` may be given already built
     (tests and benchmarks share one engine across runs); a given backend is neither started nor closed.
-    `prepared`: the run already prepared from `options`."""
+    `prepared`: the run already prepared from `options`. The run directory is locked for the whole run
+    (lock.py): a second run into it stops with one line naming this one."""
     err = stderr or sys.stderr
     started_at, started = _now(), time.monotonic()
     # Only an engine this run starts gets a context window chosen (a given backend has its own).
     prep = prepared or prepare(options, renderer, err, engine=backend is None)
+    with locked(prep.paths.run_dir, err) as lock:
+        return await _run_locked(prep, backend, lock, (started_at, started), err)
+
+
+async def _run_locked(prep: PreparedRun, backend: Backend | None, lock: RunLock, start: tuple[str, float],
+                      err: Any) -> RunOutcome:
+    started_at, started = start
     settings, paths = prep.run, prep.paths
     config = hashed_config(settings)
     resume = check_resume(settings, paths, config)
     previous = read_manifest(paths.run_dir) if resume else None
     manifest = _new_manifest(prep, paths, config, previous)
-    store = _open_store(paths, resume=resume, err=err)
+    # The result file first, then the manifest: a new configuration's manifest never sits beside an older
+    # run's results. A store that cannot be opened leaves both as they were.
+    store = ResultStore(paths.result_file)
+    try:
+        store.open(fresh=not resume)
+    except RecordError as exc:
+        raise RunError(_record_line(exc, len(store.rows), paths.result_file, None)) from exc
+    if store.dropped_lines:
+        print(f"warning: {paths.result_file}: dropped {store.dropped_lines} incomplete line(s) "
+              "left by an interrupted run", file=err)
     finished = store.finished()
     pending = [s for s in prep.selected if s.id not in finished]
     skipped = [s.id for s in prep.selected if s.id in finished]
     if skipped:
         print(f"resuming {paths.run_dir}: {len(skipped)} finished session(s) skipped, {len(pending)} to run",
               file=err)
-    write_manifest(paths.run_dir, manifest)
-
-    own_backend = backend is None
-    if backend is None:
-        try:
-            backend = prep.build_backend()
-        except BaseException as exc:  # a start that fails leaves a manifest saying so, not "running"
-            stopped = isinstance(exc, KeyboardInterrupt)
-            manifest.update(status="interrupted" if stopped else "failed", invocations=[*manifest["invocations"], {
-                "started": started_at, "finished": _now(), "failure": f"{type(exc).__name__}: {exc}"}])
-            write_manifest(paths.run_dir, manifest)
-            raise
-    scheduling = resolve_scheduling(settings.scheduling, backend)
+    stop = current_stop() or StopSignal()  # run_job installs the handlers; a direct caller has none
+    record = RunRecord(paths.run_dir, manifest, lock=lock, store=store, stop=stop,
+                       result_file=paths.result_file, started=started, err=err)
     # one base for sessions and tasks: the whole run, its finished part counted done
     stats = ProgressStats(len(prep.selected), sum(len(s.english_tasks) for s in prep.selected), len(skipped),
                           sum(len(s.english_tasks) for s in prep.selected if s.id in finished))
-    invocation: dict[str, Any] = {"started": started_at, "sessions_run": len(pending),
-                                  "scheduling": scheduling}
-    failure: str | None = None
-    stopping_fault: Fault | None = None
-    fault_mark = backend.fault_log.snapshot()  # a backend given by the caller may have served earlier runs
     meter = ThroughputMeter()
-    stop = current_stop() or StopSignal()  # run_job installs the handlers; a direct caller has none
-    audit = _prompt_audit(prep, backend, err)
-    # On disk before any session runs: a process killed outright still leaves this invocation recorded.
-    manifest["invocations"].append(invocation)
-    write_manifest(paths.run_dir, manifest)
+    # faults: the backend's count since this run began (a backend given by the caller may have served
+    # earlier runs), and the one that stopped it (docs/reliability.md)
+    faults: dict[str, Any] = {"mark": backend.fault_log.snapshot() if backend is not None else None,
+                              "stopping": None}
+    audit: Any = None
+
+    def figures() -> dict[str, Any]:
+        meter.writer_busy_s = store.write_s
+        return {"requests": stats.requests, "failed_requests": stats.failed_requests,
+                "prompt_tokens": stats.prompt_tokens, "generated_tokens": stats.generated_tokens,
+                **(backend.fault_log.since(faults["mark"], faults["stopping"]) if backend is not None else {}),
+                **({"prompt_checks": audit.record()} if audit is not None else {}),
+                "throughput": meter.summary(stats.tasks_this_run)}
+
+    record.figures = figures
+    invocation: dict[str, Any] = {"started": started_at, "sessions_run": len(pending)}
     try:
+        record.begin(invocation)
+    except RecordError as exc:
+        _finalize(store)
+        raise RunError(_record_line(exc, len(store.rows), paths.result_file, record.unwritten(exc))) from exc
+
+    own_backend = backend is None
+    ended: BaseException | None = None
+    try:
+        if backend is None:
+            backend = prep.build_backend()
+            faults["mark"] = backend.fault_log.snapshot()
+        audit = _prompt_audit(prep, backend, err)
+        scheduling = resolve_scheduling(settings.scheduling, backend)
+        invocation["scheduling"] = scheduling
+        manifest.update(scheduling=scheduling)
         if pending:
             with stop.armed():
                 await _run_pending(prep, pending, backend, model_name=paths.model_name, own_backend=own_backend,
                                    store=store, scheduling=scheduling, stats=stats, meter=meter, err=err,
                                    stop=stop, audit=audit)
-    except (asyncio.CancelledError, Exception) as exc:
-        _drain(store)  # sessions finished before the stop are still being written: count them too
-        if stop.requested:  # SIGINT/SIGTERM: episodes stopped or were cancelled; finished sessions stay
-            raise RunInterrupted(
-                f"interrupted by {stop.signal_name}: {len(store.rows)} finished session(s) kept in "
-                f"{paths.result_file}; rerun the same command to resume", stop.signal_name or "") from None
-        if isinstance(exc, asyncio.CancelledError):
-            raise
-        # a machine fault or a broken backend stops the run; finished sessions stay
-        cause = _first_cause(exc)
-        if isinstance(cause, Fault):  # docs/reliability.md: one line naming the fault and what to do
-            stopping_fault = cause
-            failure = cause.summary()
-            raise RunError(stop_line(cause, len(store.rows), paths.result_file)) from exc
-        failure = f"{type(cause).__name__}: {' '.join(str(cause).split())}"
-        from wtb_local.rendering.checks import PromptMismatchError
-
-        if isinstance(cause, PromptMismatchError):
-            raise RunError(f"{cause}; {len(store.rows)} finished session(s) kept in {paths.result_file}") from exc
-        raise RunError(f"the {settings.backend} backend failed, run stopped ({failure}); "
-                       f"{len(store.rows)} finished session(s) kept in {paths.result_file}: "
-                       "rerun the same command to resume") from exc
-    finally:
-        with stop.holding():  # a second signal waits until the record is on disk (stopping.py)
-            result_rows = store.finalize()
-            invocation.update(finished=_now(), wall_s=round(time.monotonic() - started, 3),
-                              requests=stats.requests, failed_requests=stats.failed_requests,
-                              prompt_tokens=stats.prompt_tokens, generated_tokens=stats.generated_tokens)
-            if failure:
-                invocation["failure"] = failure
-            invocation.update(backend.fault_log.since(fault_mark, stopping_fault))  # faults: {kind: count}
-            if audit is not None:
-                invocation["prompt_checks"] = audit.record()
-            meter.writer_busy_s = store.write_s
-            invocation["throughput"] = meter.summary(stats.tasks_this_run)
+    except (asyncio.CancelledError, Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - each one recorded
+        ended = exc
+    # Every way the sessions end comes here: the result file is closed, and the record says how they ended.
+    with stop.holding():  # a first signal now waits until the record is on disk (stopping.py)
+        cause = _first_cause(ended) if ended is not None else None
+        if isinstance(cause, Fault):
+            faults["stopping"] = cause
+        record.settle()
+        result_rows, store_error = _finalize(store)
+        if backend is not None:
             described = backend.describe()
-            manifest.update(backend=described, scheduling=scheduling, rerun=rerun_claim(described, scheduling),
-                            status="failed" if failure else "interrupted")
-            write_manifest(paths.run_dir, manifest)
-    stop.raise_held()
+            manifest.update(backend=described, rerun=rerun_claim(described, manifest.get("scheduling")))
+        kept = len(store.rows)
+        if ended is not None or store_error is not None or stop.requested:
+            _end_stopped(record, ended, store_error, stop, kept, paths, settings.backend)
 
-    score_rows, metric = score_run(result_rows, prep.sessions, paths.model_name, paths,
-                                   checker=prep.protocol.checker)
+    try:
+        score_rows, metric = score_run(result_rows, prep.sessions, paths.model_name, paths,
+                                       checker=prep.protocol.checker)
+    except KeyboardInterrupt as exc:
+        record.close("interrupted", failure=None)
+        raise RunInterrupted(interrupted_line(stop.signal_name or str(exc) or "SIGINT", kept, paths.result_file),
+                             stop.signal_name or "") from None
+    except RecordError as exc:
+        problem = record.close("failed", failure=str(exc))
+        raise RunError(_record_line(exc, kept, paths.result_file, problem)) from exc
+    except Exception as exc:
+        failure = f"scoring: {one_line(exc)}"
+        problem = record.close("failed", failure=failure)
+        raise RunError(f"scoring the run failed ({one_line(exc)}); {kept} finished session(s) kept in "
+                       f"{paths.result_file}" + (f"; {problem}" if problem else "") + ": rerun the same command "
+                       "to score them") from exc
     complete = {s.id for s in prep.selected} <= {r["id"] for r in result_rows}
-    manifest["status"] = "complete" if complete else "incomplete"
-    manifest["summary"] = {"sessions_scored": len(score_rows), "task_accuracy": metric["total_info"]["task"],
-                           "session_accuracy": metric["total_info"]["session"],
-                           "throughput": _throughput(invocation, pending, previous),
-                           "length_cuts": length_cuts(result_rows)}
-    write_manifest(paths.run_dir, manifest)
+    summary = {"sessions_scored": len(score_rows), "task_accuracy": metric["total_info"]["task"],
+               "session_accuracy": metric["total_info"]["session"],
+               "throughput": _throughput(invocation, pending, previous), "length_cuts": length_cuts(result_rows)}
+    problem = record.close("complete" if complete else "incomplete", summary=summary)
+    if problem:
+        raise RunError(f"the run finished, but {problem}; its files are complete: rerun the same command to "
+                       "record it")
+    stop.raise_held()
     return RunOutcome(paths, settings, metric, score_rows, result_rows, manifest, skipped,
                       [s.id for s in pending])
-
-
-def _throughput(invocation: dict[str, Any], pending: list[Any], previous: dict[str, Any] | None) -> Any:
-    """This invocation's throughput; a rerun that ran nothing keeps the figures of the run before it."""
-    if pending:
-        return invocation["throughput"]
-    earlier = ((previous or {}).get("summary") or {}).get("throughput")
-    return earlier if earlier is not None else invocation["throughput"]
 
 
 def _prompt_audit(prep: PreparedRun, backend: Backend, err: Any) -> Any:
@@ -309,12 +310,69 @@ def _prompt_audit(prep: PreparedRun, backend: Backend, err: Any) -> Any:
     return PromptAudit(parse_every(settings.verify_prompts), settings.on_prompt_mismatch or "reference", err)
 
 
-def _drain(store: ResultStore) -> None:
-    """Wait for the writer thread's last lines (store.py); a write that failed is reported by finalize."""
+def _finalize(store: ResultStore) -> tuple[list[dict[str, Any]], RecordError | None]:
+    """The result file closed and sorted: its rows, and the error that stopped a write (the rows are then
+    the ones safe on disk)."""
     try:
-        store.wait()
-    except RuntimeError:
-        pass
+        return store.finalize(), None
+    except RecordError as exc:
+        return sorted(store.rows.values(), key=lambda r: session_index(r["id"])), exc
+
+
+def _end_stopped(record: RunRecord, ended: BaseException | None, store_error: RecordError | None,
+                 stop: StopSignal, kept: int, paths: RunPaths, backend_name: str) -> NoReturn:
+    """Close the record of a run whose sessions did not all run, and raise its one line."""
+    cause = _first_cause(ended) if ended is not None else None
+    if store_error is None and isinstance(cause, RecordError):
+        store_error = cause
+    if store_error is not None:  # the record cannot be trusted to grow: said before anything else
+        problem = record.close("failed", failure=str(store_error))
+        raise RunError(_record_line(store_error, kept, paths.result_file, problem)) from ended
+    if stop.requested or isinstance(cause, KeyboardInterrupt):
+        # SIGINT/SIGTERM: episodes stopped or were cancelled (or all had ended); finished sessions stay
+        record.close("interrupted")
+        name = stop.signal_name or "SIGINT"
+        raise RunInterrupted(interrupted_line(name, kept, paths.result_file), name) from None
+    if isinstance(cause, asyncio.CancelledError):  # a caller cancelled the run's task
+        record.close("interrupted")
+        raise cause
+    if isinstance(cause, RunError):  # a backend that cannot be built says why in its own line
+        record.close("failed", failure=str(cause))
+        raise cause
+    if isinstance(cause, Fault):  # docs/reliability.md: one line naming the fault and what to do
+        problem = record.close("failed", failure=cause.summary())
+        raise RunError(stop_line(cause, kept, paths.result_file) + (f"; {problem}" if problem else "")) from ended
+    from wtb_local.rendering.checks import PromptMismatchError
+    from wtb_local.rendering.pool import PoolCallbackError
+
+    if isinstance(cause, PromptMismatchError):  # --on-prompt-mismatch stop (docs/runner-speed.md §7)
+        problem = record.close("failed", failure=one_line(cause))
+        raise RunError(f"{cause}; {kept} finished session(s) kept in {paths.result_file}"
+                       + (f"; {problem}" if problem else "")) from ended
+    failure = str(cause) if isinstance(cause, LoopError) else one_line(cause)  # a LoopError says what failed
+    who = ("render workers" if isinstance(cause, PoolCallbackError)
+           else "session loop" if isinstance(cause, LoopError) else f"{backend_name} backend")
+    problem = record.close("failed", failure=failure)
+    raise RunError(f"the {who} failed, run stopped ({failure}); {kept} finished session(s) kept in "
+                   f"{paths.result_file}" + (f"; {problem}" if problem else "") + ": rerun the same command to "
+                   "resume") from ended
+
+
+def _record_line(exc: RecordError, kept: int, result_file: Path, problem: str | None) -> str:
+    """The one line of a record that could not be written: which file, why, how many sessions are safe."""
+    head = "disk full: " if exc.disk_full else ""
+    then = "free space and rerun" if exc.disk_full else "rerun"
+    where = "" if exc.path == result_file else f" in {result_file}"
+    return (f"{head}{exc}, run stopped; {kept} finished session(s) are safe on disk{where}"
+            + (f"; {problem}" if problem else "") + f": {then} the same command to resume")
+
+
+def _throughput(invocation: dict[str, Any], pending: list[Any], previous: dict[str, Any] | None) -> Any:
+    """This invocation's throughput; a rerun that ran nothing keeps the figures of the run before it."""
+    if pending:
+        return invocation["throughput"]
+    earlier = ((previous or {}).get("summary") or {}).get("throughput")
+    return earlier if earlier is not None else invocation["throughput"]
 
 
 def _first_cause(exc: BaseException) -> BaseException:
@@ -332,7 +390,10 @@ def score_run(result_rows: list[dict[str, Any]], sessions: list[Any], model_name
     from wtb_local.scoring import write_score_files
 
     score_rows, metric = score_with(checker, result_rows, sessions, model_name, str(paths.result_file))
-    write_score_files(paths.run_dir, model_name, score_rows, metric)
+    try:
+        write_score_files(paths.run_dir, model_name, score_rows, metric)
+    except OSError as exc:
+        raise RecordError(exc.filename or paths.score_dir, exc) from exc
     return score_rows, metric
 
 

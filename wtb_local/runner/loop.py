@@ -8,6 +8,11 @@ batches must not depend on arrival timing (transformers' padded `generate`, whos
 batch). A session's result line is handed to the store's writer thread as soon as its four tasks are
 done, and the session counts as finished (progress, `on_finished`) once that line is fsynced; `run`
 returns after the last one is (docs/runner-speed.md §3).
+
+A callback that raises (making the episodes, building a row, counting its labels, the progress display, a
+caller's `on_finished`) or a row the writer could not write stops the run at once: the error is kept, the
+run's task is cancelled, and `run` raises it (a `LoopError` or the store's `RecordError`), so nothing is
+left waiting for a session that will never be reported (docs/reliability.md, "No hangs").
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wtb_local.faults import failed_requests
+from wtb_local.runner.errors import LoopError, RecordError, one_line
 from wtb_local.runner.progress import Progress
 from wtb_local.runner.steps import StepDriver
 from wtb_local.runner.stopping import StopRequested
@@ -69,10 +75,15 @@ class SessionRunner:
         self.on_finished = on_finished  # called with a session id once its line is durable
         self._unwritten = 0  # sessions handed to the writer, not yet durable
         self._written: asyncio.Event | None = None
-        self._write_error: BaseException | None = None
+        self._task: asyncio.Task[Any] | None = None
+        self._failure: BaseException | None = None  # a callback's or the writer's error: the run stops
+        self._cancelled = False  # whether `_fail` cancelled the run's task
 
     async def run(self, sessions: Sequence[Any], scheduling: str) -> None:
         self._loop = asyncio.get_running_loop()
+        self._task = asyncio.current_task()
+        self._failure = None
+        self._cancelled = False
         self._written = asyncio.Event()
         self._written.set()
         # Everything alive now (the engine, tokenizer, dataset) and the episodes made next live through the
@@ -80,24 +91,39 @@ class SessionRunner:
         # (a third of a second per pass with transformers loaded: docs/runner-speed.md §2), also while the
         # episodes are being made. Given back afterwards.
         gc.freeze()
-        states = [_SessionState(s, self.episodes_for(s)) for s in sessions]
-        gc.freeze()
-        for state in states:  # sessions without tasks are finished at once
-            if state.remaining == 0:
-                self._finish(state)
         try:
-            if scheduling == "waves":
-                await self._run_waves(states)
-            else:
-                # A TaskGroup cancels the other episodes when one fails (a backend that raises is broken).
-                async with asyncio.TaskGroup() as group:
-                    for state in states:
-                        for episode in state.episodes:
-                            group.create_task(self._run_episode(state, episode))
-            await self._written.wait()  # every finished session is durable and reported
+            try:
+                states = [_SessionState(s, self._episodes(s)) for s in sessions]
+                gc.freeze()
+                for state in states:  # sessions without tasks are finished at once
+                    if state.remaining == 0:
+                        self._finish(state)
+                if scheduling == "waves":
+                    await self._run_waves(states)
+                else:
+                    # A TaskGroup cancels the other episodes when one fails (a backend that raises is broken).
+                    async with asyncio.TaskGroup() as group:
+                        for state in states:
+                            for episode in state.episodes:
+                                group.create_task(self._run_episode(state, episode))
+                await self._written.wait()  # every finished session is durable and reported
+            except (asyncio.CancelledError, Exception) as exc:
+                if self._failure is None:
+                    raise
+                if self._cancelled and self._task is not None:
+                    self._task.uncancel()  # the cancellation was ours (`_fail`), not the caller's
+                raise self._failure from exc if not isinstance(exc, asyncio.CancelledError) else None
         finally:
+            self._task = None  # a row reported after `run` has ended must not cancel the caller's task
             gc.unfreeze()
-        self._raise_write_error()
+        if self._failure is not None:
+            raise self._failure
+
+    def _episodes(self, session: Any) -> list[Any]:
+        try:
+            return self.episodes_for(session)
+        except Exception as exc:
+            raise LoopError(f"making the episodes of {session.id}: {one_line(exc)}") from exc
 
     async def _run_episode(self, state: _SessionState, episode: Any) -> None:
         while not episode.done:
@@ -138,9 +164,13 @@ class SessionRunner:
             self._finish(state)
 
     def _finish(self, state: _SessionState) -> None:
-        self._raise_write_error()
+        if self._failure is not None:
+            raise self._failure
         started = self.driver.meter.now()
-        row = self.session_row(state.session, state.episodes, self.model_name)
+        try:
+            row = self.session_row(state.session, state.episodes, self.model_name)
+        except Exception as exc:
+            raise LoopError(f"building the result row of {state.session.id}: {one_line(exc)}") from exc
         self._unwritten += 1
         self._written.clear()
         loop = self._loop
@@ -155,18 +185,34 @@ class SessionRunner:
         self.driver.meter.session_written(self.driver.meter.now() - started)
 
     def _durable(self, state: _SessionState, row: dict[str, Any], error: BaseException | None) -> None:
+        """In the loop, once the writer thread has written `row` (or failed to). Runs as a plain loop
+        callback, where an exception would only be logged: every error here stops the run instead."""
         self._unwritten -= 1
-        if error is not None:
-            self._write_error = self._write_error or error
-        else:
+        session_id = row["id"]
+        doing = f"writing {session_id}"
+        try:
+            if error is not None:
+                self._fail(error if isinstance(error, RecordError) else RecordError(self.store.path, error))
+                return
+            doing = f"counting the labels of {session_id}"
             correct, scored = self.label_counts(row, state.session) if self.label_counts else (0, 0)
+            doing = f"reporting {session_id} to the progress display"
             # from the written line, by the rule the warning and the reports read the result file with
             self.progress.session_done(correct, scored, sum(failed_requests([row]).values()))
             if self.on_finished is not None:
-                self.on_finished(row["id"])
-        if self._unwritten == 0:
-            self._written.set()
+                doing = f"on_finished({session_id})"
+                self.on_finished(session_id)
+        except Exception as exc:  # noqa: BLE001 - any callback error stops the run with one line
+            self._fail(LoopError(f"{doing}: {one_line(exc)}"))
+        finally:
+            if self._unwritten == 0:
+                self._written.set()
 
-    def _raise_write_error(self) -> None:
-        if self._write_error is not None:
-            raise RuntimeError(f"writing {self.store.path} failed: {self._write_error}") from self._write_error
+    def _fail(self, error: BaseException) -> None:
+        """Stop the run with `error` (the first one kept): the run's task is cancelled, and `run` raises it."""
+        if self._failure is not None:
+            return
+        self._failure = error
+        if self._task is not None and not self._task.done():
+            self._cancelled = True
+            self._task.cancel()

@@ -5,7 +5,8 @@ Refused, in one line that lists every offender: a shard folder missing or unfini
 counts, shards whose manifests disagree on what decides the results (the hashed run configuration: model
 and resolved revision, tokenizer, chat template, parser, sampling, dataset hash, ...; the parser options,
 template kwargs, protocol, and the session selection being split), a session present in two shards, a
-selected session present in none.
+selected session present in none. A shard whose manifest says `running` is named as still running (with
+the process that holds it) or as killed. The run directory is locked while the merged files are written.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from wtb_local.runner.config import config_diff
 from wtb_local.runner.errors import RunError
+from wtb_local.runner.lock import live_holder, locked
 from wtb_local.runner.manifest import ManifestError, read_manifest, write_manifest
 from wtb_local.runner.paths import RunPaths
 from wtb_local.runner.shards import SHARDS_DIR, Shard, parse_shard_dir
@@ -73,6 +75,10 @@ def _check_shards(run_dir: Path) -> list[tuple[str, Path, dict[str, Any]]]:
     problems = [f"{i}-of-{count}: missing" for i in range(count) if i not in present]
     loaded = []
     for shard, path in shards:
+        holder = live_holder(path)
+        if holder is not None:  # whatever its files say so far
+            problems.append(f"{shard.dir_name}: still running ({holder.describe()})")
+            continue
         try:
             manifest = read_manifest(path)
         except ManifestError as exc:
@@ -82,7 +88,10 @@ def _check_shards(run_dir: Path) -> list[tuple[str, Path, dict[str, Any]]]:
             problems.append(f"{shard.dir_name}: no manifest.json (never started)")
             continue
         status = manifest.get("status")
-        if status != "complete":
+        if status == "running":
+            problems.append(f"{shard.dir_name}: status running, but its process died (rerun or requeue that "
+                            "shard: it resumes)")
+        elif status != "complete":
             problems.append(f"{shard.dir_name}: status {status} (rerun or requeue that shard: it resumes)")
         recorded = manifest.get("shard") or {}
         if (recorded.get("index"), recorded.get("count")) != (shard.index, shard.count):
@@ -153,14 +162,21 @@ def _dataset_sessions(manifest: dict[str, Any], dataset: str | None) -> tuple[li
     return sessions, str(path)
 
 
-def merge_run(run_dir: str | Path, *, dataset: str | None = None) -> MergeOutcome:
-    """Check the shards, then write the merged result, score, metric and manifest into `run_dir`."""
+def merge_run(run_dir: str | Path, *, dataset: str | None = None, err: Any = None) -> MergeOutcome:
+    """Check the shards, then write the merged result, score, metric and manifest into `run_dir` (locked
+    meanwhile, like a run: lock.py)."""
+    run_dir = Path(run_dir)
+    # the merged files are the run directory's own: one writer at a time
+    with locked(run_dir, err, advice="merge when it has ended"):
+        return _merge_locked(run_dir, dataset)
+
+
+def _merge_locked(run_dir: Path, dataset: str | None) -> MergeOutcome:
     from wtb_local.protocols import protocol_named
     from wtb_local.runner.job import score_run
     from wtb_local.runner.length_cuts import length_cuts
     from wtb_local.scoring import write_result_rows
 
-    run_dir = Path(run_dir)
     loaded = _check_shards(run_dir)
     first = loaded[0][2]
     model_name = first["config"].get("model_name") or (first.get("model") or {}).get("name")

@@ -83,12 +83,19 @@ def check_repeats(prep: Any, repeats: int) -> None:
 
 
 async def run_repeats_async(options: RunOptions, repeats: int, stderr: Any = None) -> RepeatsOutcome:
-    from wtb_local.runner.job import run_job_async
+    from wtb_local.runner.lock import locked
     from wtb_local.runner.prepare import prepare
 
     err = stderr or sys.stderr
     prep = prepare(options, None, err)
     check_repeats(prep, repeats)
+    with locked(prep.paths.run_dir, err):  # one repeats run per folder; each repeat locks its own too
+        return await _run_repeats(options, repeats, prep, err)
+
+
+async def _run_repeats(options: RunOptions, repeats: int, prep: Any, err: Any) -> RepeatsOutcome:
+    from wtb_local.runner.job import run_job_async
+
     run_dir = prep.paths.run_dir
     backend = prep.build_backend()
     await backend.start()
