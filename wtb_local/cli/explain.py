@@ -26,8 +26,10 @@ import click
 @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False), envvar="WTB_EXPLAIN_OUT",
               help="Write the explanation files into this directory.")
 @click.option("--format", "formats", default="md,csv,json,html,png", show_default=True,
-              envvar="WTB_EXPLAIN_FORMAT", help="Comma-separated formats written with --out: md, csv, json, html, png.")
-def explain(run_dirs: tuple[str, ...], plan_model: str | None, runs_dir: str | None, engine: str | None,
+              envvar="WTB_EXPLAIN_FORMAT", help="Comma-separated formats written with --out: md, csv, json, html, png. "
+              "Without matplotlib a png asked for here is an error; the default skips it with a note.")
+@click.pass_context
+def explain(ctx: click.Context, run_dirs: tuple[str, ...], plan_model: str | None, runs_dir: str | None, engine: str | None,
             run_options: tuple[str, ...], dataset: str | None, out_dir: str | None, formats: str) -> None:
     """Why the scores of RUN_DIRs (runs of the same tasks) differ, factor by factor, task by task."""
     if plan_model is not None:
@@ -46,13 +48,18 @@ def explain(run_dirs: tuple[str, ...], plan_model: str | None, runs_dir: str | N
     from wtb_local.explain.build import explain_runs
     from wtb_local.explain.render import plain, write_explanation
     from wtb_local.explain.runs import ExplainError, load_runs
-    from wtb_local.reports.build import parse_formats
+    from wtb_local.reports.build import parse_formats, png_refused
     from wtb_local.runner.errors import RunError
 
     try:
         chosen = parse_formats(formats)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--format") from None
+    asked = ctx.get_parameter_source("formats") not in (click.core.ParameterSource.DEFAULT,
+                                                         click.core.ParameterSource.DEFAULT_MAP)
+    refused = png_refused(asked, chosen, out_dir)
+    if refused:
+        raise click.ClickException(refused)
     try:
         data = explain_runs(load_runs(run_dirs, dataset))
     except (ExplainError, RunError) as exc:

@@ -65,7 +65,7 @@ def report(ctx: click.Context, paths: tuple[str, ...], tables: tuple[str, ...], 
            thinking: bool | None, dataset: str | None, out_dir: str | None, formats: str) -> None:
     """Print the tables of scored runs and optionally write the full report."""
     from wtb_local.reports import diff_row, metric_row, print_tables
-    from wtb_local.reports.build import no_matplotlib, parse_formats, run_notes, write_report
+    from wtb_local.reports.build import parse_formats, png_refused, run_notes, write_report
     from wtb_local.reports.present import paper_row_of, row_label
     from wtb_local.reports.protocols import protocol_notes
     from wtb_local.reports.render import section_plain
@@ -80,11 +80,9 @@ def report(ctx: click.Context, paths: tuple[str, ...], tables: tuple[str, ...], 
         raise click.BadParameter(str(exc), param_hint="--format") from None
     asked = ctx.get_parameter_source("formats") not in (click.core.ParameterSource.DEFAULT,
                                                          click.core.ParameterSource.DEFAULT_MAP)
-    if out_dir is not None and asked and "png" in chosen:
-        from wtb_local.reports.plots import available
-
-        if not available():  # before anything is read or written: a report without the png asked for is not it
-            raise click.ClickException(no_matplotlib("--format png") + "; or leave png out of --format")
+    refused = png_refused(asked, chosen, out_dir)
+    if refused:
+        raise click.ClickException(refused)
     try:
         # labelled as every command labels them; a --repeats run adds its mean row
         runs = load_runs(paths, dataset, thinking)

@@ -180,7 +180,7 @@ def write_explanation(data: dict[str, Any], out_dir: str | Path, formats: Sequen
     """explain.md, <table>.csv, explain.json, explain.html and plots/waterfall.png into `out_dir` (the chosen
     formats); without matplotlib the plot is skipped with a note."""
     from wtb_local.reports import plots as plotting
-    from wtb_local.reports.build import NO_MATPLOTLIB
+    from wtb_local.reports.build import no_matplotlib
     from wtb_local.reports.render import report_markdown, section_csv
 
     out = Path(out_dir)
@@ -194,7 +194,7 @@ def write_explanation(data: dict[str, Any], out_dir: str | Path, formats: Sequen
             if "png" in formats:
                 written.files.append(plot)
         else:
-            written.notes.append(NO_MATPLOTLIB)
+            written.notes.append(no_matplotlib(f"plots/{PLOT_NAME} skipped"))
     if "md" in formats:
         path = out / "explain.md"
         path.write_text(report_markdown(tables, [PLOT_NAME] if plot is not None and "png" in formats else [],

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from wtb_local.reports.runs import Run
 from wtb_local.reports.sections import Section, build_sections
@@ -17,6 +18,17 @@ def no_matplotlib(what: str) -> str:
     from wtb_local.install_command import install_command
 
     return f"{what}: matplotlib is not installed ({install_command('report')})"
+
+
+def png_refused(asked: bool, chosen: Any, out_dir: Any) -> str | None:
+    """The one-line error when png files were asked for explicitly (`--format`, or its WTB_* twin) and cannot
+    be drawn; None otherwise (the default format set skips png with a note). Checked before anything is read
+    or written: `report` and `explain` without the png asked for are not what was asked."""
+    if out_dir is None or not asked or "png" not in chosen:
+        return None
+    from wtb_local.reports.plots import available
+
+    return None if available() else no_matplotlib("--format png") + "; or leave png out of --format"
 
 
 @dataclass
