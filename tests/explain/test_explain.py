@@ -108,7 +108,9 @@ def test_seed_repeats_give_the_spread_and_gaps_are_tested_against_it(seed_runs: 
         ("wild_tool_bench_5/3", "completion", 0, ["seed"], "the same prompt, another completion")]
     refused = pairs[("0", "1")]["flipped"][0]
     assert (refused["stage"], refused["factors"]) == ("completion", ["seed"])
-    assert refused["detail"].startswith(f"the same prompt, the request was not served in {seeds}/repeats/1: HTTP 400")
+    assert refused["detail"].startswith(f"the same prompt, the request was not served in {seeds}/repeats/1: "
+                                        "prompt too long: HTTP 400 from /completions: This model's maximum "
+                                        "context length is 8192 tokens.")
     # a template that renders other prompts parts at the prompt; one that renders the same prompts does not
     # (the prompts are rendered again from the manifests), so there the seed is the cause
     assert [(f["task"], f["stage"], f["factors"], f["detail"]) for f in pairs[("0", "other-prompts")]["flipped"]] == [

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from wtb_local.backends.base import Backend
-from wtb_local.faults import Fault, stop_line
+from wtb_local.faults import Fault, FaultLog, stop_line
 from wtb_local.runner.config import config_hash, hashed_config
 from wtb_local.runner.environment import machine, package_versions
 from wtb_local.runner.errors import LoopError, RecordError, RunError, one_line
@@ -219,15 +219,14 @@ async def _run_locked(prep: PreparedRun, backend: Backend | None, lock: RunLock,
     meter = ThroughputMeter()
     # faults: the backend's count since this run began (a backend given by the caller may have served
     # earlier runs), and the one that stopped it (docs/reliability.md)
-    faults: dict[str, Any] = {"mark": backend.fault_log.snapshot() if backend is not None else None,
-                              "stopping": None}
+    faults: dict[str, Any] = {"mark": _fault_log(backend).snapshot(), "stopping": None}
     audit: Any = None
 
     def figures() -> dict[str, Any]:
         meter.writer_busy_s = store.write_s
         return {"requests": stats.requests, "failed_requests": stats.failed_requests,
                 "prompt_tokens": stats.prompt_tokens, "generated_tokens": stats.generated_tokens,
-                **(backend.fault_log.since(faults["mark"], faults["stopping"]) if backend is not None else {}),
+                **_fault_log(backend).since(faults["mark"], faults["stopping"]),
                 **({"prompt_checks": audit.record()} if audit is not None else {}),
                 "throughput": meter.summary(stats.tasks_this_run)}
 
@@ -244,7 +243,7 @@ async def _run_locked(prep: PreparedRun, backend: Backend | None, lock: RunLock,
     try:
         if backend is None:
             backend = prep.build_backend()
-            faults["mark"] = backend.fault_log.snapshot()
+            faults["mark"] = _fault_log(backend).snapshot()
         audit = _prompt_audit(prep, backend, err)
         scheduling = resolve_scheduling(settings.scheduling, backend)
         invocation["scheduling"] = scheduling
@@ -297,6 +296,13 @@ async def _run_locked(prep: PreparedRun, backend: Backend | None, lock: RunLock,
     stop.raise_held()
     return RunOutcome(paths, settings, metric, score_rows, result_rows, manifest, skipped,
                       [s.id for s in pending])
+
+
+def _fault_log(backend: Any) -> FaultLog:
+    """The faults the backend retried past; a backend object without a log (none yet, or a benchmark's
+    wrapper) retried none."""
+    log = getattr(backend, "fault_log", None)
+    return log if log is not None else FaultLog()
 
 
 def _prompt_audit(prep: PreparedRun, backend: Backend, err: Any) -> Any:

@@ -80,6 +80,10 @@ class GoldSteered:
         self.inner, self.writer, self.lengths, self.name = inner, writer, lengths, inner.name
         self.short = 0
 
+    @property
+    def fault_log(self) -> Any:  # the faults are the wrapped backend's (wtb_local/faults.py)
+        return self.inner.fault_log
+
     async def generate(self, request: GenerationRequest) -> Completion:
         text = self.writer.write(request.messages, request.tools, request.gold_reply)
         wanted = self.lengths.tokens(request.request_id, text)
@@ -102,6 +106,10 @@ class OneAtATime:
         self.name = inner.name
         self.produces_text, self.needs_prompt, self.needs_gold = True, True, inner.needs_gold
         self._lock = asyncio.Lock()
+
+    @property
+    def fault_log(self) -> Any:  # the faults are the wrapped backend's (wtb_local/faults.py)
+        return self.inner.fault_log
 
     async def generate(self, request: GenerationRequest) -> Completion:
         async with self._lock:
