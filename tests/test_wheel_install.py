@@ -125,9 +125,10 @@ def test_the_installed_wheel_runs_the_quickstart_from_outside_the_checkout(venv:
     checkout_env = {**env, "PYTHONPATH": str(ROOT)}
     mine = _run([sys.executable, "-m", "wtb_local", *DEMO, "--out", "mine"], cwd=tmp_path, env=checkout_env)
     assert mine.returncode == 0, mine.stderr
-    for run in ("demo", "mine"):
-        assert "Qwen_Qwen3-8B    100.00  100.00   100.00  100.00  100.00  100.00  100.00  100.00  100.00   " \
-               "100.00" in (demo if run == "demo" else mine).stdout
+    for done in (demo, mine):
+        ours = [line.split() for line in done.stdout.splitlines() if line.startswith("Qwen_Qwen3-8B ")]
+        assert ours[0] == ["Qwen_Qwen3-8B"] + ["100.00"] * 10  # Table 6: eight columns, task, session
+        assert "paper: Qwen3-8B-Thinking   56.64   33.59" in done.stdout  # the row the demo is compared with
     score = sorted((tmp_path / "demo" / "score").rglob("*.json"))
     assert [p.read_bytes() for p in score] == [
         (tmp_path / "mine" / p.relative_to(tmp_path / "demo")).read_bytes() for p in score]
