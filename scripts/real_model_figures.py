@@ -104,7 +104,8 @@ def generate(model: Path, out: Path, sessions: str, skip: set[str]) -> None:
         # the in-process engine's settings on the CPU build, spelled as server flags
         flags = ["--dtype", "float32", "--max-model-len", str(MAX_MODEL_LEN), "--no-enable-chunked-prefill",
                  "--max-num-batched-tokens", str(MAX_MODEL_LEN), "--enforce-eager", "--gpu-memory-utilization",
-                 "0.2", "--seed", "0", "--tool-call-parser", "hermes", "--enable-auto-tool-choice"]
+                 "0.2", "--seed", "0", "--tool-call-parser", "hermes", "--enable-auto-tool-choice",
+                 "--enable-prompt-tokens-details"]  # usage then counts the prompt tokens the cache served
         env = {"VLLM_SERVER_DEV_MODE": "1", "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "2")}
         with vllm_server(str(model), SERVED, flags, out / "server.log", env=env) as server:
             for name, extra in SERVER_RUNS:
@@ -240,11 +241,11 @@ def _pct(value: Any) -> str:
 
 def markdown(data: dict[str, Any], command: str) -> str:
     figures = data["figures"]
-    lines = [f"Made by `{command}` on {data['machine']['cpus']} CPUs ({data['machine']['cpu']}; bf16 "
-             f"instructions: {', '.join(data['machine']['bf16']) or 'none'}).", "",
-             "| run | what | tasks | task acc % | session acc % | parse failures | format deviations | length cuts "
-             "| generated tok/s | wall s | identical to vllm |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    machine_line = (f"Made by `{command}` on {data['machine']['cpus']} CPUs ({data['machine']['cpu']}; bf16 "
+                    f"instructions: {', '.join(data['machine']['bf16']) or 'none'}).")
+    header = ("| run | what | tasks | task acc % | session acc % | parse failures | format deviations | length cuts "
+              "| generated tok/s | wall s | identical to vllm | load |")
+    lines = [machine_line, "", header, "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, f in figures.items():
         deviations = f["format_deviations"]
         if isinstance(deviations, dict):
@@ -254,7 +255,7 @@ def markdown(data: dict[str, Any], command: str) -> str:
         tok_s = "n/a" if f["generated_tokens_per_s"] is None else f"{f['generated_tokens_per_s']:.1f}"
         lines.append(f"| {name} | {WHAT.get(name, name)} | {f['tasks']} | {_pct(f['task_accuracy'])} | "
                      f"{_pct(f['session_accuracy'])} | {f['parse_failures']} of {f['steps']} | {deviations} | "
-                     f"{f['length_cuts']} | {tok_s} | {f['wall_s']:.0f} | {same_text} |")
+                     f"{f['length_cuts']} | {tok_s} | {f['wall_s']:.0f} | {same_text} | {f['load']} |")
     speed = [n for n in ("openai", "openai-1", "openai-8") if n in figures]
     if speed:
         lines += ["", "| against one vllm serve | wall s | generated tok/s | tasks/s | prefix cache % | load |",
