@@ -41,13 +41,15 @@ def test_tables_from_finished_runs_with_a_replay(runs: Path) -> None:
                            str(runs / "figures.json")], capture_output=True, text=True, timeout=600, check=False,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr
-    rows = [line for line in done.stdout.splitlines() if line.startswith("| vllm ") or line.startswith("| transf")]
+    rows = [line.split(" | ") for line in done.stdout.splitlines() if line.startswith(("| vllm ", "| transf"))]
     deviations = "0" if _script().records_deviations() else "not recorded"  # type: ignore[attr-defined]
+    walls = [row.pop(9) for row in rows]  # wall seconds: measured
+    assert all(wall.isdigit() for wall in walls)
     assert rows == [
-        f"| vllm | in-process vLLM engine | 8 | 100.00 | 100.00 | 0 of 17 | {deviations} | 0 | 0.0 | "
-        f"{rows[0].split(' | ')[9]} | — | None |",
-        f"| transformers | transformers generate (waves of 16) | 8 | 100.00 | 100.00 | 0 of 17 | {deviations} | 0 | "
-        f"0.0 | {rows[1].split(' | ')[9]} | 17/17 | None |"]
+        ["| vllm", "in-process vLLM engine", "8", "100.00", "100.00", "0 of 17", deviations, "0", "0.0", "—",
+         "None |"],
+        ["| transformers", "transformers generate (waves of 16)", "8", "100.00", "100.00", "0 of 17", deviations,
+         "0", "0.0", "17/17", "None |"]]
     assert sorted(p.name for p in (runs / "replay").iterdir()) == ["transformers", "vllm"]
 
 
