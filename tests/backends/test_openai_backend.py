@@ -189,7 +189,8 @@ def test_generation_config_read_from_the_model_directory(server: tuple[FakeServe
                                                          tmp_path: Any) -> None:
     fake, url = server
     (tmp_path / "generation_config.json").write_text(json.dumps({"do_sample": False, "temperature": 0.6}))
-    backend = OpenAIBackend(OpenAIConfig(model=str(tmp_path), base_url=url))
+    # --model names the checkpoint directory; the server serves it as "tiny"
+    backend = OpenAIBackend(OpenAIConfig(model=str(tmp_path), served_model_name="tiny", base_url=url))
 
     async def main() -> Completion:
         await backend.start()
@@ -202,7 +203,7 @@ def test_generation_config_read_from_the_model_directory(server: tuple[FakeServe
     assert {k: fake.bodies[0][k] for k in ("temperature", "top_p", "top_k")} == {
         "temperature": 0.0, "top_p": 1.0, "top_k": -1}  # do_sample false: greedy, as transformers would
     (tmp_path / "generation_config.json").write_text("{not json")
-    broken = OpenAIBackend(OpenAIConfig(model=str(tmp_path), base_url=url))
+    broken = OpenAIBackend(OpenAIConfig(model=str(tmp_path), served_model_name="tiny", base_url=url))
     with pytest.raises(RuntimeError, match=r"generation_config.json: unreadable generation_config.json"):
         asyncio.run(broken.start())
 

@@ -163,8 +163,8 @@ def test_a_v4_reply_in_the_v32_block_name() -> None:
     text = block("search", [("query", "true", "x")])
     result = get_parser("deepseek_v4").parse(text)
     assert (result.tool_calls, result.content) == ([], text)
-    assert result.errors == [f"a <{D}function_calls> block (DeepSeek-V3.2's) where this family writes "
-                             f"<{D}tool_calls>: not read as calls"]
+    assert result.errors == [(f"a <{D}function_calls> block (DeepSeek-V3.2's) where this family writes "
+                              f"<{D}tool_calls>: not read as calls")]
 
 
 def test_a_call_inside_the_reasoning_is_counted_not_executed() -> None:

@@ -79,8 +79,8 @@ OURS: dict[int, tuple[str, str | None, str | None, list[list[str]]]] = {
 
 # line -> every error wtb_local reports on that sample, exactly; every other sample parses without an error.
 ERRORS: dict[int, list[str]] = {
-    11: ["a <｜DSML｜function_calls> block (DeepSeek-V3.2's) where this family writes <｜DSML｜tool_calls>: "
-         "not read as calls"],
+    11: [("a <｜DSML｜function_calls> block (DeepSeek-V3.2's) where this family writes <｜DSML｜tool_calls>: "
+          "not read as calls")],
     39: ["no <|close|>tools<|sep|> (an unterminated tools channel); calls kept"],
     45: ["tool call block without an invoke: ']<]minimax[>[</user_id> after error'"],
     89: ["tool call block 1: the call object is not valid JSON; arguments kept as raw text",

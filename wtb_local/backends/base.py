@@ -39,6 +39,7 @@ class Capabilities:
     remote: bool = False  # an engine configured outside this command (`--base-url`): named in the run folder
     needs_gpu: bool = False  # a CUDA GPU (`--backend auto` picks it only when one is visible)
     sizes_context: bool = False  # the run chooses its context window when --max-model-len is not given
+    loads_weights: bool = False  # loads the checkpoint in this process: --dtype applies (runner/dtype.py)
     # packages it imports and the extra of wtb-local that brings them (install_command.py words the command)
     packages: tuple[tuple[str, ...], str] | None = None
 

@@ -63,7 +63,8 @@ class OpenAIConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", protected_namespaces=())
 
     base_url: str  # e.g. http://127.0.0.1:8000/v1 ; "/completions" is appended
-    model: str
+    model: str  # the checkpoint or tokenizer (its generation_config is read from it)
+    served_model_name: str | None = None  # the name sent in requests (vLLM's --served-model-name); None: model
     api_key: str | None = None
     max_concurrency: int = Field(64, ge=1)
     timeout_s: float = Field(600, gt=0)
@@ -78,3 +79,8 @@ class OpenAIConfig(BaseModel):
     revision: str | None = None  # of `model` on the hub, where its generation_config.json is read
     # The checkpoint's generation_config (None: read from `model` at start); sampling resolves from it.
     generation_config: dict[str, Any] | None = None
+
+    @property
+    def request_model(self) -> str:
+        """The `model` of every request: the server's name for the model."""
+        return self.served_model_name or self.model

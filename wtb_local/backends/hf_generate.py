@@ -54,7 +54,7 @@ class TransformersBackend(Backend):
     # a wave of left-padded `generate` is seeded per batch: batches must not depend on arrival timing
     capabilities = Capabilities(
         renders_prompts=True, needs_tokenizer="yes", samples=True, replays=False, step_synchronous=True,
-        reports_token_usage=True, needs_model=True, packages=(("transformers", "torch"), "hf"))
+        reports_token_usage=True, needs_model=True, loads_weights=True, packages=(("transformers", "torch"), "hf"))
 
     def __init__(self, config: TransformersConfig | None = None, **fields: Any) -> None:
         self.config = config if config is not None else TransformersConfig(**fields)
@@ -64,6 +64,7 @@ class TransformersBackend(Backend):
         self._eos: frozenset[int] = frozenset()
         self._pad_id = 0
         self._max_model_len = 0
+        self._loaded_dtype: str | None = None  # kept after close(): the manifest is written after it
         self._pending: list[_Pending] = []
         self._worker: asyncio.Task[None] | None = None
         self._broken: Fault | None = None  # the fault a wave met: every later request meets it too
@@ -111,6 +112,7 @@ class TransformersBackend(Backend):
         self._pad_id = int(pad) if pad is not None else min(self._eos)
         limit = self.config.max_model_len or getattr(model.config, "max_position_embeddings", None)
         self._max_model_len = int(limit or tokenizer.model_max_length)
+        self._loaded_dtype = str(model.dtype).removeprefix("torch.")
         self._tokenizer, self._model = tokenizer, model
 
     async def close(self) -> None:
@@ -247,7 +249,8 @@ class TransformersBackend(Backend):
 
     @classmethod
     def from_run(cls, run: Any, *, parser: Any, renderer: Any) -> TransformersBackend:
-        return cls(TransformersConfig(model=run.model, revision=run.revision, dtype=run.dtype,
+        return cls(TransformersConfig(model=run.model, revision=run.revision,
+                                      dtype=run.resolved_dtype or run.dtype,
                                       trust_remote_code=run.trust_remote_code, batch_size=run.batch_size,
                                       max_model_len=run.max_model_len))
 
@@ -264,9 +267,10 @@ class TransformersBackend(Backend):
                 info["device"] = str(device)
                 if device.type == "cuda":
                     info["device_name"] = torch.cuda.get_device_name(device)
-                info["dtype"] = str(self._model.dtype).removeprefix("torch.")
         except Exception as exc:  # noqa: BLE001 - describe() must not fail a finished run
             info["transformers_version"] = f"unavailable: {exc}"
+        if self._loaded_dtype is not None:
+            info["dtype"] = self._loaded_dtype  # the weights as loaded
         if self._model is not None:
             info["max_model_len"] = self._max_model_len
             info["generation_defaults"] = dict(sorted(self._defaults.items()))

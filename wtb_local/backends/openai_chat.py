@@ -50,7 +50,7 @@ class OpenAIChatBackend(OpenAIBackend):
 
     def chat_body(self, request: GenerationRequest) -> dict[str, Any]:
         body: dict[str, Any] = {
-            "model": self.config.model,
+            "model": self.config.request_model,
             "messages": request.messages,
             "max_tokens": request.sampling.max_new_tokens,
             "seed": request.seed,

@@ -80,8 +80,14 @@ class OpenAIBackend(Backend):
             listing = {}
         models = [m for m in listing.get("data", []) if isinstance(m, dict)]
         self._server_models = sorted(str(m.get("id")) for m in models)
+        name = self.config.request_model
+        if self._server_models and name not in self._server_models:  # every request would be refused
+            flag = "--served-model-name" if self.config.served_model_name else "--model"
+            raise RuntimeError(f"OpenAI server at {self._base} serves {', '.join(self._server_models)}, not {name!r} "
+                               f"({flag}); pass the served name as --served-model-name (--model names the "
+                               "checkpoint)")
         if self._max_model_len is None:  # vLLM lists each model's context window
-            served = [m.get("max_model_len") for m in models if m.get("id") == self.config.model]
+            served = [m.get("max_model_len") for m in models if m.get("id") == name]
             if served and isinstance(served[0], int) and served[0] > 0:
                 self._max_model_len = served[0]
         # The checkpoint's sampling defaults, read here and sent with every request (after the server
@@ -101,7 +107,7 @@ class OpenAIBackend(Backend):
         self._started = False  # calls still in flight run out in their daemon threads
 
     def _body(self, request: GenerationRequest, sampling: ResolvedSampling) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.config.model}
+        body: dict[str, Any] = {"model": self.config.request_model}
         if self.config.prompt_format == "token-ids" and request.prompt_token_ids is not None:
             body["prompt"] = list(request.prompt_token_ids)
         else:
@@ -216,9 +222,9 @@ class OpenAIBackend(Backend):
 
     @classmethod
     def config_from_run(cls, run: Any) -> OpenAIConfig:
-        return OpenAIConfig(base_url=run.base_url, model=run.model, api_key=run.api_key,
-                            max_concurrency=run.max_num_seqs or 64, max_model_len=run.max_model_len,
-                            timeout_s=run.request_timeout,
+        return OpenAIConfig(base_url=run.base_url, model=run.model, served_model_name=run.served_model_name,
+                            api_key=run.api_key, max_concurrency=run.max_num_seqs or 64,
+                            max_model_len=run.max_model_len, timeout_s=run.request_timeout,
                             prompt_format=run.server_prompt or "token-ids", revision=run.revision)
 
     @classmethod

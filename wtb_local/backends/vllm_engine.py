@@ -44,7 +44,7 @@ class VLLMBackend(Backend):
     name = "vllm"
     capabilities = Capabilities(
         renders_prompts=True, needs_tokenizer="yes", samples=True, replays=False, step_synchronous=False,
-        reports_token_usage=True, needs_model=True, sizes_context=True, needs_gpu=True,
+        reports_token_usage=True, needs_model=True, sizes_context=True, needs_gpu=True, loads_weights=True,
         packages=(("vllm",), "vllm"))
 
     def __init__(self, config: VLLMConfig | None = None, **fields: Any) -> None:
@@ -184,7 +184,7 @@ class VLLMBackend(Backend):
     @classmethod
     def from_run(cls, run: Any, *, parser: Any, renderer: Any) -> VLLMBackend:
         return cls(VLLMConfig(
-            model=run.model, revision=run.revision, dtype=run.dtype,
+            model=run.model, revision=run.revision, dtype=run.resolved_dtype or run.dtype,
             tensor_parallel_size=run.tensor_parallel_size, pipeline_parallel_size=run.pipeline_parallel_size,
             max_model_len=run.max_model_len or run.default_max_model_len,
             data_parallel_size=run.data_parallel_size,

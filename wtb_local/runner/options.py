@@ -120,6 +120,9 @@ class RunOptions(BaseModel):
         "openai, openai-chat: seconds to wait for one reply; a server that does not answer in time stops the "
         "run, finished sessions kept (a machine fault, docs/reliability.md).",
         type=click.FloatRange(min=0.0, min_open=True), show_default=True)] = 600.0
+    served_model_name: Annotated[str | None, Cli(
+        "openai, openai-chat: the model name sent in requests, as the server serves it (vLLM's "
+        "--served-model-name); --model keeps naming the checkpoint or tokenizer (default: --model).")] = None
     parser: Annotated[str | None, Cli("Tool-call parser (default: chosen from the template/model id).",
                                       "yes")] = None
     chat_template: Annotated[str | None, Cli(

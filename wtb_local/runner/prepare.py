@@ -88,6 +88,8 @@ def _prepare(options: RunOptions, renderer: Any, err: Any, engine: bool) -> Prep
         values["model_name"] = default_model_name(values["model"]) if values.get("model") else backend.name
         sources["model_name"] = "the model id" if values.get("model") else "the backend name"
     values["shard"] = _shard(values.get("shard"))
+    if caps.loads_weights:
+        _dtype(values, sources, err)
 
     from wtb_local.dataset import DatasetError, dataset_sha256, read_dataset, resolve_dataset
 
@@ -183,6 +185,17 @@ def _backend(options: RunOptions, values: dict[str, Any], sources: dict[str, str
     return backend_class(name)
 
 
+def _dtype(values: dict[str, Any], sources: dict[str, str], err: Any) -> None:
+    """The dtype the engine loads the weights in; a choice other than the checkpoint's is said in one line."""
+    from wtb_local.runner.dtype import checkpoint_dtype, resolve_dtype, this_device
+
+    choice = resolve_dtype(values["dtype"], checkpoint_dtype(values["model"], values["revision"]), this_device(),
+                           given=sources["dtype"])
+    values["resolved_dtype"], sources["resolved_dtype"] = choice.dtype, choice.source
+    if choice.note:
+        print(choice.note, file=err)
+
+
 def _template_kwargs(options: RunOptions) -> dict[str, Any]:
     from wtb_local.rendering.kwargs import resolve_template_kwargs
 
@@ -246,7 +259,7 @@ def _unused_options(options: RunOptions, backend: type[Backend], err: Any) -> No
     sampling on a backend that does not sample, server options on one that is not such a server."""
     caps = backend.capabilities
     groups = [("does not sample", _SAMPLING_OPTIONS if not caps.samples else ()),
-              ("is not a server", ("base_url",) if not caps.remote else ()),
+              ("is not a server", ("base_url", "served_model_name") if not caps.remote else ()),
               ("sends no rendered prompt to a server",
                ("server_prompt",) if not (caps.remote and caps.renders_prompts) else ())]
     clauses = []

@@ -24,6 +24,7 @@ class ResolvedRun(BaseModel):
     server_prompt: str | None = None  # the openai backend's prompt format; None for the other backends
     api_key: str | None = Field(default=None, exclude=True)  # never written to disk
     request_timeout: float = 600.0  # seconds for one server reply (openai, openai-chat); not hashed
+    served_model_name: str | None = None  # the name server backends send in requests (None: `model`)
     parser: str | None = None
     # e.g. {"thinking": "per-step"} when generation prompts may pre-fill <think>; recorded so replays parse alike
     parser_options: dict[str, Any] = Field(default_factory=dict)
@@ -42,7 +43,10 @@ class ResolvedRun(BaseModel):
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
     revision: str | None = None
     trust_remote_code: bool = False
-    dtype: str = "auto"
+    dtype: str = "auto"  # as asked (hashed); the engine is given `resolved_dtype`
+    # --dtype with auto resolved from the checkpoint and the device (runner/dtype.py), for a backend that
+    # loads weights; None for the others. Not hashed: numerics only, like the batch (docs/real-model.md).
+    resolved_dtype: str | None = None
     quantization: str | None = None
     max_model_len: int | None = None
     tensor_parallel_size: int = 1
