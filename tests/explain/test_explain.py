@@ -58,6 +58,24 @@ def test_a_parser_only_difference_is_wholly_the_parser(parser_runs: tuple[Path, 
     assert {f["step"] for f in pair["flipped"]} == {0, 1}
 
 
+def test_the_steps_a_parser_leads_to_are_the_parsers_in_generation(parser_runs: tuple[Path, Path]) -> None:
+    """From the pythonic replay (no call read, so no later step recorded) to the oracle run (Hermes calls
+    read, then the reply after them generated): the re-parse reads the calls but reaches steps the first
+    run never generated; the second run generated them because its parser read the calls, so the rest is
+    the parser's, not the engine's nondeterminism (no generation factor differs)."""
+    oracle, pythonic = parser_runs
+    data = _explain(pythonic, oracle)
+    assert _differing(data) == ["parser"]
+    assert _parts(data) == [("parser", 0, 0, 0, ["parser"]), ("checker", 0, 0, 0, []),
+                            ("generation", 27, 8, 27, ["parser"])]
+    parser, _, generation = data["decompositions"][0]["parts"]
+    assert parser["note"] == (f"27 task(s) reached a step {pythonic} never recorded (the parse led the "
+                              "conversation elsewhere): errors, as in a replay run")
+    assert generation["how"] == (f"new completions for the steps {oracle}'s parser led the conversation to, "
+                                 f"which {pythonic} never generated (27 task(s))")
+    assert data["pairs"][0]["stages"] == {"prompt": 0, "completion": 0, "parse": 27, "verdict": 0}
+
+
 def test_a_checker_only_difference_is_wholly_the_checker(checker_runs: tuple[Path, Path]) -> None:
     """The scripted vectors run and `rescore --checker lenient` of it (RUN_DIR/score-lenient)."""
     strict, lenient = checker_runs

@@ -54,6 +54,26 @@ def test_the_plan_of_a_hub_model_not_on_disk(tmp_path: Path) -> None:
          f"{d}/engine-transformers {d}/protocol-paper --out {d}/explain")]
 
 
+def test_generated_parsers_add_a_run_with_each_alternative_parser(tmp_path: Path) -> None:
+    done = _plan("Qwen/Qwen3-8B", "--runs-dir", "r", "--generated-parsers", home=tmp_path / "hf")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    at = lines.index("python -m wtb_local run --backend replay --replay r/base/repeats/0 --parser llama3_json "
+                     "--out r/parser-llama3_json")
+    assert lines[at + 1:at + 5] == [
+        ("# parser, generated: qwen3_coder with generation: the steps the replay could not judge (where "
+         "qwen3_coder reads a call hermes did not, the conversation goes on to steps the baseline never generated)"),
+        ("python -m wtb_local run --model Qwen/Qwen3-8B --backend vllm --parser qwen3_coder "
+         "--out r/parser-qwen3_coder-generated"),
+        ("# parser, generated: llama3_json with generation: the steps the replay could not judge (where "
+         "llama3_json reads a call hermes did not, the conversation goes on to steps the baseline never generated)"),
+        ("python -m wtb_local run --model Qwen/Qwen3-8B --backend vllm --parser llama3_json "
+         "--out r/parser-llama3_json-generated")]
+    assert lines[-1] == ("python -m wtb_local explain r/base r/parser-qwen3_coder r/parser-llama3_json "
+                         "r/parser-qwen3_coder-generated r/parser-llama3_json-generated r/engine-transformers "
+                         "r/protocol-paper --out r/explain")
+
+
 def test_a_model_with_a_template_override_plans_a_run_with_it(tmp_path: Path) -> None:
     done = _plan("meta-llama/Llama-3.1-8B-Instruct", "--runs-dir", "r", "--engine", "transformers",
                  home=tmp_path / "hf")

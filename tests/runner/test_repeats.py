@@ -65,6 +65,16 @@ def test_repeats_run_report_and_resume(qwen_tiny_dir: Path, tmp_path: Path) -> N
         assert (summary["task_accuracy"]["mean"], summary["task_accuracy"]["stderr"]) == (mean, stderr)
         line = error_bar_line("tiny", summary)
         assert done.stdout.strip().splitlines()[-1] == line
+        # each repeat's health lines, as `run` prints them, after its seed: the server refused some prompts
+        seeds = [f"repeat {r + 1} (seed {seed}): " for r, seed in enumerate(summary["seeds"])]
+        assert [text for text in done.stdout.splitlines() if text.startswith("repeat ")] == [
+            f"{seed}steps cut at the token limit: 0 of 8 (0.00%), 0 inside reasoning (max_new_tokens 512)"
+            for seed in seeds]
+        refused = ("request(s) failed and were scored as step errors: prompt too long: HTTP 400 from /completions: "
+                   "This model's maximum context length is 8192 tokens. However, your prompt contains 9000 input "
+                   "tokens.")
+        assert [text for text in done.stderr.splitlines() if text.startswith("repeat ") and "): " in text] == [
+            f"{seeds[0]}warning: 2 {refused} (2)", f"{seeds[1]}warning: 4 {refused} (4)"]
         for r, seed in enumerate(summary["seeds"]):
             manifest = json.loads((tmp_path / "run" / "repeats" / str(r) / "manifest.json").read_text())
             assert manifest["config"]["sampling"]["seed"] == seed and manifest["status"] == "complete"

@@ -21,6 +21,9 @@ import click
 @click.option("--run-option", "run_options", multiple=True, metavar="OPTION",
               help="--plan: a `run` option added to every planned run (repeatable; split like a shell "
                    "word list), e.g. --run-option '--dataset sample --limit 2'.")
+@click.option("--generated-parsers", is_flag=True, default=False,
+              help="--plan: also run each alternative parser with generation (its replay judges only the steps "
+                   "the baseline generated).")
 @click.option("--dataset", default=None, envvar="WTB_DATASET",
               help="Dataset of the runs (default: the one each run's manifest records).")
 @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False), envvar="WTB_EXPLAIN_OUT",
@@ -30,7 +33,8 @@ import click
               "Without matplotlib a png asked for here is an error; the default skips it with a note.")
 @click.pass_context
 def explain(ctx: click.Context, run_dirs: tuple[str, ...], plan_model: str | None, runs_dir: str | None, engine: str | None,
-            run_options: tuple[str, ...], dataset: str | None, out_dir: str | None, formats: str) -> None:
+            run_options: tuple[str, ...], generated_parsers: bool, dataset: str | None, out_dir: str | None,
+            formats: str) -> None:
     """Why the scores of RUN_DIRs (runs of the same tasks) differ, factor by factor, task by task."""
     if plan_model is not None:
         if run_dirs:
@@ -38,7 +42,8 @@ def explain(ctx: click.Context, run_dirs: tuple[str, ...], plan_model: str | Non
         from wtb_local.explain.plan import PlanError, make_plan, plan_script
 
         try:
-            planned = make_plan(plan_model, runs_dir=runs_dir, engine=engine, run_options=run_options)
+            planned = make_plan(plan_model, runs_dir=runs_dir, engine=engine, run_options=run_options,
+                                generated_parsers=generated_parsers)
         except PlanError as exc:
             raise click.ClickException(str(exc)) from None
         click.echo(plan_script(planned), nl=False)

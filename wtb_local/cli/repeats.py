@@ -1,4 +1,6 @@
-"""`run --repeats K`: run the K repeats, then print the mean row and the ± line (errors as in `run`)."""
+"""`run --repeats K`: run the K repeats, then print each repeat's health lines (failed requests, length
+cuts, calls in reasoning or outside the model's format, as `run` prints them), the mean row and the ± line
+(errors as in `run`)."""
 
 from __future__ import annotations
 
@@ -8,11 +10,14 @@ from wtb_local.runner.options import RunOptions
 
 
 def run_repeated(options: RunOptions, repeats: int) -> None:
+    from wtb_local.cli.health import health_lines
     from wtb_local.reports.present import present
     from wtb_local.runner.repeats import run_repeats
 
     outcome = run_repeats(options, repeats)
     print(f"repeats:  {outcome.run_dir / 'repeats'} ({repeats} run directories)")
     print(f"summary:  {outcome.run_dir / 'repeats.json'}")
+    for r, one in enumerate(outcome.outcomes):
+        health_lines(one, f"repeat {r + 1} (seed {one.settings.seed}): ")
     # the mean row, the paper's row by the recorded thinking mode and the ± line, as `report` shows them
     present(outcome.run_dir, outcome.summary["mean_metric"]).show(sys.stdout)

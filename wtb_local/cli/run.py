@@ -8,7 +8,6 @@ the paper's. Every option has a `WTB_*` environment twin; engine flags mirror vL
 from __future__ import annotations
 
 import sys
-from collections import Counter
 from typing import Any
 
 import click
@@ -55,34 +54,10 @@ def run(ctx: click.Context, **params: Any) -> None:
         click.echo(summary_line(throughput))
     if outcome.manifest.get("status") != "complete":
         click.echo(f"warning: run status {outcome.manifest.get('status')}", err=True)
-    examples: dict[str, str] = {}
-    failed = failed_requests(outcome.result_rows, set(outcome.ran_sessions), examples)
-    if failed:
-        # The progress line only counts them; say why, or a 0% row looks like the model's fault.
-        reasons = ", ".join(f"{examples[reason]} ({count})"
-                            for reason, count in failed.most_common(3))
-        more = f", {len(failed) - 3} other reason(s)" if len(failed) > 3 else ""
-        click.echo(f"warning: {sum(failed.values())} request(s) failed and were scored as step errors: "
-                   f"{reasons}{more}", err=True)
+    from wtb_local.cli.health import health_lines
     from wtb_local.reports.present import present
-    from wtb_local.runner.length_cuts import cuts_line, cuts_warning
 
-    run_settings = outcome.settings
-    cuts = (outcome.manifest.get("summary") or {}).get("length_cuts")
-    if cuts and cuts.get("steps"):
-        click.echo(f"steps cut at the token limit: {cuts_line(cuts)} "
-                   f"(max_new_tokens {run_settings.sampling.max_new_tokens})")
-        warning = cuts_warning(cuts, run_settings.sampling.max_new_tokens)
-        if warning:
-            click.echo(warning, err=True)
-    from wtb_local.reports.health import format_deviations_line, reasoning_calls_line
-
-    hidden = reasoning_calls_line(outcome.result_rows, run_settings.protocol)
-    if hidden:
-        click.echo(hidden)
-    foreign = format_deviations_line(outcome.result_rows, run_settings.protocol)
-    if foreign:
-        click.echo(foreign)
+    health_lines(outcome)
     # label, paper row (by the recorded thinking mode) and notes as every command shows this run
     shown = present(paths.run_dir, outcome.metric, manifest=outcome.manifest)
     shown.show(sys.stdout)
@@ -113,13 +88,3 @@ def _save_summary(outcome: Any, rows: list[Any], notes: list[str]) -> None:
 
     text = "\n\n".join(format_plain(rows, table) for table in (6, 7))
     write_summary(outcome.paths.run_dir, rows, text, notes)
-
-
-def failed_requests(result_rows: list[dict[str, Any]], sessions: set[str],
-                    examples: dict[str, str] | None = None) -> Counter[str]:
-    """Why the requests of these sessions failed (wtb_local/faults.py: not built, not sent or not served),
-    grouped by reason with its numbers masked; the warning shows each group's first message with its real
-    numbers (filled into `examples`)."""
-    from wtb_local.faults import failed_requests as count
-
-    return count([row for row in result_rows if row.get("id") in sessions], examples)

@@ -8,11 +8,13 @@ order, each step's verdicts computed for real:
    (not a protocol's own parse rule) and A recorded raw completions;
 2. checker: those result rows re-scored with B's argument checker (as `rescore` does);
 3. generation: the rest, B's verdicts minus the last step's: everything that needs new completions
-   (prompt and completion factors, and the engine's own nondeterminism).
+   (prompt and completion factors, the steps B's parser led the conversation to, and the engine's own
+   nondeterminism).
 
 The parts add up to the gap exactly (they are differences of counts of correct tasks over the same tasks).
 A step of the replay that A never recorded (B's parser led the conversation elsewhere) is an error, as in
-a replay run; how many tasks reached one is said.
+a replay run; how many tasks reached one is said, and their change in generation is the parser's too: B
+generated those steps because its parser read what A's did not.
 """
 
 from __future__ import annotations
@@ -101,7 +103,7 @@ def rescore(run: ExplainRun, rows: list[dict[str, Any]], checker: str) -> Verdic
     return {(t.session_id, t.task_idx): t.correct for t in task_records(score_rows, sessions, checker)}
 
 
-def _unrecorded(rows: list[dict[str, Any]], keys: list[TaskKey]) -> int:
+def _unrecorded(rows: list[dict[str, Any]], keys: list[TaskKey]) -> set[TaskKey]:
     from wtb_local.runner.parser_compare import UNRECORDED
 
     wanted = set(keys)
@@ -113,7 +115,7 @@ def _unrecorded(rows: list[dict[str, Any]], keys: list[TaskKey]) -> int:
                 output = entry.get("inference_output") if name.startswith("step_") and isinstance(entry, dict) else None
                 if isinstance(output, dict) and str(output.get("error_reason") or "").startswith(UNRECORDED):
                     found.add((row.get("id"), log.get("task_idx", position)))
-    return len(found & wanted)
+    return found & wanted
 
 
 def _part(name: str, factors: list[str], how: str, before: Verdicts, after: Verdicts, keys: list[TaskKey],
@@ -133,6 +135,7 @@ def decompose(a: ExplainRun, b: ExplainRun, keys: list[TaskKey],
     verdicts = dict(a.verdicts)
     rows = list(a.result_rows.values())
     parts = []
+    led: set[TaskKey] = set()  # tasks the re-parse led to steps A never generated
 
     parser_a, parser_b = _parser_of(a), _parser_of(b)
     if "parser" not in differing:
@@ -147,9 +150,9 @@ def decompose(a: ExplainRun, b: ExplainRun, keys: list[TaskKey],
     else:
         rows = reparse_with(a, str(parser_b))
         after = rescore(a, rows, a.records.checker)
-        unrecorded = _unrecorded(rows, keys)
-        note = (f"{unrecorded} task(s) reached a step {a.label} never recorded (the parse led the conversation "
-                "elsewhere): errors, as in a replay run") if unrecorded else None
+        led = _unrecorded(rows, keys)
+        note = (f"{len(led)} task(s) reached a step {a.label} never recorded (the parse led the conversation "
+                "elsewhere): errors, as in a replay run") if led else None
         parts.append(_part("parser", ["parser"], f"{a.label}'s raw completions replayed through {parser_b}, "
                            f"judged with the {a.records.checker} checker", verdicts, after, keys, sessions, note))
         verdicts = after
@@ -166,12 +169,21 @@ def decompose(a: ExplainRun, b: ExplainRun, keys: list[TaskKey],
 
     generation = [f.name for f in FACTORS if f.name in differing and f.stage in ("prompt", "completion")]
     rest = [name for name in ("evaluator",) if name in differing]
+    changed = {key for key in keys if verdicts.get(key) != b.verdicts.get(key)}
+    by_parse, other = changed & led, changed - led  # led: B generated the steps its parse led to
+    new_steps = (f"the steps {b.label}'s parser led the conversation to, which {a.label} never generated "
+                 f"({len(by_parse)} task(s))")
     if generation:
-        how = "the rest, which needs new completions: " + ", ".join(generation)
-    elif any(verdicts.get(key) != b.verdicts.get(key) for key in keys):
-        how = "no recorded prompt or completion factor differs: the engine's own nondeterminism"
+        how = "the rest, which needs new completions: " + ", ".join(generation) + (f"; and {new_steps}" if by_parse else "")
+    elif other:
+        how = ("no recorded prompt or completion factor differs: the engine's own nondeterminism"
+               + (f" ({len(other)} task(s)); and {new_steps}" if by_parse else ""))
+    elif by_parse:
+        how = f"new completions for {new_steps}"
     else:
         how = "the same completions: nothing left"
+    if by_parse and "parser" not in generation:
+        generation = ["parser", *generation]
     parts.append(_part("generation", generation + rest, how, verdicts, b.verdicts, keys, sessions))
     (ta, sa), (tb, sb) = counts(a.verdicts, keys, sessions), counts(b.verdicts, keys, sessions)
     return {"a": a.label, "b": b.label, "tasks": len(keys), "sessions": len(sessions),

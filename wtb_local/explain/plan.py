@@ -3,7 +3,10 @@ line over them (docs/explain.md, "Planning the runs"):
 
 - the baseline: the model with every default on one engine, three seeds (`--repeats 3`) where its decoding
   samples (the seed spread every other gap is tested against);
-- each alternative parser known for the family: a replay of the baseline's first seed (no generation);
+- each alternative parser known for the family: a replay of the baseline's first seed (no generation),
+  and, when asked (`generated_parsers`), a run with it: a replay judges only the steps the baseline
+  generated, so where the other parser reads a call the baseline's did not, the conversation goes on to
+  steps only a run with that parser generates;
 - the template override that serves the model, where there is one (`--chat-template NAME`);
 - each other in-process engine;
 - the protocol that reproduces the paper's harness (`--protocol paper`).
@@ -97,9 +100,11 @@ def _default_dir(model: str) -> str:
 
 
 def make_plan(model: str, *, runs_dir: str | None = None, engine: str | None = None,
-              run_options: Sequence[str] = (), explain_out: str | None = None) -> Plan:
+              run_options: Sequence[str] = (), explain_out: str | None = None,
+              generated_parsers: bool = False) -> Plan:
     """The runs for `model`; `run_options` are shell-split and added to every run; `explain_out`: where the
-    explanation goes (default: `explain` in the runs directory)."""
+    explanation goes (default: `explain` in the runs directory); `generated_parsers`: each alternative
+    parser also run with generation, on the baseline's engine and first seed."""
     from wtb_local.backends import engine_backends
     from wtb_local.parsers import select_parser
     from wtb_local.protocols import protocol_named, protocol_names
@@ -138,6 +143,13 @@ def make_plan(model: str, *, runs_dir: str | None = None, engine: str | None = N
         plan.runs.append(PlannedRun(f"parser-{other}", "parser", f"{other}: {why}; a replay, no generation",
                                     ("run", "--backend", "replay", "--replay", recorded, "--parser", other,
                                      *options, "--out", f"{folder}/parser-{other}")))
+    for other, _why in alternatives if generated_parsers else ():
+        plan.runs.append(PlannedRun(
+            f"parser-{other}-generated", "parser, generated",
+            f"{other} with generation: the steps the replay could not judge (where {other} reads a call "
+            f"{parser} did not, the conversation goes on to steps the baseline never generated)",
+            ("run", "--model", model, "--backend", base_engine, "--parser", other, *options,
+             "--out", f"{folder}/parser-{other}-generated")))
     if not alternatives:
         plan.notes.append(f"no alternative parser is known for {parser}")
 

@@ -1,0 +1,50 @@
+"""The lines `run` prints after a run, and `run --repeats` after each repeat: what went wrong or was cut
+(failed requests and why, steps cut at the token limit, calls in reasoning or outside the model's format),
+so a low score is seen to be the run's or the model's."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import click
+
+
+def health_lines(outcome: Any, prefix: str = "") -> None:
+    """What went wrong or was cut in a run, each line after `prefix` (a repeat names its seed): failed
+    requests, steps cut at the token limit, calls in reasoning, calls outside the model's format."""
+    from wtb_local.reports.health import format_deviations_line, reasoning_calls_line
+    from wtb_local.runner.length_cuts import cuts_line, cuts_warning
+
+    examples: dict[str, str] = {}
+    failed = failed_requests(outcome.result_rows, set(outcome.ran_sessions), examples)
+    if failed:
+        # The progress line only counts them; say why, or a 0% row looks like the model's fault.
+        reasons = ", ".join(f"{examples[reason]} ({count})"
+                            for reason, count in failed.most_common(3))
+        more = f", {len(failed) - 3} other reason(s)" if len(failed) > 3 else ""
+        click.echo(f"{prefix}warning: {sum(failed.values())} request(s) failed and were scored as step errors: "
+                   f"{reasons}{more}", err=True)
+    run_settings = outcome.settings
+    cuts = (outcome.manifest.get("summary") or {}).get("length_cuts")
+    if cuts and cuts.get("steps"):
+        click.echo(f"{prefix}steps cut at the token limit: {cuts_line(cuts)} "
+                   f"(max_new_tokens {run_settings.sampling.max_new_tokens})")
+        warning = cuts_warning(cuts, run_settings.sampling.max_new_tokens)
+        if warning:
+            click.echo(f"{prefix}{warning}", err=True)
+    for line in (reasoning_calls_line(outcome.result_rows, run_settings.protocol),
+                 format_deviations_line(outcome.result_rows, run_settings.protocol)):
+        if line:
+            click.echo(f"{prefix}{line}")
+
+
+def failed_requests(result_rows: list[dict[str, Any]], sessions: set[str],
+                    examples: dict[str, str] | None = None) -> Counter[str]:
+    """Why the requests of these sessions failed (wtb_local/faults.py: not built, not sent or not served),
+    grouped by reason with its numbers masked; the warning shows each group's first message with its real
+    numbers (filled into `examples`)."""
+    from wtb_local.faults import failed_requests as count
+
+    return count([row for row in result_rows if row.get("id") in sessions], examples)
+
