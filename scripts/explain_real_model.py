@@ -207,7 +207,7 @@ def figures(out: Path) -> dict[str, Any]:
     explained = _short(_read(out / "explain" / "explain.json"), runs)
     timings = _read(out / "timings.json")
     machine = _read(out / "machine.json")
-    names = [run["name"] for run in explained["runs"]]
+    names = [run["label"] for run in explained["runs"]]
     base = names[0]
     rows = []
     for entry in plan["runs"]:
@@ -276,11 +276,11 @@ def figures_markdown(data: dict[str, Any], gap: str | None = None, plot: str | N
             f"Compared on {data['tasks']} tasks ({data['sessions']} sessions). Notes of the plan: "
             + "; ".join(data["notes"]) + "." if data["notes"] else "", ""]
 
-    text += ["**The runs.** Accuracy over the compared tasks; *outside the format*: steps whose calls the run's "
+    text += [("**The runs.** Accuracy over the compared tasks; *outside the format*: steps whose calls the run's "
              "parser did not read, by the wrapper they were written in; *same as the baseline*: steps shown "
              f"the conversation `{base}` was shown at that step, and of those, the steps with the same "
              "completion; time: the run's sessions, from the first to the last (engine start aside), and the "
-             "tokens they generated.", ""]
+             "tokens they generated."), ""]
     rows = []
     for run in data["runs"]:
         unrecorded = f" ({run['unrecorded']} not recorded)" if run["unrecorded"] else ""
@@ -296,12 +296,12 @@ def figures_markdown(data: dict[str, Any], gap: str | None = None, plot: str | N
 
     for group in data["seeds"]:
         task, session = group["task_accuracy"], group["session_accuracy"]
-        text += [f"**Seeds** ({len(group['runs'])} seeds of `{group['group']}`: "
+        text += [(f"**Seeds** ({len(group['runs'])} seeds of `{group['group']}`: "
                  f"{', '.join(group['seeds'])}): task accuracy {_pct(task['mean'])} ± {_pct(task['stderr'])} "
                  f"(per seed {', '.join(_pct(v) for v in task['values'])}), session accuracy "
                  f"{_pct(session['mean'])} ± {_pct(session['stderr'])} (mean ± standard error); "
                  f"{100 * group['flip_rate']:.1f}% of the tasks are not the same in every seed, and two seeds "
-                 f"flip {100 * group['pairwise_flip_rate']:.1f}% of the tasks on average.", ""]
+                 f"flip {100 * group['pairwise_flip_rate']:.1f}% of the tasks on average."), ""]
 
     text += [f"**Each factor against `{base}`** ({data['test']}; the seed pairs first, for the noise).", ""]
     rows = []
@@ -319,8 +319,8 @@ def figures_markdown(data: dict[str, Any], gap: str | None = None, plot: str | N
                     "first divergence"], rows)
     text.append("")
 
-    text += ["**The gap, one factor at a time**, from the baseline to each other run (task accuracy, points; "
-             "the parts add up to the gap):", ""]
+    text += [("**The gap, one factor at a time**, from the baseline to each other run (task accuracy, points; "
+             "the parts add up to the gap):"), ""]
     rows = []
     for item in data["decompositions"]:
         parts = {part["part"]: part for part in item["parts"]}
@@ -332,8 +332,8 @@ def figures_markdown(data: dict[str, Any], gap: str | None = None, plot: str | N
     text.append("")
 
     item = chosen_gap(data, gap)
-    text += [f"**One gap decomposed: `{item['a']}` → `{item['b']}`** ({item['tasks']} tasks, "
-             f"{item['sessions']} sessions):", ""]
+    text += [(f"**One gap decomposed: `{item['a']}` → `{item['b']}`** ({item['tasks']} tasks, "
+             f"{item['sessions']} sessions):"), ""]
     rows = [[f"`{item['a']}`", _pct(item["task"]["a"]), _pct(item["session"]["a"]), "", "", "start"]]
     for part in item["parts"]:
         how = part["how"] + (f"; {part['note']}" if part["note"] else "")

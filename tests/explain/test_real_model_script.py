@@ -46,7 +46,8 @@ def test_the_script_runs_the_plan_and_explains_it(tmp_path: Path) -> None:
     assert done.stdout.splitlines() == [
         f"note: no template override serves {model}", "base: baseline, 3 seeds ...", "parser-qwen3_coder: parser ...",
         "parser-llama3_json: parser ...", "engine-vllm: engine ...", "protocol-paper: protocol ...",
-        f"explanation: {out / 'explain' / 'explain.md'} (the terminal text: {out / 'logs' / 'explain.log'})"]
+        f"explanation: {out / 'explain' / 'explain.md'} (the terminal text: {out / 'logs' / 'explain.log'})",
+        f"figures: {out / 'figures.md'}"]
     timings = json.loads((out / "timings.json").read_text(encoding="utf-8"))
     assert list(timings) == ["base", "parser-qwen3_coder", "parser-llama3_json", "engine-vllm", "protocol-paper",
                              "explain"]
@@ -96,3 +97,27 @@ def test_the_script_runs_the_plan_and_explains_it(tmp_path: Path) -> None:
         assert (out / "explain" / name).is_file(), name
     flips = sum(len(pair["flipped"]) for pair in data["pairs"])
     assert (out / "explain" / "flips.csv").is_file() == (flips > 0)
+
+    # the figures: one row per run, in the plan's order, named under runs/; the page gets them between its marks
+    figures = json.loads((out / "figures.json").read_text(encoding="utf-8"))
+    names = [*(f"base/repeats/{r}" for r in range(3)), "parser-qwen3_coder", "parser-llama3_json", "engine-vllm",
+             "protocol-paper"]
+    assert [row["run"] for row in figures["runs"]] == names
+    for row, run in zip(figures["runs"], data["runs"], strict=True):
+        assert (row["task"], row["session"]) == (run["task_accuracy"], run["session_accuracy"])
+    assert figures["runs"][0]["same_conversation"] == figures["runs"][0]["same_completion"] == \
+        figures["runs"][0]["steps"]  # the baseline against itself
+    block = (out / "figures.md").read_text(encoding="utf-8")
+    assert [line.split(" | ")[0] for line in block.splitlines() if line.startswith("| `")][:len(names)] == \
+        [f"| `{name}`" for name in names]
+    page = tmp_path / "page.md"
+    page.write_text("# A page\n\nbefore\n<!-- figures: made by scripts/explain_real_model.py --figures-from OUT_DIR "
+                    "--page; begin -->\nold\n<!-- figures: end -->\nafter\n", encoding="utf-8")
+    again = subprocess.run([sys.executable, str(ROOT / "scripts" / "explain_real_model.py"), "--figures-from", str(out),
+                            "--page", str(page), "--plot", str(tmp_path / "waterfall.png")],
+                           capture_output=True, text=True, env=env, timeout=600, check=False)
+    assert again.returncode == 0, again.stderr
+    text = page.read_text(encoding="utf-8")
+    assert text.startswith("# A page\n\nbefore\n<!-- figures:") and text.endswith("<!-- figures: end -->\nafter\n")
+    assert "old" not in text and (tmp_path / "waterfall.png").is_file()
+    assert "](waterfall.png)" in text  # the plot, linked relative to the page
