@@ -31,8 +31,8 @@ TEXT_MESSAGE = {"role": "assistant", "content": "Here is what I found.", "reason
 
 
 @contextmanager
-def chat_server() -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    """Answers every other request with a tool call, the others with text."""
+def chat_server(served: str = "served-model") -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """Answers every other request with a tool call, the others with text; `/models` lists `served`."""
     bodies: list[dict[str, Any]] = []
 
     class Handler(BaseHTTPRequestHandler):
@@ -48,7 +48,7 @@ def chat_server() -> Iterator[tuple[str, list[dict[str, Any]]]]:
             self.wfile.write(data)
 
         def do_GET(self) -> None:
-            self._send({"object": "list", "data": [{"id": "served-model"}]})
+            self._send({"object": "list", "data": [{"id": served}]})
 
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))

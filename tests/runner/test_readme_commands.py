@@ -65,7 +65,8 @@ SUBSTITUTIONS: list[tuple[str, str, str]] = [
      "no GPU server here: a loopback server, prompts rendered with the tiny model's tokenizer"),
     (r"--backend openai-chat --base-url http://127\.0\.0\.1:8000/v1",
      "--backend openai-chat --base-url {chat_server}",
-     "no GPU server here: a loopback chat server that answers with parsed tool calls and text"),
+     ("no GPU server here: a loopback chat server, serving Qwen/Qwen3-8B, that answers with parsed tool calls "
+     "and text")),
     (r"\s*\[--[a-z-]+(?: [A-Za-z_]+)?\]", "", "an optional argument shown in brackets ([--parser NAME])"),
     (r"runs/other-model", "runs/oracle-demo", "a second model's run: the Quickstart's demo run stands in"),
     (r"report ref_outputs/", "report runs/oracle-demo/",
@@ -139,7 +140,7 @@ def test_every_readme_command_runs(qwen_tiny_dir: Path, tmp_path: Path) -> None:
     # The roster lines name `rosters/paper.toml` as a checkout's path: the folder is laid where they run.
     shutil.copytree(ROOT / "rosters", tmp_path / "rosters")
     ran = 0
-    with fake_openai_server(str(qwen_tiny_dir)) as server, chat_server() as (chat_url, _bodies):
+    with fake_openai_server(str(qwen_tiny_dir)) as server, chat_server("Qwen/Qwen3-8B") as (chat_url, _bodies):
         server.release.set()
         values = {"tiny": str(qwen_tiny_dir), "server": server.base_url, "chat_server": chat_url}
         for page, command in commands:
