@@ -4,6 +4,7 @@ engine, `--protocol paper`), run one after the other, then `explain` over all of
 (docs/explain.md, "On a real model"; docs/explain-real-model.md).
 
     python scripts/explain_real_model.py MODEL_DIR OUT_DIR [--engine vllm] [--cpu] [--generated-parsers]
+        [--context-window TOKENS]
         [--dataset sample] [--sessions 0,1] [--limit N] [--max-new-tokens N] [--temperature T]
         [--run-option '...']
     python scripts/explain_real_model.py --figures-from OUT_DIR [--gap RUN] [--page FILE] [--plot FILE]
@@ -49,6 +50,8 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--cpu", action="store_true", help="the CPU build of vLLM's settings for every run")
     parser.add_argument("--generated-parsers", action="store_true",
                         help="also run each alternative parser with generation (explain --plan --generated-parsers)")
+    parser.add_argument("--context-window", type=int, default=None, metavar="TOKENS",
+                        help="also a run with this --max-model-len (explain --plan --context-window)")
     parser.add_argument("--dataset", default=None, help="sample, release or a file (default: the run's)")
     parser.add_argument("--sessions", default=None, help="only these sessions (ids or numbers, comma-separated)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N sessions")
@@ -83,7 +86,7 @@ def _run_options(args: argparse.Namespace) -> list[str]:
 def _invocation(args: argparse.Namespace) -> str:
     """The command line as the page shows it, the model and output folders named, not spelt out."""
     words = ["python", "scripts/explain_real_model.py", "MODEL_DIR", "OUT_DIR"]
-    for flag in ("engine", "cpu", "generated_parsers", "dataset", "sessions", "limit", "max_new_tokens",
+    for flag in ("engine", "cpu", "generated_parsers", "context_window", "dataset", "sessions", "limit", "max_new_tokens",
                  "temperature", "run_option"):
         value = getattr(args, flag)
         name = "--" + flag.replace("_", "-")
@@ -394,7 +397,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         plan = make_plan(args.model_dir, runs_dir=str(out / "runs"), engine=args.engine,
                          run_options=_run_options(args), explain_out=str(out / "explain"),
-                         generated_parsers=args.generated_parsers)
+                         generated_parsers=args.generated_parsers, context_window=args.context_window)
     except PlanError as exc:
         sys.exit(f"error: {exc}")
     (out / "plan.sh").write_text(plan_script(plan), encoding="utf-8")

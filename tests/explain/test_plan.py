@@ -74,6 +74,23 @@ def test_generated_parsers_add_a_run_with_each_alternative_parser(tmp_path: Path
                          "r/protocol-paper --out r/explain")
 
 
+def test_a_context_window_adds_a_run_with_that_max_model_len(tmp_path: Path) -> None:
+    done = _plan("Qwen/Qwen3-8B", "--runs-dir", "r", "--context-window", "2048", "--run-option", "--limit 2",
+                 home=tmp_path / "hf")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    at = lines.index("python -m wtb_local run --model Qwen/Qwen3-8B --backend transformers --limit 2 --out "
+                     "r/engine-transformers")
+    assert lines[at + 1:at + 3] == [
+        ("# context window: --max-model-len 2048: a deployment with a smaller context window; a prompt that does "
+         "not fit ends its step as 'prompt too long', scored as a wrong step"),
+        "python -m wtb_local run --model Qwen/Qwen3-8B --backend vllm --limit 2 --max-model-len 2048 --out r/context-2048"]
+    assert lines[-1] == ("python -m wtb_local explain r/base r/parser-qwen3_coder r/parser-llama3_json "
+                         "r/engine-transformers r/context-2048 r/protocol-paper --out r/explain")
+    bad = _plan("Qwen/Qwen3-8B", "--context-window", "0", home=tmp_path / "hf")
+    assert bad.returncode == 2 and "Invalid value for '--context-window'" in bad.stderr
+
+
 def test_a_model_with_a_template_override_plans_a_run_with_it(tmp_path: Path) -> None:
     done = _plan("meta-llama/Llama-3.1-8B-Instruct", "--runs-dir", "r", "--engine", "transformers",
                  home=tmp_path / "hf")

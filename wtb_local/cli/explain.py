@@ -24,6 +24,8 @@ import click
 @click.option("--generated-parsers", is_flag=True, default=False,
               help="--plan: also run each alternative parser with generation (its replay judges only the steps "
                    "the baseline generated).")
+@click.option("--context-window", type=click.IntRange(min=1), default=None, metavar="TOKENS",
+              help="--plan: also a run with this --max-model-len (a deployment with a smaller context window).")
 @click.option("--dataset", default=None, envvar="WTB_DATASET",
               help="Dataset of the runs (default: the one each run's manifest records).")
 @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False), envvar="WTB_EXPLAIN_OUT",
@@ -33,8 +35,8 @@ import click
               "Without matplotlib a png asked for here is an error; the default skips it with a note.")
 @click.pass_context
 def explain(ctx: click.Context, run_dirs: tuple[str, ...], plan_model: str | None, runs_dir: str | None, engine: str | None,
-            run_options: tuple[str, ...], generated_parsers: bool, dataset: str | None, out_dir: str | None,
-            formats: str) -> None:
+            run_options: tuple[str, ...], generated_parsers: bool, context_window: int | None, dataset: str | None,
+            out_dir: str | None, formats: str) -> None:
     """Why the scores of RUN_DIRs (runs of the same tasks) differ, factor by factor, task by task."""
     if plan_model is not None:
         if run_dirs:
@@ -43,7 +45,7 @@ def explain(ctx: click.Context, run_dirs: tuple[str, ...], plan_model: str | Non
 
         try:
             planned = make_plan(plan_model, runs_dir=runs_dir, engine=engine, run_options=run_options,
-                                generated_parsers=generated_parsers)
+                                generated_parsers=generated_parsers, context_window=context_window)
         except PlanError as exc:
             raise click.ClickException(str(exc)) from None
         click.echo(plan_script(planned), nl=False)

@@ -101,10 +101,11 @@ def _default_dir(model: str) -> str:
 
 def make_plan(model: str, *, runs_dir: str | None = None, engine: str | None = None,
               run_options: Sequence[str] = (), explain_out: str | None = None,
-              generated_parsers: bool = False) -> Plan:
+              generated_parsers: bool = False, context_window: int | None = None) -> Plan:
     """The runs for `model`; `run_options` are shell-split and added to every run; `explain_out`: where the
     explanation goes (default: `explain` in the runs directory); `generated_parsers`: each alternative
-    parser also run with generation, on the baseline's engine and first seed."""
+    parser also run with generation, on the baseline's engine and first seed; `context_window`: a run with
+    that `--max-model-len` (a deployment with a smaller window, where long prompts end their step)."""
     from wtb_local.backends import engine_backends
     from wtb_local.parsers import select_parser
     from wtb_local.protocols import protocol_named, protocol_names
@@ -168,6 +169,13 @@ def make_plan(model: str, *, runs_dir: str | None = None, engine: str | None = N
         plan.runs.append(PlannedRun(f"engine-{other}", "engine", f"the {other} engine, everything else the same",
                                     ("run", "--model", model, "--backend", other, *options,
                                      "--out", f"{folder}/engine-{other}")))
+    if context_window is not None:
+        plan.runs.append(PlannedRun(
+            f"context-{context_window}", "context window",
+            f"--max-model-len {context_window}: a deployment with a smaller context window; a prompt that does not "
+            "fit ends its step as 'prompt too long', scored as a wrong step",
+            ("run", "--model", model, "--backend", base_engine, *options, "--max-model-len", str(context_window),
+             "--out", f"{folder}/context-{context_window}")))
     for name in protocol_names():
         if protocol_named(name).reproduces_paper:
             plan.runs.append(PlannedRun(f"protocol-{name}", "protocol",
