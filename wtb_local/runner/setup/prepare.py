@@ -16,11 +16,11 @@ from typing import Any
 from wtb_local.backends import Backend, SetupError, auto_backend, backend_class, backend_names
 from wtb_local.protocols import protocol_named
 from wtb_local.protocols.base import Protocol, ProtocolRun
-from wtb_local.runner.environment import resolved_revision, tokenizer_sha256
 from wtb_local.runner.errors import RunError
-from wtb_local.runner.options import RunOptions, cli_fields
-from wtb_local.runner.paths import RunPaths, run_paths
-from wtb_local.runner.resolved import ResolvedRun
+from wtb_local.runner.setup.environment import resolved_revision, tokenizer_sha256
+from wtb_local.runner.setup.options import RunOptions, cli_fields
+from wtb_local.runner.setup.paths import RunPaths, run_paths
+from wtb_local.runner.setup.resolved import ResolvedRun
 from wtb_local.schema import SamplingConfig
 
 # The sampling values a backend that does not sample cannot honour.
@@ -83,7 +83,7 @@ def _prepare(options: RunOptions, renderer: Any, err: Any, engine: bool) -> Prep
         values["server_prompt"] = None
     backend.resolve(values, sources, err)
     if not values.get("model_name"):
-        from wtb_local.runner.naming import default_model_name
+        from wtb_local.runner.setup.naming import default_model_name
 
         values["model_name"] = default_model_name(values["model"]) if values.get("model") else backend.name
         sources["model_name"] = "the model id" if values.get("model") else "the backend name"
@@ -101,12 +101,12 @@ def _prepare(options: RunOptions, renderer: Any, err: Any, engine: bool) -> Prep
     for warning in warnings:
         print(f"warning: {warning}", file=err)
     values["dataset_sha256"] = dataset_sha256(dataset_path)
-    from wtb_local.runner.selection import select_sessions
+    from wtb_local.runner.setup.selection import select_sessions
 
     selected = backend.select(values, select_sessions(sessions, values["sessions"], values["limit"]), err)
     shard_record = None
     if values["shard"]:
-        from wtb_local.runner.shards import parse_shard, shard_sessions
+        from wtb_local.runner.setup.shards import parse_shard, shard_sessions
 
         selected, shard_record = shard_sessions(selected, parse_shard(values["shard"]))
 
@@ -116,7 +116,7 @@ def _prepare(options: RunOptions, renderer: Any, err: Any, engine: bool) -> Prep
     values["tokenizer_sha256"] = tokenizer_sha256(values["model"], values["revision"])
     parser = None
     if caps.parses_replies:
-        from wtb_local.runner.parser_choice import choose_parser
+        from wtb_local.runner.setup.parser_choice import choose_parser
 
         name = values["parser"] or protocol.default_parser(values)
         if not values["parser"] and name:
@@ -129,7 +129,7 @@ def _prepare(options: RunOptions, renderer: Any, err: Any, engine: bool) -> Prep
     thinking = _thinking_mode(values, backend, renderer)
     sources["thinking (effective)"] = thinking.evidence
     if values["max_new_tokens"] is None:
-        from wtb_local.runner.thinking import default_max_new_tokens
+        from wtb_local.runner.setup.thinking import default_max_new_tokens
 
         values["max_new_tokens"] = default_max_new_tokens(thinking.effective)
         sources["max_new_tokens"] = f"the default with thinking {'on' if thinking.effective else 'off'}"
@@ -147,7 +147,7 @@ def _prepare(options: RunOptions, renderer: Any, err: Any, engine: bool) -> Prep
         values["parser"] = applied.parser_name
     context = None
     if engine and caps.sizes_context:
-        from wtb_local.runner.context_length import engine_context_length
+        from wtb_local.runner.setup.context_length import engine_context_length
 
         context, values["default_max_model_len"] = engine_context_length(values, renderer, selected)
         if values["default_max_model_len"] is not None:
@@ -187,7 +187,7 @@ def _backend(options: RunOptions, values: dict[str, Any], sources: dict[str, str
 
 def _dtype(values: dict[str, Any], sources: dict[str, str], err: Any) -> None:
     """The dtype the engine loads the weights in; a choice other than the checkpoint's is said in one line."""
-    from wtb_local.runner.dtype import checkpoint_dtype, resolve_dtype, this_device
+    from wtb_local.runner.setup.dtype import checkpoint_dtype, resolve_dtype, this_device
 
     choice = resolve_dtype(values["dtype"], checkpoint_dtype(values["model"], values["revision"]), this_device(),
                            given=sources["dtype"])
@@ -213,7 +213,7 @@ def _joined(sources: dict[str, str], *names: str) -> str:
 
 def _shard(spec: str | None) -> str | None:
     """`--shard auto` becomes this Slurm array task's `I/N`, so the shard's folder is known."""
-    from wtb_local.runner.shards import ShardError, resolve_shard
+    from wtb_local.runner.setup.shards import ShardError, resolve_shard
 
     try:
         shard = resolve_shard(spec)
@@ -225,7 +225,7 @@ def _shard(spec: str | None) -> str | None:
 def _renderer(values: dict[str, Any], caps: Any, renderer: Any) -> tuple[Any, str | None]:
     """A backend that renders needs the renderer; one that uses it when on disk (the oracle) loads it from
     disk only, and says what it does without it."""
-    from wtb_local.runner.tokenizer import load_renderer, tokenizer_on_disk
+    from wtb_local.runner.setup.tokenizer import load_renderer, tokenizer_on_disk
 
     if renderer is not None or caps.needs_tokenizer == "no":
         return renderer, None
@@ -244,7 +244,7 @@ def _renderer(values: dict[str, Any], caps: Any, renderer: Any) -> tuple[Any, st
 
 def _thinking_mode(values: dict[str, Any], backend: type[Backend], renderer: Any) -> Any:
     """The effective thinking mode: from the generation prompt; a replay keeps the recorded run's."""
-    from wtb_local.runner.thinking import ThinkingMode, effective_thinking
+    from wtb_local.runner.setup.thinking import ThinkingMode, effective_thinking
 
     if renderer is None:
         recorded = backend.recorded_thinking(values)
