@@ -18,6 +18,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+from wtb_local.backends.reproducibility import SERVER
 from wtb_local.faults import FaultLog
 from wtb_local.schema import Completion, GenerationRequest
 
@@ -112,8 +113,6 @@ class Backend(ABC):
         decides for itself."""
         if not cls.capabilities.samples:
             return {"identical": True, "why": f"the {cls.name} backend does not sample: its replies are fixed"}
-        from wtb_local.runner.record.reproducibility import SERVER
-
         return {"identical": None, "why": SERVER}
 
     @classmethod

@@ -16,6 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, NoReturn
 
+from wtb_local.backends import rerun_claim
 from wtb_local.backends.base import Backend
 from wtb_local.faults import Fault, FaultLog, stop_line
 from wtb_local.runner.errors import LoopError, RecordError, RunError, one_line
@@ -31,7 +32,6 @@ from wtb_local.runner.record.lock import RunLock, locked
 from wtb_local.runner.record.manifest import read_manifest
 from wtb_local.runner.record.record import RunRecord, interrupted_line
 from wtb_local.runner.record.record import now as _now
-from wtb_local.runner.record.reproducibility import rerun_claim
 from wtb_local.runner.record.resume import check_resume
 from wtb_local.runner.record.store import ResultStore, session_index
 from wtb_local.runner.setup.config import config_hash, hashed_config
