@@ -4,12 +4,14 @@ Every value is decided here, once, with its source: the backend (asked what it n
 name), the dataset and the sessions, the renderer and its template, the parser, the effective thinking
 mode and the generation budget it implies, the protocol (which may replace the renderer, the parser and
 the sampling, and says so), the context window and the run directory. Nothing is changed afterwards.
+`_prepare` runs them as named stages, each returning a typed result with the sources it decided.
 """
 
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -64,33 +66,140 @@ def prepare(options: RunOptions, renderer: Any = None, stderr: Any = None, *, en
 
 
 def _prepare(options: RunOptions, renderer: Any, err: Any, engine: bool) -> PreparedRun:
+    """The stages in order, each folded into the option values before the next: the backend's and the
+    protocol's hooks (`Backend.resolve`/`select`, `Protocol.sampling`/`apply`) read and write those values
+    as a dict, which is their interface; every other stage returns a typed result with its sources."""
     values: dict[str, Any] = {name: getattr(options, name) for name in cli_fields()}
     sources = {name: options.source(name) for name in cli_fields()}
-    backend = _backend(options, values, sources)
+
+    chosen = _backend_choice(options)
+    _fold(values, sources, chosen)
+    backend = chosen.backend
+    caps = backend.capabilities
+    rules = _protocol_choice(options, backend)
+    _fold(values, sources, rules)
+    protocol = rules.protocol
+    # the backend's own hook fills in what it decides (a replay: the recorded run's values)
+    values["sessions"] = list(options.sessions) if options.sessions is not None else None
+    values["parser_options"] = {}
+    if not (caps.remote and caps.renders_prompts):  # only a server taking rendered prompts has a format
+        values["server_prompt"] = None
+    backend.resolve(values, sources, err)
+    _fold(values, sources, _model_choice(values, sources, backend, err))
+    data = _dataset_selection(values, backend, err)
+    _fold(values, sources, data)
+    template = _template_choice(values, caps, renderer)
+    _fold(values, sources, template)
+    reading = _parser_and_thinking(values, sources, backend, protocol, template.renderer)
+    _fold(values, sources, reading)
+    protocol.sampling(values, sources, options, err)
+    _unused_options(options, backend, err)
+    applied = _protocol_applied(values, protocol, caps, template.renderer, reading.parser, data.selected)
+    _fold(values, sources, applied)
+    renderer, parser = applied.applied.renderer, applied.applied.parser
+    engine_settings = _engine_settings(options, values, sources, backend, renderer, data.selected, engine, err)
+    _fold(values, sources, engine_settings)
+    sampling = _sampling(values, sources)
+    _fold(values, sources, sampling)
+
+    run = ResolvedRun(**{k: v for k, v in values.items() if k in ResolvedRun.model_fields}, sources=sources)
+    paths = run_paths(run)
+    # A fresh run into the replayed directory would truncate the very file being replayed.
+    if run.replay and paths.result_file.resolve() == Path(run.replay).resolve():
+        raise RunError(f"--replay: {run.replay} is the result file this run writes; pass another --out")
+    return PreparedRun(run, paths, data.dataset_path, data.sessions, data.selected, renderer, parser,
+                       template.note, reading.thinking, data.shard_record, protocol, applied.applied, backend,
+                       engine_settings.context)
+
+
+# --- the stages -----------------------------------------------------------------------------------------
+# Each returns what it decided: `values` (the resolved-run fields it sets, by name) and `sources` (where
+# each came from), folded in by `_fold`; the other fields are what later stages and `PreparedRun` use.
+
+
+@dataclass(frozen=True)
+class Decided:
+    """What one stage decided: resolved-run fields by name, and their sources (`None`: the source is
+    dropped, as the sampling stage renames its own); `dropped`: option values no longer in the run."""
+
+    values: dict[str, Any]
+    sources: Mapping[str, str | None]
+    dropped: tuple[str, ...] = field(default=(), kw_only=True)
+
+
+def _fold(values: dict[str, Any], sources: dict[str, str], stage: Decided) -> None:
+    """Put one stage's decisions into the option values and their sources."""
+    for name in stage.dropped:
+        del values[name]
+    values.update(stage.values)
+    for name, source in stage.sources.items():
+        if source is None:
+            sources.pop(name, None)
+        else:
+            sources[name] = source
+
+
+@dataclass(frozen=True)
+class BackendChoice(Decided):
+    """Which backend runs (`--backend auto` resolved)."""
+
+    backend: type[Backend]
+
+
+def _backend_choice(options: RunOptions) -> BackendChoice:
+    name, chosen = options.backend, {}
+    if name == "auto":
+        name, chosen["backend"] = auto_backend(script=options.script, replay=options.replay)
+    if name not in backend_names():
+        raise RunError(f"--backend: unknown backend {name!r}; choose auto or one of {', '.join(backend_names())}")
+    return BackendChoice({"backend": name}, chosen, backend_class(name))
+
+
+@dataclass(frozen=True)
+class ProtocolChoice(Decided):
+    """The protocol, once it and the backend accept the options, and the template's keyword arguments."""
+
+    protocol: Protocol
+
+
+def _protocol_choice(options: RunOptions, backend: type[Backend]) -> ProtocolChoice:
     protocol = protocol_named(options.protocol)
     try:
         protocol.check(options)
     except ValueError as exc:
         raise RunError(str(exc)) from None
-    values["protocol"] = protocol.hash_value
     backend.check(options)
-    values["template_kwargs"] = _template_kwargs(options)
-    sources["template_kwargs"] = _joined(sources, "thinking", "template_kwarg")
-    values["sessions"] = list(options.sessions) if options.sessions is not None else None
-    values["parser_options"] = {}
-    caps = backend.capabilities
-    if not (caps.remote and caps.renders_prompts):  # only a server taking rendered prompts has a format
-        values["server_prompt"] = None
-    backend.resolve(values, sources, err)
+    given = {name: options.source(name) for name in ("thinking", "template_kwarg")}
+    return ProtocolChoice({"protocol": protocol.hash_value, "template_kwargs": _template_kwargs(options)},
+                          {"template_kwargs": _joined(given, "thinking", "template_kwarg")}, protocol)
+
+
+def _model_choice(values: dict[str, Any], sources: dict[str, str], backend: type[Backend], err: Any) -> Decided:
+    """The model's name in the run folder and the tables, this shard, and the dtype weights load in."""
+    decided: dict[str, Any] = {}
+    said: dict[str, str] = {}
     if not values.get("model_name"):
         from wtb_local.runner.setup.naming import default_model_name
 
-        values["model_name"] = default_model_name(values["model"]) if values.get("model") else backend.name
-        sources["model_name"] = "the model id" if values.get("model") else "the backend name"
-    values["shard"] = _shard(values.get("shard"))
-    if caps.loads_weights:
-        _dtype(values, sources, err)
+        decided["model_name"] = default_model_name(values["model"]) if values.get("model") else backend.name
+        said["model_name"] = "the model id" if values.get("model") else "the backend name"
+    decided["shard"] = _shard(values.get("shard"))
+    if backend.capabilities.loads_weights:
+        decided["resolved_dtype"], said["resolved_dtype"] = _dtype(values, sources, err)
+    return Decided(decided, said)
 
+
+@dataclass(frozen=True)
+class DatasetSelection(Decided):
+    """The dataset file, its sessions, and the ones this run (this shard) runs."""
+
+    dataset_path: Path
+    sessions: list[Any]
+    selected: list[Any]
+    shard_record: dict[str, Any] | None
+
+
+def _dataset_selection(values: dict[str, Any], backend: type[Backend], err: Any) -> DatasetSelection:
     from wtb_local.dataset import DatasetError, dataset_sha256, read_dataset, resolve_dataset
 
     try:
@@ -100,100 +209,146 @@ def _prepare(options: RunOptions, renderer: Any, err: Any, engine: bool) -> Prep
         raise RunError(str(exc)) from None
     for warning in warnings:
         print(f"warning: {warning}", file=err)
-    values["dataset_sha256"] = dataset_sha256(dataset_path)
+    sha256 = dataset_sha256(dataset_path)
     from wtb_local.runner.setup.selection import select_sessions
 
-    selected = backend.select(values, select_sessions(sessions, values["sessions"], values["limit"]), err)
+    # `select` reads the values as they stand, the dataset's sha256 included (a replay checks it)
+    selected = backend.select({**values, "dataset_sha256": sha256},
+                              select_sessions(sessions, values["sessions"], values["limit"]), err)
     shard_record = None
     if values["shard"]:
         from wtb_local.runner.setup.shards import parse_shard, shard_sessions
 
         selected, shard_record = shard_sessions(selected, parse_shard(values["shard"]))
+    return DatasetSelection({"dataset_sha256": sha256}, {}, dataset_path, sessions, selected, shard_record)
 
+
+@dataclass(frozen=True)
+class TemplateChoice(Decided):
+    """The renderer (tokenizer and chat template) and the hashes that pin it and the model."""
+
+    renderer: Any
+    note: str | None  # what the run does without a renderer, when it has none
+
+
+def _template_choice(values: dict[str, Any], caps: Any, renderer: Any) -> TemplateChoice:
     renderer, note = _renderer(values, caps, renderer)
-    values["template_sha256"] = getattr(getattr(renderer, "choice", None), "sha256", None)
-    values["resolved_revision"] = resolved_revision(values["model"], values["revision"])
-    values["tokenizer_sha256"] = tokenizer_sha256(values["model"], values["revision"])
-    parser = None
-    if caps.parses_replies:
+    return TemplateChoice({"template_sha256": getattr(getattr(renderer, "choice", None), "sha256", None),
+                           "resolved_revision": resolved_revision(values["model"], values["revision"]),
+                           "tokenizer_sha256": tokenizer_sha256(values["model"], values["revision"])},
+                          {}, renderer, note)
+
+
+@dataclass(frozen=True)
+class ParserAndThinking(Decided):
+    """The parser with its options, the effective thinking mode, and the generation budget it implies."""
+
+    parser: Any
+    thinking: Any  # thinking.ThinkingMode
+
+
+def _parser_and_thinking(values: dict[str, Any], sources: dict[str, str], backend: type[Backend],
+                         protocol: Protocol, renderer: Any) -> ParserAndThinking:
+    said: dict[str, str] = {}
+    parser, parser_options = None, values["parser_options"]
+    if backend.capabilities.parses_replies:
         from wtb_local.runner.setup.parser_choice import choose_parser
 
         name = values["parser"] or protocol.default_parser(values)
         if not values["parser"] and name:
-            sources["parser"] = f"protocol {protocol.name}"
-        parser, values["parser_options"] = choose_parser(name, model=values["model"], renderer=renderer,
-                                                         options=values["parser_options"])
-        if sources["parser"] == "default":
-            sources["parser"] = "chosen from the template and model id"
-    values["parser"] = getattr(parser, "name", None)
-    thinking = _thinking_mode(values, backend, renderer)
-    sources["thinking (effective)"] = thinking.evidence
+            said["parser"] = f"protocol {protocol.name}"
+        parser, parser_options = choose_parser(name, model=values["model"], renderer=renderer,
+                                               options=parser_options)
+        if said.get("parser", sources["parser"]) == "default":
+            said["parser"] = "chosen from the template and model id"
+    decided: dict[str, Any] = {"parser_options": parser_options, "parser": getattr(parser, "name", None)}
+    thinking = _thinking_mode({**values, **decided}, backend, renderer)
+    said["thinking (effective)"] = thinking.evidence
     if values["max_new_tokens"] is None:
         from wtb_local.runner.setup.thinking import default_max_new_tokens
 
-        values["max_new_tokens"] = default_max_new_tokens(thinking.effective)
-        sources["max_new_tokens"] = f"the default with thinking {'on' if thinking.effective else 'off'}"
-    protocol.sampling(values, sources, options, err)
-    _unused_options(options, backend, err)
+        decided["max_new_tokens"] = default_max_new_tokens(thinking.effective)
+        said["max_new_tokens"] = f"the default with thinking {'on' if thinking.effective else 'off'}"
+    return ParserAndThinking(decided, said, parser, thinking)
+
+
+@dataclass(frozen=True)
+class ProtocolApplied(Decided):
+    """What the protocol replaced (renderer, parser, episodes) and its manifest section."""
+
+    applied: ProtocolRun
+
+
+def _protocol_applied(values: dict[str, Any], protocol: Protocol, caps: Any, renderer: Any, parser: Any,
+                      selected: list[Any]) -> ProtocolApplied:
     try:
         applied = protocol.apply(values, renderer=renderer, parser=parser, selected=selected,
                                  parses_replies=caps.parses_replies)
     except ValueError as exc:
         raise RunError(str(exc)) from None
-    renderer, parser = applied.renderer, applied.parser
+    decided = {}
     if applied.template_sha256:
-        values["template_sha256"] = applied.template_sha256
+        decided["template_sha256"] = applied.template_sha256
     if applied.parser_name:
-        values["parser"] = applied.parser_name
+        decided["parser"] = applied.parser_name
+    return ProtocolApplied(decided, {}, applied)
+
+
+@dataclass(frozen=True)
+class EngineSettings(Decided):
+    """The context window of an engine this run starts, the prompt checks and the render workers."""
+
+    context: dict[str, Any] | None  # the window asked of the engine, and how
+
+
+def _engine_settings(options: RunOptions, values: dict[str, Any], sources: dict[str, str],
+                     backend: type[Backend], renderer: Any, selected: list[Any], engine: bool,
+                     err: Any) -> EngineSettings:
+    caps = backend.capabilities
+    decided: dict[str, Any] = {}
+    said = dict(sources)  # resolve_prompt_checks records its sources in the mapping it is given
     context = None
     if engine and caps.sizes_context:
         from wtb_local.runner.setup.context_length import engine_context_length
 
-        context, values["default_max_model_len"] = engine_context_length(values, renderer, selected)
-        if values["default_max_model_len"] is not None:
-            sources["max_model_len"] = context["how"]
+        context, decided["default_max_model_len"] = engine_context_length(values, renderer, selected)
+        if decided["default_max_model_len"] is not None:
+            said["max_model_len"] = context["how"]
     from wtb_local.rendering.checks import resolve_prompt_checks
 
-    values["verify_prompts"], values["on_prompt_mismatch"] = resolve_prompt_checks(
-        options.verify_prompts, options.on_prompt_mismatch, sources, renderer=renderer,
+    decided["verify_prompts"], decided["on_prompt_mismatch"] = resolve_prompt_checks(
+        options.verify_prompts, options.on_prompt_mismatch, said, renderer=renderer,
         renders_prompts=caps.renders_prompts, given=options.given, err=err)
     from wtb_local.rendering.pool import resolve_render_workers
 
-    values["render_workers"], sources["render_workers"] = resolve_render_workers(
-        options.render_workers, sources["render_workers"], renderer=renderer, backend=backend,
+    decided["render_workers"], said["render_workers"] = resolve_render_workers(
+        options.render_workers, said["render_workers"], renderer=renderer, backend=backend,
         episodes=sum(len(s.english_tasks) for s in selected), err=err)
-    values["sampling"] = SamplingConfig(temperature=values.pop("temperature"), top_p=values.pop("top_p"),
-                                        max_new_tokens=values.pop("max_new_tokens"), seed=values.pop("seed"))
-    for name in ("temperature", "top_p", "max_new_tokens", "seed"):
-        sources[f"sampling.{name}"] = sources.pop(name)
-    run = ResolvedRun(**{k: v for k, v in values.items() if k in ResolvedRun.model_fields}, sources=sources)
-    paths = run_paths(run)
-    # A fresh run into the replayed directory would truncate the very file being replayed.
-    if run.replay and paths.result_file.resolve() == Path(run.replay).resolve():
-        raise RunError(f"--replay: {run.replay} is the result file this run writes; pass another --out")
-    return PreparedRun(run, paths, dataset_path, sessions, selected, renderer, parser, note, thinking,
-                       shard_record, protocol, applied, backend, context)
+    changed = {name: source for name, source in said.items() if sources.get(name) != source}
+    return EngineSettings(decided, changed, context)
 
 
-def _backend(options: RunOptions, values: dict[str, Any], sources: dict[str, str]) -> type[Backend]:
-    name = options.backend
-    if name == "auto":
-        name, sources["backend"] = auto_backend(script=options.script, replay=options.replay)
-    if name not in backend_names():
-        raise RunError(f"--backend: unknown backend {name!r}; choose auto or one of {', '.join(backend_names())}")
-    values["backend"] = name
-    return backend_class(name)
+_SAMPLED = ("temperature", "top_p", "max_new_tokens", "seed")
 
 
-def _dtype(values: dict[str, Any], sources: dict[str, str], err: Any) -> None:
-    """The dtype the engine loads the weights in; a choice other than the checkpoint's is said in one line."""
+def _sampling(values: dict[str, Any], sources: dict[str, str]) -> Decided:
+    """The sampling values as one `SamplingConfig`; their sources become `sampling.<name>`."""
+    config = SamplingConfig(**{name: values[name] for name in _SAMPLED})
+    renamed: dict[str, str | None] = {name: None for name in _SAMPLED}
+    renamed.update({f"sampling.{name}": sources[name] for name in _SAMPLED})
+    return Decided({"sampling": config}, renamed, dropped=_SAMPLED)
+
+
+def _dtype(values: dict[str, Any], sources: dict[str, str], err: Any) -> tuple[str, str]:
+    """The dtype the engine loads the weights in, and its source; a choice other than the checkpoint's is
+    said in one line."""
     from wtb_local.runner.setup.dtype import checkpoint_dtype, resolve_dtype, this_device
 
     choice = resolve_dtype(values["dtype"], checkpoint_dtype(values["model"], values["revision"]), this_device(),
                            given=sources["dtype"])
-    values["resolved_dtype"], sources["resolved_dtype"] = choice.dtype, choice.source
     if choice.note:
         print(choice.note, file=err)
+    return choice.dtype, choice.source
 
 
 def _template_kwargs(options: RunOptions) -> dict[str, Any]:
