@@ -10,7 +10,6 @@ the sampling, and says so), the context window and the run directory. Nothing is
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -113,25 +112,17 @@ def _prepare(options: RunOptions, renderer: Any, err: Any, engine: bool) -> Prep
 
 
 # --- the stages -----------------------------------------------------------------------------------------
-# Each returns what it decided: `values` (the resolved-run fields it sets, by name) and `sources` (where
-# each came from), folded in by `_fold`; the other fields are what later stages and `PreparedRun` use.
+# Each returns a frozen result: its typed fields, `sources` (where what it decided came from; `None` drops a
+# source) and `resolved()` (the resolved-run fields it sets, by name), which `_fold` puts into the values.
+
+_Sources = dict[str, str | None]
 
 
-@dataclass(frozen=True)
-class Decided:
-    """What one stage decided: resolved-run fields by name, and their sources (`None`: the source is
-    dropped, as the sampling stage renames its own); `dropped`: option values no longer in the run."""
-
-    values: dict[str, Any]
-    sources: Mapping[str, str | None]
-    dropped: tuple[str, ...] = field(default=(), kw_only=True)
-
-
-def _fold(values: dict[str, Any], sources: dict[str, str], stage: Decided) -> None:
+def _fold(values: dict[str, Any], sources: dict[str, str], stage: _Stage) -> None:
     """Put one stage's decisions into the option values and their sources."""
-    for name in stage.dropped:
+    for name in getattr(stage, "dropped", ()):
         del values[name]
-    values.update(stage.values)
+    values.update(stage.resolved())
     for name, source in stage.sources.items():
         if source is None:
             sources.pop(name, None)
@@ -140,26 +131,36 @@ def _fold(values: dict[str, Any], sources: dict[str, str], stage: Decided) -> No
 
 
 @dataclass(frozen=True)
-class BackendChoice(Decided):
+class BackendChoice:
     """Which backend runs (`--backend auto` resolved)."""
 
     backend: type[Backend]
+    name: str
+    sources: _Sources = field(default_factory=dict)
+
+    def resolved(self) -> dict[str, Any]:
+        return {"backend": self.name}
 
 
 def _backend_choice(options: RunOptions) -> BackendChoice:
-    name, chosen = options.backend, {}
+    name, said = options.backend, {}
     if name == "auto":
-        name, chosen["backend"] = auto_backend(script=options.script, replay=options.replay)
+        name, said["backend"] = auto_backend(script=options.script, replay=options.replay)
     if name not in backend_names():
         raise RunError(f"--backend: unknown backend {name!r}; choose auto or one of {', '.join(backend_names())}")
-    return BackendChoice({"backend": name}, chosen, backend_class(name))
+    return BackendChoice(backend_class(name), name, said)
 
 
 @dataclass(frozen=True)
-class ProtocolChoice(Decided):
+class ProtocolChoice:
     """The protocol, once it and the backend accept the options, and the template's keyword arguments."""
 
     protocol: Protocol
+    template_kwargs: dict[str, Any]
+    sources: _Sources = field(default_factory=dict)
+
+    def resolved(self) -> dict[str, Any]:
+        return {"protocol": self.protocol.hash_value, "template_kwargs": self.template_kwargs}
 
 
 def _protocol_choice(options: RunOptions, backend: type[Backend]) -> ProtocolChoice:
@@ -170,33 +171,53 @@ def _protocol_choice(options: RunOptions, backend: type[Backend]) -> ProtocolCho
         raise RunError(str(exc)) from None
     backend.check(options)
     given = {name: options.source(name) for name in ("thinking", "template_kwarg")}
-    return ProtocolChoice({"protocol": protocol.hash_value, "template_kwargs": _template_kwargs(options)},
-                          {"template_kwargs": _joined(given, "thinking", "template_kwarg")}, protocol)
-
-
-def _model_choice(values: dict[str, Any], sources: dict[str, str], backend: type[Backend], err: Any) -> Decided:
-    """The model's name in the run folder and the tables, this shard, and the dtype weights load in."""
-    decided: dict[str, Any] = {}
-    said: dict[str, str] = {}
-    if not values.get("model_name"):
-        from wtb_local.runner.setup.naming import default_model_name
-
-        decided["model_name"] = default_model_name(values["model"]) if values.get("model") else backend.name
-        said["model_name"] = "the model id" if values.get("model") else "the backend name"
-    decided["shard"] = _shard(values.get("shard"))
-    if backend.capabilities.loads_weights:
-        decided["resolved_dtype"], said["resolved_dtype"] = _dtype(values, sources, err)
-    return Decided(decided, said)
+    return ProtocolChoice(protocol, _template_kwargs(options),
+                          {"template_kwargs": _joined(given, "thinking", "template_kwarg")})
 
 
 @dataclass(frozen=True)
-class DatasetSelection(Decided):
-    """The dataset file, its sessions, and the ones this run (this shard) runs."""
+class ModelChoice:
+    """The model's name in the run folder and the tables, this shard, and the dtype the weights load in."""
+
+    model_name: str | None  # None: the name given stands
+    shard: str | None
+    resolved_dtype: str | None  # None: the backend loads no weights
+    sources: _Sources = field(default_factory=dict)
+
+    def resolved(self) -> dict[str, Any]:
+        return {"shard": self.shard,
+                **({"model_name": self.model_name} if self.model_name is not None else {}),
+                **({"resolved_dtype": self.resolved_dtype} if self.resolved_dtype is not None else {})}
+
+
+def _model_choice(values: dict[str, Any], sources: dict[str, str], backend: type[Backend], err: Any) -> ModelChoice:
+    said: _Sources = {}
+    name = None
+    if not values.get("model_name"):
+        from wtb_local.runner.setup.naming import default_model_name
+
+        name = default_model_name(values["model"]) if values.get("model") else backend.name
+        said["model_name"] = "the model id" if values.get("model") else "the backend name"
+    shard = _shard(values.get("shard"))
+    dtype = None
+    if backend.capabilities.loads_weights:
+        dtype, said["resolved_dtype"] = _dtype(values, sources, err)
+    return ModelChoice(name, shard, dtype, said)
+
+
+@dataclass(frozen=True)
+class DatasetSelection:
+    """The dataset file and its sha256, its sessions, and the ones this run (this shard) runs."""
 
     dataset_path: Path
+    dataset_sha256: str
     sessions: list[Any]
     selected: list[Any]
-    shard_record: dict[str, Any] | None
+    shard_record: dict[str, Any] | None  # --shard: this shard's sessions and the selection they come from
+    sources: _Sources = field(default_factory=dict)
+
+    def resolved(self) -> dict[str, Any]:
+        return {"dataset_sha256": self.dataset_sha256}
 
 
 def _dataset_selection(values: dict[str, Any], backend: type[Backend], err: Any) -> DatasetSelection:
@@ -212,7 +233,7 @@ def _dataset_selection(values: dict[str, Any], backend: type[Backend], err: Any)
     sha256 = dataset_sha256(dataset_path)
     from wtb_local.runner.setup.selection import select_sessions
 
-    # `select` reads the values as they stand, the dataset's sha256 included (a replay checks it)
+    # `select` reads the values as they stand, the dataset's sha256 included
     selected = backend.select({**values, "dataset_sha256": sha256},
                               select_sessions(sessions, values["sessions"], values["limit"]), err)
     shard_record = None
@@ -220,36 +241,50 @@ def _dataset_selection(values: dict[str, Any], backend: type[Backend], err: Any)
         from wtb_local.runner.setup.shards import parse_shard, shard_sessions
 
         selected, shard_record = shard_sessions(selected, parse_shard(values["shard"]))
-    return DatasetSelection({"dataset_sha256": sha256}, {}, dataset_path, sessions, selected, shard_record)
+    return DatasetSelection(dataset_path, sha256, sessions, selected, shard_record)
 
 
 @dataclass(frozen=True)
-class TemplateChoice(Decided):
+class TemplateChoice:
     """The renderer (tokenizer and chat template) and the hashes that pin it and the model."""
 
     renderer: Any
     note: str | None  # what the run does without a renderer, when it has none
+    template_sha256: str | None
+    resolved_revision: str | None
+    tokenizer_sha256: str | None
+    sources: _Sources = field(default_factory=dict)
+
+    def resolved(self) -> dict[str, Any]:
+        return {"template_sha256": self.template_sha256, "resolved_revision": self.resolved_revision,
+                "tokenizer_sha256": self.tokenizer_sha256}
 
 
 def _template_choice(values: dict[str, Any], caps: Any, renderer: Any) -> TemplateChoice:
     renderer, note = _renderer(values, caps, renderer)
-    return TemplateChoice({"template_sha256": getattr(getattr(renderer, "choice", None), "sha256", None),
-                           "resolved_revision": resolved_revision(values["model"], values["revision"]),
-                           "tokenizer_sha256": tokenizer_sha256(values["model"], values["revision"])},
-                          {}, renderer, note)
+    return TemplateChoice(renderer, note, getattr(getattr(renderer, "choice", None), "sha256", None),
+                          resolved_revision(values["model"], values["revision"]),
+                          tokenizer_sha256(values["model"], values["revision"]))
 
 
 @dataclass(frozen=True)
-class ParserAndThinking(Decided):
+class ParserAndThinking:
     """The parser with its options, the effective thinking mode, and the generation budget it implies."""
 
     parser: Any
+    parser_options: dict[str, Any]
     thinking: Any  # thinking.ThinkingMode
+    max_new_tokens: int | None  # None: the budget given stands
+    sources: _Sources = field(default_factory=dict)
+
+    def resolved(self) -> dict[str, Any]:
+        return {"parser_options": self.parser_options, "parser": getattr(self.parser, "name", None),
+                **({"max_new_tokens": self.max_new_tokens} if self.max_new_tokens is not None else {})}
 
 
 def _parser_and_thinking(values: dict[str, Any], sources: dict[str, str], backend: type[Backend],
                          protocol: Protocol, renderer: Any) -> ParserAndThinking:
-    said: dict[str, str] = {}
+    said: _Sources = {}
     parser, parser_options = None, values["parser_options"]
     if backend.capabilities.parses_replies:
         from wtb_local.runner.setup.parser_choice import choose_parser
@@ -261,82 +296,105 @@ def _parser_and_thinking(values: dict[str, Any], sources: dict[str, str], backen
                                                options=parser_options)
         if said.get("parser", sources["parser"]) == "default":
             said["parser"] = "chosen from the template and model id"
-    decided: dict[str, Any] = {"parser_options": parser_options, "parser": getattr(parser, "name", None)}
-    thinking = _thinking_mode({**values, **decided}, backend, renderer)
+    thinking = _thinking_mode({**values, "parser": getattr(parser, "name", None)}, backend, renderer)
     said["thinking (effective)"] = thinking.evidence
+    budget = None
     if values["max_new_tokens"] is None:
         from wtb_local.runner.setup.thinking import default_max_new_tokens
 
-        decided["max_new_tokens"] = default_max_new_tokens(thinking.effective)
+        budget = default_max_new_tokens(thinking.effective)
         said["max_new_tokens"] = f"the default with thinking {'on' if thinking.effective else 'off'}"
-    return ParserAndThinking(decided, said, parser, thinking)
+    return ParserAndThinking(parser, parser_options, thinking, budget, said)
 
 
 @dataclass(frozen=True)
-class ProtocolApplied(Decided):
+class ProtocolApplied:
     """What the protocol replaced (renderer, parser, episodes) and its manifest section."""
 
     applied: ProtocolRun
+    sources: _Sources = field(default_factory=dict)
+
+    def resolved(self) -> dict[str, Any]:
+        return {**({"template_sha256": self.applied.template_sha256} if self.applied.template_sha256 else {}),
+                **({"parser": self.applied.parser_name} if self.applied.parser_name else {})}
 
 
 def _protocol_applied(values: dict[str, Any], protocol: Protocol, caps: Any, renderer: Any, parser: Any,
                       selected: list[Any]) -> ProtocolApplied:
     try:
-        applied = protocol.apply(values, renderer=renderer, parser=parser, selected=selected,
-                                 parses_replies=caps.parses_replies)
+        return ProtocolApplied(protocol.apply(values, renderer=renderer, parser=parser, selected=selected,
+                                              parses_replies=caps.parses_replies))
     except ValueError as exc:
         raise RunError(str(exc)) from None
-    decided = {}
-    if applied.template_sha256:
-        decided["template_sha256"] = applied.template_sha256
-    if applied.parser_name:
-        decided["parser"] = applied.parser_name
-    return ProtocolApplied(decided, {}, applied)
 
 
 @dataclass(frozen=True)
-class EngineSettings(Decided):
+class EngineSettings:
     """The context window of an engine this run starts, the prompt checks and the render workers."""
 
     context: dict[str, Any] | None  # the window asked of the engine, and how
+    default_max_model_len: int | None
+    verify_prompts: Any
+    on_prompt_mismatch: Any
+    render_workers: Any
+    sources: _Sources = field(default_factory=dict)
+
+    def resolved(self) -> dict[str, Any]:
+        return {**({"default_max_model_len": self.default_max_model_len}
+                   if self.default_max_model_len is not None else {}),
+                "verify_prompts": self.verify_prompts, "on_prompt_mismatch": self.on_prompt_mismatch,
+                "render_workers": self.render_workers}
 
 
 def _engine_settings(options: RunOptions, values: dict[str, Any], sources: dict[str, str],
                      backend: type[Backend], renderer: Any, selected: list[Any], engine: bool,
                      err: Any) -> EngineSettings:
     caps = backend.capabilities
-    decided: dict[str, Any] = {}
     said = dict(sources)  # resolve_prompt_checks records its sources in the mapping it is given
-    context = None
+    context, window = None, None
     if engine and caps.sizes_context:
         from wtb_local.runner.setup.context_length import engine_context_length
 
-        context, decided["default_max_model_len"] = engine_context_length(values, renderer, selected)
-        if decided["default_max_model_len"] is not None:
+        context, window = engine_context_length(values, renderer, selected)
+        if window is not None:
             said["max_model_len"] = context["how"]
     from wtb_local.rendering.checks import resolve_prompt_checks
 
-    decided["verify_prompts"], decided["on_prompt_mismatch"] = resolve_prompt_checks(
+    verify, on_mismatch = resolve_prompt_checks(
         options.verify_prompts, options.on_prompt_mismatch, said, renderer=renderer,
         renders_prompts=caps.renders_prompts, given=options.given, err=err)
     from wtb_local.rendering.pool import resolve_render_workers
 
-    decided["render_workers"], said["render_workers"] = resolve_render_workers(
+    workers, said["render_workers"] = resolve_render_workers(
         options.render_workers, said["render_workers"], renderer=renderer, backend=backend,
         episodes=sum(len(s.english_tasks) for s in selected), err=err)
-    changed = {name: source for name, source in said.items() if sources.get(name) != source}
-    return EngineSettings(decided, changed, context)
+    changed: _Sources = {name: source for name, source in said.items() if sources.get(name) != source}
+    return EngineSettings(context, window, verify, on_mismatch, workers, changed)
 
 
 _SAMPLED = ("temperature", "top_p", "max_new_tokens", "seed")
 
 
-def _sampling(values: dict[str, Any], sources: dict[str, str]) -> Decided:
+@dataclass(frozen=True)
+class Sampling:
     """The sampling values as one `SamplingConfig`; their sources become `sampling.<name>`."""
-    config = SamplingConfig(**{name: values[name] for name in _SAMPLED})
-    renamed: dict[str, str | None] = {name: None for name in _SAMPLED}
+
+    sampling: SamplingConfig
+    sources: _Sources = field(default_factory=dict)
+    dropped: tuple[str, ...] = _SAMPLED
+
+    def resolved(self) -> dict[str, Any]:
+        return {"sampling": self.sampling}
+
+
+def _sampling(values: dict[str, Any], sources: dict[str, str]) -> Sampling:
+    renamed: _Sources = {name: None for name in _SAMPLED}
     renamed.update({f"sampling.{name}": sources[name] for name in _SAMPLED})
-    return Decided({"sampling": config}, renamed, dropped=_SAMPLED)
+    return Sampling(SamplingConfig(**{name: values[name] for name in _SAMPLED}), renamed)
+
+
+_Stage = (BackendChoice | ProtocolChoice | ModelChoice | DatasetSelection | TemplateChoice | ParserAndThinking
+          | ProtocolApplied | EngineSettings | Sampling)
 
 
 def _dtype(values: dict[str, Any], sources: dict[str, str], err: Any) -> tuple[str, str]:
