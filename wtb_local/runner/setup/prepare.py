@@ -78,12 +78,11 @@ def _prepare(options: RunOptions, renderer: Any, err: Any, engine: bool) -> Prep
     rules = _protocol_choice(options, backend)
     _fold(values, sources, rules)
     protocol = rules.protocol
-    # the backend's own hook fills in what it decides (a replay: the recorded run's values)
     values["sessions"] = list(options.sessions) if options.sessions is not None else None
     values["parser_options"] = {}
     if not (caps.remote and caps.renders_prompts):  # only a server taking rendered prompts has a format
         values["server_prompt"] = None
-    backend.resolve(values, sources, err)
+    backend.resolve(values, sources, err)  # the backend's own hook (a replay: the recorded run's values)
     _fold(values, sources, _model_choice(values, sources, backend, err))
     data = _dataset_selection(values, backend, err)
     _fold(values, sources, data)
