@@ -89,10 +89,10 @@ class _FrozenReplies:
 async def _one_run(sessions: list[Any], backend: Any, renderer: Any, parser: Any, out: Path,
                    workers: int = 0) -> dict[str, Any]:
     from wtb_local.evaluator.episode import session_episodes, session_result
-    from wtb_local.runner.loop import SessionRunner
-    from wtb_local.runner.progress import ProgressStats, make_progress
-    from wtb_local.runner.steps import StepDriver
-    from wtb_local.runner.store import ResultStore
+    from wtb_local.runner.loop.loop import SessionRunner
+    from wtb_local.runner.loop.progress import ProgressStats, make_progress
+    from wtb_local.runner.loop.steps import StepDriver
+    from wtb_local.runner.record.store import ResultStore
     from wtb_local.schema import SamplingConfig
 
     store = ResultStore(out)

@@ -126,7 +126,7 @@ def _steer(backend: Any, renderer: Any, args: Any) -> Any:
 
 async def in_process_modes(model_dir: Path, dataset: Path, work: Path, args: Any) -> list[dict[str, Any]]:
     from wtb_local.backends.config import VLLMConfig
-    from wtb_local.runner.tokenizer import load_renderer
+    from wtb_local.runner.setup.tokenizer import load_renderer
     from wtb_local.testing.workload import ExactLengthVLLM, OneAtATime
 
     backend = ExactLengthVLLM(VLLMConfig(model=str(model_dir), **ENGINE))
@@ -186,7 +186,7 @@ def _reset_server_cache(base_url: str) -> None:
 
 async def _server_runs(model_dir: Path, dataset: Path, work: Path, args: Any, base_url: str) -> dict[str, Any]:
     from wtb_local.backends.config import OpenAIConfig
-    from wtb_local.runner.tokenizer import load_renderer
+    from wtb_local.runner.setup.tokenizer import load_renderer
     from wtb_local.testing.workload import ExactLengthOpenAI
 
     settings = _settings(model_dir, dataset, work / "server", "openai", "continuous", base_url)

@@ -149,7 +149,7 @@ def run_facts(run_dir: Path) -> dict[str, Any]:
     """What the tables say of one run, from its manifest and result file: engine, parser, protocol,
     temperature, steps, calls outside the parser's format (steps per kind), length cuts, steps a replay
     had no completion for, and the wall time and generated tokens of its sessions (engine start aside)."""
-    from wtb_local.runner.parser_compare import UNRECORDED
+    from wtb_local.commands.parser_comparison import UNRECORDED
 
     manifest = _read(run_dir / "manifest.json")
     config = manifest.get("config") or {}

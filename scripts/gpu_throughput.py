@@ -226,7 +226,7 @@ async def in_process(model_dir: Path, dataset: Path, work: Path, args: Any, engi
                      report: dict[str, Any], save: Any) -> None:
     from wtb_local.backends.config import VLLMConfig
     from wtb_local.backends.oracle import OracleBackend
-    from wtb_local.runner.tokenizer import load_renderer
+    from wtb_local.runner.setup.tokenizer import load_renderer
     from wtb_local.testing.workload import ExactLengthVLLM, GoldSteered, OneAtATime, StepLengths
 
     backend = ExactLengthVLLM(VLLMConfig(model=str(model_dir), **engine))
@@ -283,7 +283,7 @@ async def _server_phase(model_dir: Path, dataset: Path, work: Path, args: Any, b
                         engine: dict[str, Any], total: int) -> dict[str, Any]:
     from wtb_local.backends.config import OpenAIConfig
     from wtb_local.backends.oracle import OracleBackend
-    from wtb_local.runner.tokenizer import load_renderer
+    from wtb_local.runner.setup.tokenizer import load_renderer
     from wtb_local.testing.workload import ExactLengthOpenAI, GoldSteered, StepLengths
 
     settings = _settings(model_dir, dataset, work / "server", "openai", args.sessions, base_url)

@@ -220,7 +220,7 @@ def tables(out: Path, do_replay: bool) -> dict[str, Any]:
 
 
 def machine() -> dict[str, Any]:
-    from wtb_local.runner.dtype import cpu_flags
+    from wtb_local.runner.setup.dtype import cpu_flags
 
     model = "unknown"
     try:

@@ -60,8 +60,13 @@ def test_every_module_imports(name: str) -> None:
 def _imports(name: str, path: Path, *, module_level: bool) -> set[str]:
     """The wtb_local modules `name` imports: at module level only (what runs on import; with the packages
     an import runs first, other than those `name` itself is in), or anywhere (inside functions too)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    is_package = path.name == "__init__.py"
+    return _imports_in(name, path.read_text(encoding="utf-8"), is_package=path.name == "__init__.py",
+                       module_level=module_level, modules=set(MODULES))
+
+
+def _imports_in(name: str, source: str, *, is_package: bool, module_level: bool, modules: set[str]) -> set[str]:
+    """`_imports` of one module's source, among `modules`."""
+    tree = ast.parse(source)
     if module_level:  # top-level statements, into if/try blocks; `if TYPE_CHECKING:` blocks never run
         nodes: list[ast.AST] = []
         for node in tree.body:
@@ -73,16 +78,19 @@ def _imports(name: str, path: Path, *, module_level: bool) -> set[str]:
     found: set[str] = set()
     for node in nodes:
         if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names if alias.name in MODULES)
+            found.update(alias.name for alias in node.names if alias.name in modules)
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
                 package = name.split(".") if is_package else name.split(".")[:-1]
                 package = package[:len(package) - (node.level - 1)]
                 base = ".".join([*package, *([node.module] if node.module else [])])
-            if base in MODULES:
+            named = [f"{base}.{alias.name}" for alias in node.names]
+            found.update(m for m in named if m in modules)
+            # `from package import submodule` needs the submodule, as `import package.submodule` does; only a
+            # name the package's `__init__` defines makes the `__init__` itself a dependency
+            if base in modules and any(m not in modules for m in named):
                 found.add(base)
-            found.update(f"{base}.{alias.name}" for alias in node.names if f"{base}.{alias.name}" in MODULES)
     if module_level:
         own = {".".join(name.split(".")[:i]) for i in range(1, name.count(".") + 1)}
         found |= {".".join(m.split(".")[:i]) for m in found for i in range(2, m.count(".") + 1)} - own
@@ -132,15 +140,47 @@ def test_no_module_level_import_cycle() -> None:
 
 def test_no_import_cycle_between_modules_even_through_deferred_imports() -> None:
     """Imports inside functions count too (`dataset/fetch.py` and `dataset/verified.py` once imported each
-    other that way); package `__init__` modules, which only re-export, are left out of this graph."""
-    packages = {name for name, path in MODULES.items() if path.name == "__init__.py"}
-    graph = {name: _imports(name, path, module_level=False) - packages
-             for name, path in MODULES.items() if name not in packages}
+    other that way), and so do package `__init__` modules: `backends/__init__.py` → `backends/base.py` →
+    the rerun claims → `backends/__init__.py` was such a circle, through a package."""
+    graph = {name: _imports(name, path, module_level=False) for name, path in MODULES.items()}
     assert _cycles(graph) == []
 
 
 def test_the_cycle_finder_finds_a_cycle() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def _graph_of(sources: dict[str, str]) -> dict[str, set[str]]:
+    """The deferred-import graph of made-up modules, given as `pkg/__init__.py`-style path → source."""
+    names = {path: path.removesuffix(".py").removesuffix("/__init__").replace("/", ".") for path in sources}
+    return {name: _imports_in(name, sources[path], is_package=path.endswith("/__init__.py"), module_level=False,
+                              modules=set(names.values()))
+            for path, name in names.items()}
+
+
+def test_the_cycle_finder_sees_a_circle_through_a_package_init() -> None:
+    """The circle this test once missed: a package's `__init__` imports a module that (inside a function)
+    imports a third module, which imports a name from the package."""
+    graph = _graph_of({
+        "pkg/__init__.py": "from pkg.base import Base\n",
+        "pkg/base.py": "def claim():\n    from other.claims import SERVER\n",
+        "other/__init__.py": "",
+        "other/claims.py": "def rerun():\n    from pkg import backend_class\n",
+    })
+    assert graph == {"pkg": {"pkg.base"}, "pkg.base": {"other.claims"}, "other": set(), "other.claims": {"pkg"}}
+    assert _cycles(graph) == [["other.claims", "pkg", "pkg.base"]]
+
+
+def test_importing_a_submodule_from_its_package_is_no_edge_to_the_init() -> None:
+    """`from pkg import blob` needs `pkg.blob`, as `import pkg.blob` does; a name from `pkg` needs the
+    `__init__`."""
+    graph = _graph_of({
+        "pkg/__init__.py": "from pkg.loader import load\n",
+        "pkg/loader.py": "def load():\n    from pkg import blob\n    from pkg import DEFAULT\n",
+        "pkg/blob.py": "",
+    })
+    assert graph == {"pkg": {"pkg.loader"}, "pkg.loader": {"pkg", "pkg.blob"}, "pkg.blob": set()}
+    assert _cycles(graph) == [["pkg", "pkg.loader"]]
 
 
 # --- no decisions by name outside backends/ and protocols/ ------------------------------------------

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from wtb_local.resources import sample_dataset_path
-from wtb_local.runner.naming import default_model_name
+from wtb_local.runner.setup.naming import default_model_name
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULT = "Wild-Tool-Bench_result.jsonl"

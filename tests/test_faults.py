@@ -27,7 +27,7 @@ from wtb_local.faults import (
     stop_line,
 )
 
-# One recorded step output per ending, shaped as the runner records them (runner/steps.py).
+# One recorded step output per ending, shaped as the runner records them (runner/loop/steps.py).
 RECORDED = {
     "reply": {"content": "It is sunny.", "tool_calls": None, "current_action_name_label": "correct",
               "raw": "It is sunny.", "finish_reason": "stop"},

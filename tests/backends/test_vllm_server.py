@@ -50,7 +50,7 @@ def _requests(renderer: Any) -> list[Any]:
     """The first step of every task of the sample's first three sessions, rendered (12 requests)."""
     from wtb_local.dataset import load_dataset
     from wtb_local.evaluator.episode import session_episodes
-    from wtb_local.runner.seeds import request_id, request_seed
+    from wtb_local.runner.loop.seeds import request_id, request_seed
     from wtb_local.schema import GenerationRequest, SamplingConfig
 
     sampling = SamplingConfig(max_new_tokens=NEW_TOKENS, seed=5)

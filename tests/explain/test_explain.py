@@ -10,10 +10,10 @@ import shutil
 from pathlib import Path
 
 from tests.explain.conftest import cli
+from wtb_local.commands.repeat_runs import mean_and_stderr, repeat_seed
 from wtb_local.explain.build import explain_runs
 from wtb_local.explain.divergence import first_divergence
 from wtb_local.explain.runs import load_run, load_runs
-from wtb_local.runner.repeats import mean_and_stderr, repeat_seed
 
 
 def _explain(*paths: Path) -> dict:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from wtb_local.runner import RunError, run_job_async
-from wtb_local.runner.options import RunOptions
+from wtb_local.runner.setup.options import RunOptions
 
 FULL = "[Errno 28] No space left on device"
 BOUND_S = 120
@@ -36,7 +36,7 @@ def _full(path: str) -> OSError:
 
 def test_a_final_rewrite_of_the_result_file_that_fails_still_closes_the_manifest(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from wtb_local.runner.store import ResultStore
+    from wtb_local.runner.record.store import ResultStore
 
     real = ResultStore._write_all
     calls = [0]

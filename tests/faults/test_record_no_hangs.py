@@ -19,7 +19,7 @@ import pytest
 from tests.faults.record_cases import ROOT, complete_rows
 from wtb_local.runner import RunError, run_job_async
 from wtb_local.runner.errors import LoopError, RecordError
-from wtb_local.runner.options import RunOptions
+from wtb_local.runner.setup.options import RunOptions
 
 BOUND_S = 120  # far beyond a run of the sample: reaching it means the run hung
 MODEL_DIR = "Qwen_Qwen2.5-7B-Instruct"
@@ -89,7 +89,7 @@ def test_counting_a_finished_sessions_labels_that_raises_stops_the_run(tmp_path:
 
 
 def test_a_progress_display_that_raises_stops_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from wtb_local.runner.progress import Progress
+    from wtb_local.runner.loop.progress import Progress
 
     seen: list[str] = []
     monkeypatch.setattr(Progress, "session_done", _third_call_raises(Progress.session_done, seen, lambda *_: "-"))
@@ -119,7 +119,7 @@ def test_building_a_sessions_row_that_raises_stops_the_run(tmp_path: Path, monke
 
 def test_a_writer_thread_that_fails_stops_the_run_naming_the_file(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    from wtb_local.runner import store
+    from wtb_local.runner.record import store
 
     real = store.os.fsync
     calls, synced = [0], [0]
@@ -147,7 +147,7 @@ def test_a_writer_thread_that_fails_stops_the_run_naming_the_file(tmp_path: Path
 
 
 def test_a_writer_callback_that_raises_fails_the_store_instead_of_killing_its_thread(tmp_path: Path) -> None:
-    from wtb_local.runner.store import ResultStore
+    from wtb_local.runner.record.store import ResultStore
 
     store = ResultStore(tmp_path / "result.jsonl")
     store.open(fresh=True)
@@ -168,10 +168,10 @@ def _runner(tmp_path: Path, **callbacks: Any) -> Any:
     from wtb_local.backends.oracle import OracleBackend
     from wtb_local.evaluator.episode import session_episodes, session_result
     from wtb_local.parsers import get_parser
-    from wtb_local.runner.loop import SessionRunner
-    from wtb_local.runner.progress import Progress, ProgressStats
-    from wtb_local.runner.steps import StepDriver
-    from wtb_local.runner.store import ResultStore
+    from wtb_local.runner.loop.loop import SessionRunner
+    from wtb_local.runner.loop.progress import Progress, ProgressStats
+    from wtb_local.runner.loop.steps import StepDriver
+    from wtb_local.runner.record.store import ResultStore
     from wtb_local.schema import SamplingConfig
 
     parser = get_parser("hermes")

@@ -248,7 +248,7 @@ def transformers_wave(runs: dict[str, Any]) -> dict[str, Any]:
     from wtb_local.dataset import load_dataset
     from wtb_local.evaluator.episode import session_episodes
     from wtb_local.rendering.renderer import PromptRenderer
-    from wtb_local.runner.seeds import request_id, request_seed
+    from wtb_local.runner.loop.seeds import request_id, request_seed
     from wtb_local.schema import GenerationRequest, SamplingConfig
 
     generated: dict[str, list[int]] = {}

@@ -21,7 +21,7 @@ from wtb_local.rendering.checks import FIRST, CheckPolicy, PromptChecks, first_d
 from wtb_local.rendering.renderer import PromptRenderer
 from wtb_local.runner.errors import RunError
 from wtb_local.runner.job import run_job_async
-from wtb_local.runner.options import RunOptions
+from wtb_local.runner.setup.options import RunOptions
 from wtb_local.schema import Completion, GenerationRequest
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "fixtures" / "rendering" / "chat_templates.json"
@@ -292,7 +292,7 @@ def test_a_mismatch_while_the_run_is_prepared_is_recorded_and_holds_for_render_w
         model_dir: Path, reference: dict[str, Any], tmp_path: Path) -> None:
     """The thinking probe's prompt (prepare, before any step) rendered wrong by the fast path: recorded with
     no step, and the workers started afterwards render every prompt by apply_chat_template."""
-    from wtb_local.runner.thinking import generation_prompt
+    from wtb_local.runner.setup.thinking import generation_prompt
 
     probe = generation_prompt(_renderer(model_dir))
     renderer = _renderer(model_dir, SkewedRenderer, skew_rendering=text_sha256(probe))

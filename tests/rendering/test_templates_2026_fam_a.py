@@ -15,8 +15,8 @@ from tests.rendering.conftest import make_tokenizer
 from wtb_local.parsers import get_parser, select_parser
 from wtb_local.rendering.adapt import Adaptation
 from wtb_local.rendering.renderer import PromptRenderer
-from wtb_local.runner.parser_choice import prefills_reasoning
-from wtb_local.runner.thinking import effective_thinking
+from wtb_local.runner.setup.parser_choice import prefills_reasoning
+from wtb_local.runner.setup.thinking import effective_thinking
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "rendering" / "2026" / "fam_a_templates.json"
 TEMPLATES = json.loads(FIXTURE.read_text(encoding="utf-8"))

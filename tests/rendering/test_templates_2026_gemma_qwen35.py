@@ -141,8 +141,8 @@ SWITCHED: dict[str, tuple[bool, dict[str, Any]]] = {
 
 
 def _mode(key: str, thinking: bool | None) -> tuple[dict[str, Any], bool | None, str]:
-    from wtb_local.runner.parser_choice import choose_parser
-    from wtb_local.runner.thinking import effective_thinking
+    from wtb_local.runner.setup.parser_choice import choose_parser
+    from wtb_local.runner.setup.thinking import effective_thinking
 
     model_id = key.split("::", 1)[0]
     r = renderer(key, thinking=thinking)

@@ -29,10 +29,10 @@ def main(tokenizer_dir: str, dataset: str, result_file: str, resume: bool, worke
     from wtb_local.evaluator.episode import session_episodes, session_result
     from wtb_local.parsers import get_parser
     from wtb_local.rendering.renderer import PromptRenderer
-    from wtb_local.runner.loop import SessionRunner
-    from wtb_local.runner.progress import Progress, ProgressStats
-    from wtb_local.runner.steps import StepDriver
-    from wtb_local.runner.store import ResultStore
+    from wtb_local.runner.loop.loop import SessionRunner
+    from wtb_local.runner.loop.progress import Progress, ProgressStats
+    from wtb_local.runner.loop.steps import StepDriver
+    from wtb_local.runner.record.store import ResultStore
     from wtb_local.schema import SamplingConfig
 
     renderer = PromptRenderer(AutoTokenizer.from_pretrained(tokenizer_dir), model_id="Qwen/Qwen3-0.6B")

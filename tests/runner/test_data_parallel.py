@@ -37,13 +37,13 @@ def test_installed_vllm_accepts_every_engine_argument() -> None:
 def test_the_run_option_reaches_the_vllm_config() -> None:
     from wtb_local.backends import backend_class
     from wtb_local.cli.run import run
-    from wtb_local.runner.options import options_from_click
-    from wtb_local.runner.resolved import ResolvedRun
+    from wtb_local.runner.setup.options import options_from_click
+    from wtb_local.runner.setup.resolved import ResolvedRun
 
     ctx = run.make_context("run", ["--model", "m", "--backend", "vllm", "--data-parallel-size", "2"])
     options = options_from_click(ctx, ctx.params)
     assert options.data_parallel_size == 2 and options.given == {"model", "backend", "data_parallel_size"}
-    # prepare copies every option the resolved run holds (runner/prepare.py), resolving --render-workers
+    # prepare copies every option the resolved run holds (runner/setup/prepare.py), resolving --render-workers
     resolved = ResolvedRun(**{k: v for k, v in options if k in ResolvedRun.model_fields and k != "render_workers"})
     backend = backend_class("vllm").from_run(resolved, parser=None, renderer=None)
     assert backend.config.data_parallel_size == 2 and backend.config.tensor_parallel_size == 1

@@ -19,8 +19,8 @@ def test_engine_args_carry_the_executor_only_when_set() -> None:
 def test_the_run_option_and_its_env_twin_reach_the_vllm_config(monkeypatch: pytest.MonkeyPatch) -> None:
     from wtb_local.backends import backend_class
     from wtb_local.cli.run import run
-    from wtb_local.runner.options import options_from_click
-    from wtb_local.runner.resolved import ResolvedRun
+    from wtb_local.runner.setup.options import options_from_click
+    from wtb_local.runner.setup.resolved import ResolvedRun
 
     def settings_from_options(ctx: Any) -> Any:
         return options_from_click(ctx, ctx.params)
@@ -28,7 +28,7 @@ def test_the_run_option_and_its_env_twin_reach_the_vllm_config(monkeypatch: pyte
     ctx = run.make_context("run", ["--model", "m", "--backend", "vllm", "--distributed-executor-backend", "ray",
                                    "--tensor-parallel-size", "8", "--pipeline-parallel-size", "2"])
     options = settings_from_options(ctx)
-    # prepare copies every option the resolved run holds (runner/prepare.py)
+    # prepare copies every option the resolved run holds (runner/setup/prepare.py)
     resolved = ResolvedRun(**{k: v for k, v in options if k in ResolvedRun.model_fields and k != "render_workers"})
     backend = backend_class("vllm").from_run(resolved, parser=None, renderer=None)
     assert (backend.config.distributed_executor_backend, backend.config.tensor_parallel_size,

@@ -1,4 +1,4 @@
-"""`--dtype auto` resolved once in prepare from the checkpoint and the device (runner/dtype.py): never bf16 on a
+"""`--dtype auto` resolved once in prepare from the checkpoint and the device (runner/setup/dtype.py): never bf16 on a
 CPU that cannot compute it fast, said in one line when it differs from the checkpoint's, recorded with its
 reason in the manifest, and what the vLLM and transformers backends are given."""
 
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.runner.conftest import invoke
-from wtb_local.runner import dtype as dtype_module
-from wtb_local.runner.dtype import Device, DtypeChoice, checkpoint_dtype, cpu_flags, resolve_dtype
+from wtb_local.runner.setup import dtype as dtype_module
+from wtb_local.runner.setup.dtype import Device, DtypeChoice, checkpoint_dtype, cpu_flags, resolve_dtype
 
 # Flags as /proc/cpuinfo lists them: an AVX2-only x86 CPU (the kind where bf16 crawls) and an AVX-512 one
 # with bf16 instructions (this project's CI machines are either).
@@ -107,8 +107,8 @@ def bf16_dir(qwen_tiny_dir: Path, tmp_path: Path) -> Path:
 def test_prepare_resolves_it_once_for_the_engines_and_says_so(bf16_dir: Path, monkeypatch: pytest.MonkeyPatch,
                                                               flags: frozenset[str], expected: str,
                                                               line: bool) -> None:
-    from wtb_local.runner.options import RunOptions
-    from wtb_local.runner.prepare import prepare
+    from wtb_local.runner.setup.options import RunOptions
+    from wtb_local.runner.setup.prepare import prepare
 
     monkeypatch.setattr(dtype_module, "this_device", lambda: Device("cpu", flags))
     for backend in ("transformers", "vllm"):

@@ -18,7 +18,7 @@ import pytest
 
 from tests.runner.conftest import read_jsonl, without_timing
 from wtb_local.runner.errors import RecordError
-from wtb_local.runner.store import ResultStore
+from wtb_local.runner.record.store import ResultStore
 
 ROOT = Path(__file__).resolve().parents[2]
 REPORTED_BEFORE_KILL = 5

@@ -1,5 +1,5 @@
-"""The run's options as one frozen object (runner/options.py) whose field metadata make the `run` command's
-options, their `WTB_*` twins and help, and the hashed configuration; the resolved run (runner/resolved.py)
+"""The run's options as one frozen object (runner/setup/options.py) whose field metadata make the `run` command's
+options, their `WTB_*` twins and help, and the hashed configuration; the resolved run (runner/setup/resolved.py)
 is frozen too and says where each value came from (docs/architecture.md)."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from pydantic import ValidationError
 from wtb_local.backends import backend_choices, backend_names
 from wtb_local.cli.run import run
 from wtb_local.protocols import protocol_names
-from wtb_local.runner.config import _HASHED_WHEN_SET, HASHED_FIELDS, config_hash, hashed_config
-from wtb_local.runner.options import RunOptions, cli_fields, env_name, options_from_click
-from wtb_local.runner.resolved import ResolvedRun
+from wtb_local.runner.setup.config import _HASHED_WHEN_SET, HASHED_FIELDS, config_hash, hashed_config
+from wtb_local.runner.setup.options import RunOptions, cli_fields, env_name, options_from_click
+from wtb_local.runner.setup.resolved import ResolvedRun
 from wtb_local.schema import SamplingConfig
 
-# The hashed configuration before the options declared it (runner/config.py's list then): run directories
+# The hashed configuration before the options declared it (runner/setup/config.py's list then): run directories
 # written then must keep their hashes.
 LEGACY_HASHED = ("model", "model_name", "backend", "revision", "resolved_revision", "tokenizer_sha256", "parser",
                  "chat_template", "template_sha256", "template_kwargs", "sampling", "dataset_sha256", "dtype",

@@ -8,7 +8,7 @@ from typing import Any
 from wtb_local.dataset import load_dataset
 from wtb_local.evaluator.episode import session_episodes
 from wtb_local.parsers.prefill import step_parser
-from wtb_local.runner.parser_choice import choose_parser, prefills_reasoning
+from wtb_local.runner.setup.parser_choice import choose_parser, prefills_reasoning
 
 
 class _Renderer:

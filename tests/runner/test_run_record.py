@@ -65,8 +65,8 @@ def test_manifest_holds_each_fact_once_and_the_tables_are_saved(tmp_path: Path) 
 
 def test_sampling_used_is_resolved_from_generation_config(qwen_tiny_dir: Path, tmp_path: Path) -> None:
     pytest.importorskip("transformers")
-    from wtb_local.runner.resolved import ResolvedRun
-    from wtb_local.runner.run_record import sampling_used
+    from wtb_local.runner.record.run_record import sampling_used
+    from wtb_local.runner.setup.resolved import ResolvedRun
     from wtb_local.schema import SamplingConfig
 
     generation = json.loads((qwen_tiny_dir / "generation_config.json").read_text())

@@ -23,7 +23,7 @@ from tests.runner.conftest import (
     scripted_args,
     without_timing,
 )
-from wtb_local.runner.shards import (
+from wtb_local.runner.setup.shards import (
     Shard,
     ShardError,
     parse_shard,

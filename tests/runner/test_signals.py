@@ -183,11 +183,11 @@ class _CountingBackend:
 def test_no_step_is_started_after_the_stop_flag(tmp_path: Path, scheduling: str) -> None:
     from wtb_local.dataset import load_dataset
     from wtb_local.evaluator.episode import session_episodes, session_result
-    from wtb_local.runner.loop import SessionRunner
-    from wtb_local.runner.progress import ProgressStats, make_progress
-    from wtb_local.runner.steps import StepDriver
-    from wtb_local.runner.stopping import StopRequested
-    from wtb_local.runner.store import ResultStore
+    from wtb_local.runner.loop.loop import SessionRunner
+    from wtb_local.runner.loop.progress import ProgressStats, make_progress
+    from wtb_local.runner.loop.steps import StepDriver
+    from wtb_local.runner.loop.stopping import StopRequested
+    from wtb_local.runner.record.store import ResultStore
     from wtb_local.schema import SamplingConfig
 
     backend = _CountingBackend()
@@ -217,7 +217,7 @@ _SLOW_SHUTDOWN = {
         "OracleBackend.close = close\n"),
     "record written": (
         "import os, pathlib, time\n"
-        "from wtb_local.runner.store import ResultStore\n"
+        "from wtb_local.runner.record.store import ResultStore\n"
         "_finalize = ResultStore.finalize\n"
         "def finalize(self):\n"
         "    pathlib.Path(os.environ['WTB_TEST_MARK']).touch(); time.sleep(3); return _finalize(self)\n"

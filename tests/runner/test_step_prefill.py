@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from wtb_local.backends.base import Backend
-from wtb_local.runner.parser_choice import choose_parser
-from wtb_local.runner.steps import StepDriver
-from wtb_local.runner.tokenizer import load_renderer
+from wtb_local.runner.loop.steps import StepDriver
+from wtb_local.runner.setup.parser_choice import choose_parser
+from wtb_local.runner.setup.tokenizer import load_renderer
 from wtb_local.schema import Completion, GenerationRequest, SamplingConfig
 
 pytest.importorskip("transformers", reason="transformers is not installed (pip install -e .[hf])")

@@ -13,7 +13,7 @@ from typing import Any
 
 from wtb_local.backends.oracle import OracleBackend
 from wtb_local.runner import RunOptions, run_job_async
-from wtb_local.runner.throughput import ThroughputMeter, summary_line
+from wtb_local.runner.loop.throughput import ThroughputMeter, summary_line
 from wtb_local.schema import Completion, GenerationRequest
 
 
@@ -129,7 +129,7 @@ def _steps(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def test_run_records_cache_hits_per_step_and_sums_them_in_the_manifest(tmp_path: Path,
                                                                        qwen_tiny_dir: Path) -> None:
-    from wtb_local.runner.tokenizer import load_renderer
+    from wtb_local.runner.setup.tokenizer import load_renderer
 
     # the tiny model's tokenizer renders real token ids, so prompt token counts are real
     settings = RunOptions(backend="oracle", model=str(qwen_tiny_dir), parser="hermes",

@@ -102,7 +102,7 @@ def test_every_task_gets_a_verdict_and_files_are_complete(vllm_runs: dict[str, A
 def test_rerun_with_the_same_seed_is_identical(one_sequence_runs: dict[str, Any]) -> None:
     """The claim of docs/reproducibility.md §1: one sequence per forward pass and no prefix cache make a
     rerun with the same seed write the same files (timing fields aside); the manifest says so."""
-    from wtb_local.runner.reproducibility import ONE_SEQUENCE
+    from wtb_local.backends.reproducibility import ONE_SEQUENCE
 
     b = run_files(one_sequence_runs["root"] / "b", "tiny")
     c = run_files(one_sequence_runs["root"] / "c", "tiny")
@@ -125,7 +125,7 @@ def test_rerun_with_the_same_seed_is_identical(one_sequence_runs: dict[str, Any]
 def test_a_batched_run_says_its_rerun_may_differ(vllm_runs: dict[str, Any]) -> None:
     """With the engine's batch defaults the per-request seeds are the same, but the numerics depend on the
     batch: the manifest does not claim an identical rerun (and says how to get one)."""
-    from wtb_local.runner.reproducibility import BATCHED
+    from wtb_local.backends.reproducibility import BATCHED
 
     manifest = vllm_runs["outcomes"]["a"].manifest
     assert manifest["backend"]["batch_invariant"] is False

@@ -8,6 +8,7 @@ import importlib
 from typing import Any
 
 from wtb_local.backends.base import Backend, Capabilities, SetupError
+from wtb_local.backends.reproducibility import SERVER
 
 # name -> "module:class"; heavy modules are imported on first use only.
 _REGISTRY: dict[str, str] = {
@@ -48,7 +49,7 @@ def auto_backend(*, script: str | None, replay: str | None) -> tuple[str, str]:
         return "scripted", "auto (--script given)"
     if replay:
         return "replay", "auto (--replay given)"
-    from wtb_local.runner import environment
+    from wtb_local.runner.setup import environment
 
     if environment.importlib.util.find_spec("vllm") is not None and environment.gpus():
         return "vllm", "auto (vllm importable, a CUDA GPU visible)"
@@ -61,9 +62,19 @@ def engine_backends() -> list[str]:
             if (caps := backend_class(name).capabilities).samples and not caps.remote and caps.packages]
 
 
+def rerun_claim(backend: dict[str, Any], scheduling: str | None) -> dict[str, Any]:
+    """`{"identical": True | False | None, "why": ...}` for a run made with `backend` (its `describe()`):
+    each backend states its own (`Backend.rerun_claim`)."""
+    try:
+        described = backend_class(str(backend.get("backend")))
+    except ValueError:
+        return {"identical": None, "why": SERVER}
+    return described.rerun_claim(backend, scheduling)
+
+
 def get_backend(name: str, **config: Any) -> Backend:
     return backend_class(name)(**config)
 
 
 __all__ = ["AUTO", "Backend", "Capabilities", "SetupError", "auto_backend", "backend_choices", "backend_class",
-           "backend_names", "engine_backends", "get_backend"]
+           "backend_names", "engine_backends", "get_backend", "rerun_claim"]

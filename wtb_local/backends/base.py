@@ -18,6 +18,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+from wtb_local.backends.reproducibility import SERVER
 from wtb_local.faults import FaultLog
 from wtb_local.schema import Completion, GenerationRequest
 
@@ -39,7 +40,7 @@ class Capabilities:
     remote: bool = False  # an engine configured outside this command (`--base-url`): named in the run folder
     needs_gpu: bool = False  # a CUDA GPU (`--backend auto` picks it only when one is visible)
     sizes_context: bool = False  # the run chooses its context window when --max-model-len is not given
-    loads_weights: bool = False  # loads the checkpoint in this process: --dtype applies (runner/dtype.py)
+    loads_weights: bool = False  # loads the checkpoint in this process: --dtype applies (runner/setup/dtype.py)
     # packages it imports and the extra of wtb-local that brings them (install_command.py words the command)
     packages: tuple[tuple[str, ...], str] | None = None
 
@@ -80,8 +81,8 @@ class Backend(ABC):
 
     @classmethod
     def check(cls, options: Any) -> None:
-        """Cheap checks before the dataset is fetched and the tokenizer loaded (runner/preflight.py)."""
-        from wtb_local.runner import preflight
+        """Cheap checks before the dataset is fetched and the tokenizer loaded (runner/setup/preflight.py)."""
+        from wtb_local.runner.setup import preflight
 
         caps = cls.capabilities
         if caps.packages:
@@ -112,13 +113,11 @@ class Backend(ABC):
         decides for itself."""
         if not cls.capabilities.samples:
             return {"identical": True, "why": f"the {cls.name} backend does not sample: its replies are fixed"}
-        from wtb_local.runner.reproducibility import SERVER
-
         return {"identical": None, "why": SERVER}
 
     @classmethod
     def from_run(cls, run: Any, *, parser: Any, renderer: Any) -> Backend:
-        """The backend for a resolved run (runner/resolved.py)."""
+        """The backend for a resolved run (runner/setup/resolved.py)."""
         raise SetupError(f"--backend {cls.name}: cannot be built from the run options")
 
 

@@ -25,7 +25,7 @@ from wtb_local.jsonl import json_lines
 from wtb_local.schema import Completion, GenerationRequest
 from wtb_local.scoring.files import RESULT_FILE_NAME, model_dir_name
 
-MANIFEST_NAME = "manifest.json"  # runner/manifest.py's; a backend does not import the runner
+MANIFEST_NAME = "manifest.json"  # runner/record/manifest.py's; a backend does not import the runner
 
 ReplayKey = tuple[str, int, int]  # (session id, task index, step)
 

@@ -172,7 +172,7 @@ class VLLMBackend(Backend):
 
     @classmethod
     def rerun_claim(cls, described: dict[str, Any], scheduling: str | None) -> dict[str, Any]:
-        from wtb_local.runner.reproducibility import BATCH_INVARIANT, BATCHED, ONE_SEQUENCE
+        from wtb_local.backends.reproducibility import BATCH_INVARIANT, BATCHED, ONE_SEQUENCE
 
         scheduler = described.get("scheduler") or {}
         if described.get("batch_invariant"):

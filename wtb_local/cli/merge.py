@@ -22,8 +22,8 @@ import click
                    "records no thinking mode (the recorded effective mode decides otherwise).")
 def merge(run_dir: str, dataset: str | None, thinking: bool | None) -> None:
     """Merge the shards of RUN_DIR and score the whole run."""
+    from wtb_local.commands.merge_runs import merge_run
     from wtb_local.runner.errors import RecordError, RunError
-    from wtb_local.runner.merge import merge_run
 
     try:
         outcome = merge_run(run_dir, dataset=dataset)

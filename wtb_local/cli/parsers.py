@@ -135,8 +135,8 @@ def _error_row(parser: ToolParser, message: str) -> dict[str, Any]:
 def compare(run_dir: str, names: str, dataset: str | None, output_format: str, keep: str | None) -> None:
     """Compare parsers on RUN_DIR's recorded raw completions: calls extracted, parse failures,
     disagreements (with examples) and the task verdicts each parser leads to (replayed)."""
+    from wtb_local.commands.parser_comparison import compare_parsers, to_markdown
     from wtb_local.runner.errors import RunError
-    from wtb_local.runner.parser_compare import compare_parsers, to_markdown
 
     wanted = [name.strip() for name in names.split(",") if name.strip()]
     try:

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import sys
 
-from wtb_local.runner.options import RunOptions
+from wtb_local.runner.setup.options import RunOptions
 
 
 def run_repeated(options: RunOptions, repeats: int) -> None:
     from wtb_local.cli.health import health_lines
+    from wtb_local.commands.repeat_runs import run_repeats
     from wtb_local.reports.present import present
-    from wtb_local.runner.repeats import run_repeats
 
     outcome = run_repeats(options, repeats)
     print(f"repeats:  {outcome.run_dir / 'repeats'} ({repeats} run directories)")

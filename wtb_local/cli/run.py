@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from wtb_local.runner.options import click_options
+from wtb_local.runner.setup.options import click_options
 
 
 @click.command(name="run")
@@ -21,8 +21,8 @@ from wtb_local.runner.options import click_options
 def run(ctx: click.Context, **params: Any) -> None:
     """Run a model on WildToolBench, score it and print its Table 6 row (the main job)."""
     from wtb_local.runner import RunError, run_job
-    from wtb_local.runner.options import options_from_click
-    from wtb_local.runner.stopping import RunInterrupted
+    from wtb_local.runner.loop.stopping import RunInterrupted
+    from wtb_local.runner.setup.options import options_from_click
 
     options = options_from_click(ctx, params)
     repeats = options.repeats
@@ -49,7 +49,7 @@ def run(ctx: click.Context, **params: Any) -> None:
     click.echo(f"manifest: {paths.run_dir / 'manifest.json'}")
     throughput = (outcome.manifest.get("summary") or {}).get("throughput")
     if throughput and throughput.get("steps"):
-        from wtb_local.runner.throughput import summary_line
+        from wtb_local.runner.loop.throughput import summary_line
 
         click.echo(summary_line(throughput))
     if outcome.manifest.get("status") != "complete":
@@ -84,7 +84,7 @@ def _exit_interrupted(line: str) -> None:
 def _save_summary(outcome: Any, rows: list[Any], notes: list[str]) -> None:
     """The tables and notes just printed, also in the run folder (summary.md, summary.json)."""
     from wtb_local.reports.table import format_plain
-    from wtb_local.runner.run_record import write_summary
+    from wtb_local.runner.record.run_record import write_summary
 
     text = "\n\n".join(format_plain(rows, table) for table in (6, 7))
     write_summary(outcome.paths.run_dir, rows, text, notes)

@@ -80,7 +80,7 @@ def reparse(run: ExplainRun, parser: str) -> list[dict[str, Any]]:
     """`run`'s recorded completions replayed through `parser`: the replay's result rows (scored rows are
     recomputed by the caller with whichever checker it needs)."""
     from wtb_local.runner.job import run_job_async
-    from wtb_local.runner.options import RunOptions
+    from wtb_local.runner.setup.options import RunOptions
 
     config = run.manifest.get("config") if isinstance(run.manifest.get("config"), dict) else {}
     dataset = run.dataset_path or str((run.manifest.get("dataset") or {}).get("source") or "release")
@@ -104,7 +104,7 @@ def rescore(run: ExplainRun, rows: list[dict[str, Any]], checker: str) -> Verdic
 
 
 def _unrecorded(rows: list[dict[str, Any]], keys: list[TaskKey]) -> set[TaskKey]:
-    from wtb_local.runner.parser_compare import UNRECORDED
+    from wtb_local.commands.parser_comparison import UNRECORDED
 
     wanted = set(keys)
     found = set()

@@ -26,7 +26,7 @@ def _dict(value: Any) -> dict[str, Any]:
 def _renderer(model: str, revision: str | None, chat_template: str | None, kwargs: str, parser: str | None,
               trust_remote_code: bool) -> tuple[Any, str | None]:
     """(renderer, None) or (None, why not); loaded once per distinct recording."""
-    from wtb_local.runner.tokenizer import load_renderer, tokenizer_on_disk
+    from wtb_local.runner.setup.tokenizer import load_renderer, tokenizer_on_disk
 
     if not tokenizer_on_disk(model, revision):
         return None, f"the tokenizer of {model} is not on disk"

@@ -126,7 +126,7 @@ def load_run(path: str | Path, dataset: str | None = None, *, label: str | None 
 
 def load_runs(paths: Sequence[str | Path], dataset: str | None = None) -> list[ExplainRun]:
     """Every RUN_DIR argument as runs, in the order given; a `--repeats` run directory as its repeats."""
-    from wtb_local.runner.repeats import read_summary
+    from wtb_local.commands.repeat_runs import read_summary
 
     runs: list[ExplainRun] = []
     for path in paths:

@@ -1,5 +1,5 @@
 """Tool-call parser registry: every module of this package holding a `ToolParser` subclass with a `name`
-registers itself (nothing to list by hand), plus auto-selection of the parser for a model.
+registers itself (registry.py; nothing to list by hand), plus auto-selection of the parser for a model.
 
 Selection order (`select_parser`): the chat template's markers first (a model's template decides what it
 was prompted to write, e.g. Llama-3.2 with a pythonic template writes pythonic calls), then regexes on the
@@ -9,8 +9,6 @@ within one stage the highest `priority` wins, then the longest matching marker/p
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 import re
 import traceback
 from functools import cache
@@ -18,6 +16,7 @@ from typing import Any
 
 from wtb_local.model_ids import normalize_model_id
 from wtb_local.parsers.base import ToolParser
+from wtb_local.parsers.registry import parser_classes as _registry
 from wtb_local.schema import ParseResult
 
 __all__ = [
@@ -31,30 +30,6 @@ __all__ = [
     "reasoning_calls",
     "select_parser",
 ]
-
-
-@cache
-def _registry() -> dict[str, type[ToolParser]]:
-    found: dict[str, type[ToolParser]] = {}
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        if info.name.startswith("_") or info.name == "base":
-            continue
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        for obj in vars(module).values():
-            if (
-                isinstance(obj, type)
-                and issubclass(obj, ToolParser)
-                and obj.__module__ == module.__name__
-                and isinstance(obj.__dict__.get("name"), str)
-                and not getattr(obj, "__abstractmethods__", None)
-            ):
-                if obj.name in found and found[obj.name] is not obj:
-                    raise RuntimeError(
-                        f"parser name {obj.name!r} defined twice ({found[obj.name].__module__}, "
-                        f"{obj.__module__})"
-                    )
-                found[obj.name] = obj
-    return dict(sorted(found.items()))
 
 
 def parser_names() -> list[str]:

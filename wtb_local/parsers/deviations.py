@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from wtb_local.parsers.registry import parser_classes
 from wtb_local.schema import FormatDeviation, ParsedCall, ParseResult
 
 FENCED_JSON = "fenced_json"
@@ -123,10 +124,8 @@ def _reads_plain_json(parser: Any) -> bool:
 @cache
 def _registered() -> tuple[tuple[Shape, Any], ...]:
     """(shape, parser instance) of every registered parser whose format can be learnt, by name."""
-    from wtb_local.parsers import _registry
-
     found = []
-    for name, cls in _registry().items():
+    for name, cls in parser_classes().items():
         try:
             parser = _instance(cls)
             call_text = _call_text(parser)

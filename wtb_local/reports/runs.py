@@ -129,7 +129,7 @@ def find_runs(path: str | Path) -> list[_Found]:
 
 def _is_shard(folder: Path, searched: Path) -> bool:
     """`<run dir>/shards/<I>-of-<N>` below the searched path (a shard named directly is reported)."""
-    from wtb_local.runner.shards import SHARDS_DIR, parse_shard_dir
+    from wtb_local.runner.setup.shards import SHARDS_DIR, parse_shard_dir
 
     return folder != searched and folder.parent.name == SHARDS_DIR and parse_shard_dir(folder.name) is not None
 
@@ -217,8 +217,8 @@ def label_runs(runs: Sequence[Run]) -> None:
 
 def _mean_run(path: Path, thinking: bool | None) -> Run | None:
     """The mean row of a `--repeats` run directory (repeats.json), as `run --repeats` prints it."""
+    from wtb_local.commands.repeat_runs import read_summary
     from wtb_local.reports.present import read_run_manifest, run_facts
-    from wtb_local.runner.repeats import read_summary
 
     summary = read_summary(path) if path.is_dir() else None
     if summary is None:

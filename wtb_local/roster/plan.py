@@ -83,7 +83,7 @@ def _template(plan: EntryPlan, entry: Entry) -> str | None:
 
 
 def _parser(plan: EntryPlan, entry: Entry, template: str | None, config: dict[str, Any] | None) -> None:
-    """The parser the run will read replies with, chosen as `prepare` chooses it (runner/prepare.py)."""
+    """The parser the run will read replies with, chosen as `prepare` chooses it (runner/setup/prepare.py)."""
     from wtb_local.parsers import get_parser, select_parser
 
     protocol = protocol_named(entry.protocol)
@@ -155,7 +155,7 @@ def _context(plan: EntryPlan, entry: Entry, shape: dict[str, int]) -> None:
         if limit and entry.max_model_len > limit:
             plan.add("error", f"max_model_len {entry.max_model_len} exceeds the model's maximum {limit}")
         return
-    # runner/context_length.py: computed at start from the gold-path prompts, capped at the model's maximum
+    # runner/setup/context_length.py: computed at start from the gold-path prompts, capped at the model's maximum
     plan.context_tokens = limit
     plan.context = f"computed at start, <= {limit}" if limit else "computed at start"
 

@@ -16,35 +16,35 @@ from functools import partial
 from pathlib import Path
 from typing import Any, NoReturn
 
+from wtb_local.backends import rerun_claim
 from wtb_local.backends.base import Backend
 from wtb_local.faults import Fault, FaultLog, stop_line
-from wtb_local.runner.config import config_hash, hashed_config
-from wtb_local.runner.environment import machine, package_versions
 from wtb_local.runner.errors import LoopError, RecordError, RunError, one_line
-from wtb_local.runner.length_cuts import length_cuts
-from wtb_local.runner.lock import RunLock, locked
-from wtb_local.runner.loop import SessionRunner, resolve_scheduling
-from wtb_local.runner.manifest import read_manifest
-from wtb_local.runner.options import RunOptions
-from wtb_local.runner.paths import RunPaths
-from wtb_local.runner.prepare import PreparedRun, prepare
-from wtb_local.runner.progress import ProgressStats, make_progress
-from wtb_local.runner.record import RunRecord, interrupted_line
-from wtb_local.runner.record import now as _now
-from wtb_local.runner.reproducibility import rerun_claim
-from wtb_local.runner.resume import check_resume
-from wtb_local.runner.steps import StepDriver
-from wtb_local.runner.stopping import RunInterrupted, StopSignal
-from wtb_local.runner.stopping import current as current_stop
-from wtb_local.runner.stopping import installed as stop_signals_installed
-from wtb_local.runner.store import ResultStore, session_index
-from wtb_local.runner.throughput import ThroughputMeter
+from wtb_local.runner.loop.length_cuts import length_cuts
+from wtb_local.runner.loop.loop import SessionRunner, resolve_scheduling
+from wtb_local.runner.loop.progress import ProgressStats, make_progress
+from wtb_local.runner.loop.steps import StepDriver
+from wtb_local.runner.loop.stopping import RunInterrupted, StopSignal
+from wtb_local.runner.loop.stopping import current as current_stop
+from wtb_local.runner.loop.stopping import installed as stop_signals_installed
+from wtb_local.runner.loop.throughput import ThroughputMeter
+from wtb_local.runner.record.lock import RunLock, locked
+from wtb_local.runner.record.manifest import read_manifest
+from wtb_local.runner.record.record import RunRecord, interrupted_line
+from wtb_local.runner.record.record import now as _now
+from wtb_local.runner.record.resume import check_resume
+from wtb_local.runner.record.store import ResultStore, session_index
+from wtb_local.runner.setup.config import config_hash, hashed_config
+from wtb_local.runner.setup.environment import machine, package_versions
+from wtb_local.runner.setup.options import RunOptions
+from wtb_local.runner.setup.paths import RunPaths
+from wtb_local.runner.setup.prepare import PreparedRun, prepare
 
 
 @dataclass
 class RunOutcome:
     paths: RunPaths
-    settings: Any  # the resolved run (runner/resolved.py)
+    settings: Any  # the resolved run (runner/setup/resolved.py)
     metric: dict[str, Any]
     score_rows: list[dict[str, Any]]
     result_rows: list[dict[str, Any]]
@@ -66,8 +66,8 @@ def _new_manifest(prep: PreparedRun, paths: RunPaths, config: dict[str, Any],
                   previous: dict[str, Any] | None) -> dict[str, Any]:
     settings = prep.run
     choice = getattr(prep.renderer, "choice", None)
-    from wtb_local.runner.config import HASHED_FIELDS
-    from wtb_local.runner.run_record import checkout, sampling_used
+    from wtb_local.runner.record.run_record import checkout, sampling_used
+    from wtb_local.runner.setup.config import HASHED_FIELDS
 
     # One place per fact: model, sampling and dataset hash live in `config` (hashed); `settings` holds the
     # other options; `sampling_used` the values the requests were actually sampled with.

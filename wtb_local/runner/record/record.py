@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from wtb_local.runner.errors import RecordError
-from wtb_local.runner.lock import RunLock, live_holder
-from wtb_local.runner.manifest import MANIFEST_NAME, write_manifest
+from wtb_local.runner.record.lock import RunLock, live_holder
+from wtb_local.runner.record.manifest import MANIFEST_NAME, write_manifest
 
 DRAIN_S = 1.0  # how long a second signal lets the writer thread finish the rows it was given
 KILLED = "killed"  # the status of an invocation whose process ended without closing it

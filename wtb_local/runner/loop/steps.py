@@ -15,8 +15,8 @@ from typing import Any
 from wtb_local.backends.base import Backend
 from wtb_local.faults import Fault, classify
 from wtb_local.parsers.prefill import STEP_FIELD, decides_per_step, prompt_prefills, step_parser
-from wtb_local.runner.seeds import request_id, request_seed
-from wtb_local.runner.throughput import ThroughputMeter
+from wtb_local.runner.loop.seeds import request_id, request_seed
+from wtb_local.runner.loop.throughput import ThroughputMeter
 from wtb_local.schema import Completion, GenerationRequest, ParseResult, SamplingConfig
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from wtb_local.jsonl import read_json_object
-from wtb_local.runner.resolved import ResolvedRun
+from wtb_local.runner.setup.resolved import ResolvedRun
 
 
 def _generation_config(model: str | None, revision: str | None) -> dict[str, Any] | None:
@@ -62,7 +62,7 @@ def sampling_used(settings: ResolvedRun) -> dict[str, Any]:
 def checkout() -> dict[str, Any]:
     """The version, and the git commit when wtb_local runs from a checkout (dirty: uncommitted changes)."""
     from wtb_local.resources import checkout_root
-    from wtb_local.runner.environment import package_versions
+    from wtb_local.runner.setup.environment import package_versions
 
     record: dict[str, Any] = {"version": package_versions().get("wtb-local"), "git_commit": None}
     root = checkout_root()

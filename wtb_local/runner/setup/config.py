@@ -2,7 +2,7 @@
 
 A run directory records the hashed values in its manifest; resuming into that directory is allowed only
 when they are equal, so finished sessions are never mixed with sessions produced under other settings.
-Which values are hashed is declared by the options (runner/options.py, `Cli.hashed`): operational knobs
+Which values are hashed is declared by the options (runner/setup/options.py, `Cli.hashed`): operational knobs
 (output folder, selection, parallelism, memory) are left out, they change how fast a run goes, not what it
 produces.
 """
@@ -13,7 +13,7 @@ import hashlib
 import json
 from typing import Any
 
-from wtb_local.runner.options import hashed_keys
+from wtb_local.runner.setup.options import hashed_keys
 
 # Values that decide what the model sees and how its replies are read and sampled; those added after run
 # directories had been written are left out while unset, so those runs' hashes stay the same.

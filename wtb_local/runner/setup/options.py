@@ -1,7 +1,7 @@
 """What the user asked `run` for: one frozen object, whose field metadata also generate the command's
 options, their `WTB_*` environment twins, their help, and which resolved values each one decides in the
-run's hashed configuration (runner/config.py). A new option is one field here plus its use in
-runner/prepare.py (docs/architecture.md, "A new option").
+run's hashed configuration (runner/setup/config.py). A new option is one field here plus its use in
+runner/setup/prepare.py (docs/architecture.md, "A new option").
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from wtb_local.backends import backend_choices
 from wtb_local.protocols.registry import protocol_names
 from wtb_local.rendering.checks import ALL, DEFAULT_VERIFY_EVERY, MISMATCH_MODES, parse_every
 from wtb_local.resources import DEFAULT_DATASET
-from wtb_local.runner.loop import SCHEDULING_MODES
+from wtb_local.runner.loop.loop import SCHEDULING_MODES
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -65,7 +65,7 @@ def _sessions(_ctx: click.Context, _param: click.Parameter, value: str | None) -
 def _shard(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
     if value is None or value.strip() == "auto":
         return value and "auto"
-    from wtb_local.runner.shards import ShardError, parse_shard
+    from wtb_local.runner.setup.shards import ShardError, parse_shard
 
     try:
         return parse_shard(value).spec
@@ -96,7 +96,7 @@ def _verify_prompts(_ctx: click.Context, _param: click.Parameter, value: str | N
 
 class RunOptions(BaseModel):
     """The `run` command's options as given (unset: the default below). Never changed after it is made;
-    `prepare` turns it into a resolved run (runner/resolved.py)."""
+    `prepare` turns it into a resolved run (runner/setup/resolved.py)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", protected_namespaces=())
 

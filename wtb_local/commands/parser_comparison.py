@@ -143,7 +143,7 @@ def _task_verdicts(score_rows: list[dict[str, Any]], result_rows: list[dict[str,
 def _replay(result_file: Path, manifest: dict[str, Any], parser: str, options: dict[str, Any],
             dataset: str, out: Path) -> dict[str, str]:
     from wtb_local.runner.job import run_job_async
-    from wtb_local.runner.options import RunOptions
+    from wtb_local.runner.setup.options import RunOptions
 
     config = manifest.get("config") or {}
     # the replay keeps the recorded options that still apply to `parser` (`options`, backends/replay.py)
@@ -159,7 +159,7 @@ def compare_parsers(run_dir: str | Path, parser_names: list[str], *, dataset: st
     """The comparison as a JSON-ready dict. `keep`: write each parser's replayed run under keep/<parser>."""
     from wtb_local.backends.replay import ReplayError, find_result_file, recorded_parser, replay_parser
     from wtb_local.parsers import get_parser
-    from wtb_local.runner.manifest import read_manifest
+    from wtb_local.runner.record.manifest import read_manifest
 
     if not parser_names:
         raise RunError("--parsers: name at least one parser (see `parsers list`)")

@@ -25,10 +25,10 @@ from typing import Any
 
 from wtb_local.faults import failed_requests
 from wtb_local.runner.errors import LoopError, RecordError, one_line
-from wtb_local.runner.progress import Progress
-from wtb_local.runner.steps import StepDriver
-from wtb_local.runner.stopping import StopRequested
-from wtb_local.runner.store import ResultStore
+from wtb_local.runner.loop.progress import Progress
+from wtb_local.runner.loop.steps import StepDriver
+from wtb_local.runner.loop.stopping import StopRequested
+from wtb_local.runner.record.store import ResultStore
 
 SCHEDULING_MODES = ("auto", "continuous", "waves")
 

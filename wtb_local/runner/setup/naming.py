@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from wtb_local.runner.manifest import MANIFEST_NAME
+from wtb_local.runner.record.manifest import MANIFEST_NAME
 
 # <hub cache>/models--Org--Name/snapshots/<commit>
 _HUB_SNAPSHOT = re.compile(r"models--([^/]+?)--([^/]+)/snapshots/[^/]+/?$")

@@ -1,6 +1,6 @@
 """Cheap checks before expensive ones, so a run that cannot work says why in seconds, in one line.
 
-Order (each backend's `check`, called by runner/prepare.py): the backend's packages are importable, `--model` is given, an OpenAI
+Order (each backend's `check`, called by runner/setup/prepare.py): the backend's packages are importable, `--model` is given, an OpenAI
 server answers, the Hugging Face hub answers when a hub id has to be read (with HF_HUB_OFFLINE=1: the model
 is in the hub cache). The dataset is fetched and the tokenizer loaded only after these pass. Each
 network check is one attempt with a short timeout: an unreachable host would otherwise cost a minute of

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from wtb_local.runner.errors import RunError
-from wtb_local.runner.options import RunOptions
+from wtb_local.runner.setup.options import RunOptions
 
 SUMMARY_NAME = "repeats.json"
 
@@ -74,7 +74,7 @@ def check_repeats(prep: Any, repeats: int) -> None:
     if run.sampling.temperature == 0:
         raise RunError(f"--repeats {repeats}: greedy decoding (--temperature 0) gives the same replies every "
                        "time; repeats need sampled decoding")
-    from wtb_local.runner.run_record import sampling_used
+    from wtb_local.runner.record.run_record import sampling_used
 
     used = sampling_used(run)
     if used.get("do_sample") is False:
@@ -83,8 +83,8 @@ def check_repeats(prep: Any, repeats: int) -> None:
 
 
 async def run_repeats_async(options: RunOptions, repeats: int, stderr: Any = None) -> RepeatsOutcome:
-    from wtb_local.runner.lock import locked
-    from wtb_local.runner.prepare import prepare
+    from wtb_local.runner.record.lock import locked
+    from wtb_local.runner.setup.prepare import prepare
 
     err = stderr or sys.stderr
     prep = prepare(options, None, err)
@@ -114,7 +114,7 @@ async def _run_repeats(options: RunOptions, repeats: int, prep: Any, err: Any) -
 
 
 def run_repeats(options: RunOptions, repeats: int, **kwargs: Any) -> RepeatsOutcome:
-    from wtb_local.runner.stopping import installed
+    from wtb_local.runner.loop.stopping import installed
 
     with installed():
         return asyncio.run(run_repeats_async(options, repeats, **kwargs))

@@ -44,7 +44,7 @@ class ResolvedRun(BaseModel):
     revision: str | None = None
     trust_remote_code: bool = False
     dtype: str = "auto"  # as asked (hashed); the engine is given `resolved_dtype`
-    # --dtype with auto resolved from the checkpoint and the device (runner/dtype.py), for a backend that
+    # --dtype with auto resolved from the checkpoint and the device (runner/setup/dtype.py), for a backend that
     # loads weights; None for the others. Not hashed: numerics only, like the batch (docs/real-model.md).
     resolved_dtype: str | None = None
     quantization: str | None = None

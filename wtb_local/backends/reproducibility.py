@@ -1,12 +1,13 @@
 """What a rerun with the same seed reproduces, for the backend and settings a run really had
 (docs/reproducibility.md §1). Recorded in the manifest as `rerun`: `identical` is true (the same command
 writes the same result, score and metric files, timing fields aside), false (same seeds and sampling
-streams, but the numerics may differ) or null (a server decides), with the reason in `why`.
+streams, but the numerics may differ) or null (a server decides), with the reason in `why`. Each backend
+states its own claim (`Backend.rerun_claim`) from these reasons; `wtb_local.backends.rerun_claim` asks the
+backend a run used. This module imports nothing of the project, so `backends/base.py` and every backend
+can read it.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 # One sequence per forward pass, every prompt computed whole: the same shapes, so the same bits.
 ONE_SEQUENCE = ("--max-num-seqs 1 --no-enable-prefix-caching: one sequence per forward pass and every prompt "
@@ -20,15 +21,3 @@ BATCHED = ("the same per-request seeds, but continuous batching and the prefix c
 
 SERVER = ("the server batches and samples: whether a rerun is identical is its own property (for vLLM: see the "
           "vllm backend's conditions)")
-
-
-def rerun_claim(backend: dict[str, Any], scheduling: str | None) -> dict[str, Any]:
-    """`{"identical": True | False | None, "why": ...}` for a run made with `backend` (its `describe()`):
-    each backend states its own (`Backend.rerun_claim`)."""
-    from wtb_local.backends import backend_class
-
-    try:
-        described = backend_class(str(backend.get("backend")))
-    except ValueError:
-        return {"identical": None, "why": SERVER}
-    return described.rerun_claim(backend, scheduling)

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from wtb_local.runner.config import config_diff, config_hash
 from wtb_local.runner.errors import RunError
-from wtb_local.runner.manifest import read_manifest
-from wtb_local.runner.paths import RunPaths
+from wtb_local.runner.record.manifest import read_manifest
+from wtb_local.runner.setup.config import config_diff, config_hash
+from wtb_local.runner.setup.paths import RunPaths
 
 
 def check_resume(settings: Any, paths: RunPaths, config: dict[str, Any]) -> bool:

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from wtb_local.runner.config import config_diff
 from wtb_local.runner.errors import RunError
-from wtb_local.runner.lock import live_holder, locked
-from wtb_local.runner.manifest import ManifestError, read_manifest, write_manifest
-from wtb_local.runner.paths import RunPaths
-from wtb_local.runner.shards import SHARDS_DIR, Shard, parse_shard_dir
+from wtb_local.runner.record.lock import live_holder, locked
+from wtb_local.runner.record.manifest import ManifestError, read_manifest, write_manifest
+from wtb_local.runner.setup.config import config_diff
+from wtb_local.runner.setup.paths import RunPaths
+from wtb_local.runner.setup.shards import SHARDS_DIR, Shard, parse_shard_dir
 
 # Manifest entries, besides `config`, that every shard must share.
 _AGREED = ("parser_options", "template_kwargs", "protocol")
@@ -112,7 +112,7 @@ def _check_shards(run_dir: Path) -> list[tuple[str, Path, dict[str, Any]]]:
 
 def _merged_rows(run_dir: Path, loaded: list[tuple[str, Path, dict[str, Any]]],
                  model_name: str) -> list[dict[str, Any]]:
-    from wtb_local.runner.store import session_index
+    from wtb_local.runner.record.store import session_index
     from wtb_local.scoring import ScoringError, read_result_rows
 
     owner: dict[str, str] = {}
@@ -174,7 +174,7 @@ def merge_run(run_dir: str | Path, *, dataset: str | None = None, err: Any = Non
 def _merge_locked(run_dir: Path, dataset: str | None) -> MergeOutcome:
     from wtb_local.protocols import protocol_named
     from wtb_local.runner.job import score_run
-    from wtb_local.runner.length_cuts import length_cuts
+    from wtb_local.runner.loop.length_cuts import length_cuts
     from wtb_local.scoring import write_result_rows
 
     loaded = _check_shards(run_dir)
