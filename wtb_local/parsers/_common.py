@@ -15,7 +15,8 @@ import ast
 import json
 import math
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from wtb_local.parsers.base import dumps_arguments
@@ -49,6 +50,39 @@ _WS = " \t\n\r"
 
 
 # --- content and reasoning -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Block:
+    """What a parser made of one block that starts at an opening marker: its calls, where scanning goes on,
+    the block's own text where it stays content (nothing readable in it), and whether the scan ends there
+    (a block cut off at the token limit: what follows it is not content)."""
+
+    calls: list[ParsedCall]
+    end: int
+    text: str = ""
+    stop: bool = False
+
+
+def scan_blocks(rest: str, open_tag: str, read: Callable[[int, list[str]], Block]
+                ) -> tuple[list[str], list[ParsedCall], list[str]]:
+    """The text between the blocks that open with `open_tag`, and the calls and errors of each, in order;
+    `read(start, errors)` reads the block at `start` and appends its errors to `errors`."""
+    pieces: list[str] = []
+    calls: list[ParsedCall] = []
+    errors: list[str] = []
+    pos = 0
+    while (start := rest.find(open_tag, pos)) >= 0:
+        pieces.append(rest[pos:start])
+        block = read(start, errors)
+        calls += block.calls
+        if block.text:
+            pieces.append(block.text)
+        if block.stop:
+            return pieces, calls, errors
+        pos = block.end
+    pieces.append(rest[pos:])
+    return pieces, calls, errors
 
 
 def join_content(pieces: Iterable[str]) -> str | None:

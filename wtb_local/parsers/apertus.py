@@ -17,11 +17,13 @@ from typing import Any
 from wtb_local.end_of_turn import strip_end_of_turn
 from wtb_local.parsers._common import (
     TRUNCATED,
+    Block,
     decode_json_at,
     find_closing,
     is_truncated,
     join_content,
     object_member_spans,
+    scan_blocks,
     skip_ws,
     split_reasoning,
 )
@@ -113,34 +115,24 @@ class ApertusParser(ToolParser):
         text = strip_end_of_turn(text or "")
         reasoning, rest = split_reasoning(text, thinking=self.options.get("thinking"), open_tag=THINK_OPEN,
                                           close_tag=THINK_CLOSE, call_markers=(OPEN,))
-        pieces: list[str] = []
-        calls: list[ParsedCall] = []
-        errors: list[str] = []
-        pos = 0
-        while True:
-            start = rest.find(OPEN, pos)
-            if start < 0:
-                pieces.append(rest[pos:])
-                break
-            pieces.append(rest[pos:start])
+
+        def read(start: int, errors: list[str]) -> Block:
             j = skip_ws(rest, start + len(OPEN))
             if j >= len(rest):
                 errors.append(f"{TRUNCATED}: nothing after {OPEN}" if is_truncated(finish_reason)
                               else f"no call list after {OPEN}")
-                pos = len(rest)
-                continue
+                return Block([], len(rest))
             if rest[j] != "[":
                 end = rest.find(CLOSE, j)
                 end = end if end >= 0 else len(rest)
                 errors.append(f"no call list after {OPEN}: {rest[j:end][:60]!r}")
-                pieces.append(rest[start:end])
-                pos = end + len(CLOSE) if rest.startswith(CLOSE, end) else end
-                continue
+                return Block([], end + len(CLOSE) if rest.startswith(CLOSE, end) else end, text=rest[start:end])
             found, errs, end = read_list(rest, j, finish_reason)
-            calls += found
             errors += errs
             after = skip_ws(rest, end)
-            pos = after + len(CLOSE) if rest.startswith(CLOSE, after) else end
+            return Block(found, after + len(CLOSE) if rest.startswith(CLOSE, after) else end)
+
+        pieces, calls, errors = scan_blocks(rest, OPEN, read)
         return ParseResult(reasoning=reasoning, content=join_content(pieces), tool_calls=calls, errors=errors)
 
     def format(self, content: str | None, tool_calls: list[ParsedCall],

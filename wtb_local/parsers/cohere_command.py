@@ -20,12 +20,14 @@ from typing import Any, ClassVar
 
 from wtb_local.parsers._common import (
     TRUNCATED,
+    Block,
     arguments_object,
     decode_json_at,
     find_closing,
     is_truncated,
     join_content,
     object_member_spans,
+    scan_blocks,
     skip_ws,
     split_reasoning,
 )
@@ -51,25 +53,19 @@ class CohereCommandParser(ToolParser):
         text = strip_end_tokens(text or "")
         reasoning, rest = split_reasoning(text, thinking=self.options.get("thinking"), open_tag=THINK_OPEN,
                                           close_tag=THINK_CLOSE, call_markers=(ACTION_OPEN,))
-        pieces: list[str] = []
-        calls: list[ParsedCall] = []
-        errors: list[str] = []
-        pos = 0
-        while True:
-            start = rest.find(ACTION_OPEN, pos)
-            if start < 0:
-                pieces.append(rest[pos:])
-                break
-            pieces.append(rest[pos:start])
+
+        def read(start: int, errors: list[str]) -> Block:
             end = rest.find(ACTION_CLOSE, start)
             region = rest[start + len(ACTION_OPEN):end if end >= 0 else len(rest)]
             found = _actions(region, closed=end >= 0, truncated=is_truncated(finish_reason), errors=errors)
-            calls += found
             pos = end + len(ACTION_CLOSE) if end >= 0 else len(rest)
             if not found and errors[-1:] != [TRUNCATED]:
-                pieces.append(rest[start:pos])  # nothing readable: the text stays for analysis
-            elif found and end < 0 and not is_truncated(finish_reason):
+                return Block([], pos, text=rest[start:pos])  # nothing readable: the text stays for analysis
+            if found and end < 0 and not is_truncated(finish_reason):
                 errors.append(f"no {ACTION_CLOSE} (an unterminated action); calls kept")
+            return Block(found, pos)
+
+        pieces, calls, errors = scan_blocks(rest, ACTION_OPEN, read)
         content = join_content(_TEXT_TAGS.sub("", piece) for piece in pieces)
         return ParseResult(reasoning=reasoning, content=content, tool_calls=calls, errors=errors)
 

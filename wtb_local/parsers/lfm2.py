@@ -16,6 +16,7 @@ from typing import Any
 from wtb_local.end_of_turn import strip_end_of_turn
 from wtb_local.parsers._common import (
     TRUNCATED,
+    Block,
     arguments_object,
     dumps_arguments,
     find_closing,
@@ -23,6 +24,7 @@ from wtb_local.parsers._common import (
     join_content,
     parse_pythonic_calls,
     pythonic_call_text,
+    scan_blocks,
     skip_ws,
     split_reasoning,
 )
@@ -91,21 +93,14 @@ class Lfm2Parser(ToolParser):
               finish_reason: str | None = None) -> ParseResult:
         text = strip_end_of_turn(text or "")
         reasoning, rest = split_reasoning(text, thinking=self.options.get("thinking"), call_markers=(OPEN,))
-        pieces: list[str] = []
-        calls: list[ParsedCall] = []
-        errors: list[str] = []
-        pos = 0
-        while True:
-            start = rest.find(OPEN, pos)
-            if start < 0:
-                pieces.append(rest[pos:])
-                break
-            pieces.append(rest[pos:start])
+
+        def read(start: int, errors: list[str]) -> Block:
             found, errs, end = read_call_list(rest, start + len(OPEN), finish_reason)
-            calls += found
             errors += errs
             after = skip_ws(rest, end)
-            pos = after + len(CLOSE) if rest.startswith(CLOSE, after) else end
+            return Block(found, after + len(CLOSE) if rest.startswith(CLOSE, after) else end)
+
+        pieces, calls, errors = scan_blocks(rest, OPEN, read)
         return ParseResult(reasoning=reasoning, content=join_content(pieces), tool_calls=calls, errors=errors)
 
     def format(self, content: str | None, tool_calls: list[ParsedCall],

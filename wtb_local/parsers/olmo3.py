@@ -17,12 +17,14 @@ from typing import Any
 from wtb_local.end_of_turn import strip_end_of_turn
 from wtb_local.parsers._common import (
     TRUNCATED,
+    Block,
     arguments_object,
     dumps_arguments,
     is_truncated,
     join_content,
     parse_pythonic_calls,
     pythonic_call_text,
+    scan_blocks,
     split_reasoning,
 )
 from wtb_local.parsers.base import ToolParser
@@ -89,36 +91,25 @@ class Olmo3Parser(ToolParser):
               finish_reason: str | None = None) -> ParseResult:
         text = strip_end_of_turn(text or "")
         reasoning, rest = split_reasoning(text, thinking=self.options.get("thinking"), call_markers=(OPEN,))
-        pieces: list[str] = []
-        calls: list[ParsedCall] = []
-        errors: list[str] = []
-        pos = 0
-        while True:
-            start = rest.find(OPEN, pos)
-            if start < 0:
-                pieces.append(rest[pos:])
-                break
-            pieces.append(rest[pos:start])
+
+        def read(start: int, errors: list[str]) -> Block:
             close = rest.find(CLOSE, start)
             nxt = rest.find(OPEN, start + len(OPEN))
             if close < 0 or 0 <= nxt < close:
                 end = nxt if nxt >= 0 else len(rest)
                 if is_truncated(finish_reason) and nxt < 0:
                     errors.append(f"{TRUNCATED}: {OPEN} block cut off at the token limit")
-                    break
+                    return Block([], end, stop=True)
                 found, errs = read_block(rest[start + len(OPEN):end])
-                calls += found
                 errors += errs
                 if found:
                     errors.append(f"no {CLOSE} after the calls (an unterminated block); calls kept")
-                else:
-                    pieces.append(rest[start:end])
-                pos = end
-                continue
+                return Block(found, end, text="" if found else rest[start:end])
             found, errs = read_block(rest[start + len(OPEN):close])
-            calls += found
             errors += errs
-            pos = close + len(CLOSE)
+            return Block(found, close + len(CLOSE))
+
+        pieces, calls, errors = scan_blocks(rest, OPEN, read)
         return ParseResult(reasoning=reasoning, content=join_content(pieces), tool_calls=calls, errors=errors)
 
     def format(self, content: str | None, tool_calls: list[ParsedCall],
