@@ -27,7 +27,14 @@ from wtb_local.backends.sampling_defaults import (
     resolve,
     strip_trailing,
 )
-from wtb_local.faults import BackendError, OutOfMemory, RequestRejected, classify, context_overflow
+from wtb_local.faults import (
+    BackendError,
+    InternalError,
+    OutOfMemory,
+    RequestRejected,
+    classify,
+    context_overflow,
+)
 from wtb_local.schema import Completion, GenerationRequest
 
 # --max-num-seqs and --gpu-memory-utilization are not hashed: a rerun with smaller ones resumes the run
@@ -120,8 +127,8 @@ class VLLMBackend(Backend):
         started = time.perf_counter()
         try:
             prompt_ids = self._prompt_ids(request)
-        except Exception as exc:  # noqa: BLE001 - a prompt the tokenizer rejects fails this request only
-            return error_completion(request, f"tokenization failed: {exc}", started)
+        except Exception as exc:  # our tokenising wrapper: an internal error, never the model's (faults.py)
+            raise InternalError.of("tokenizer", exc) from exc
         n_prompt = len(prompt_ids)
         if n_prompt + 1 > self._max_model_len:
             return prompt_too_long(request, n_prompt, self._max_model_len, started)

@@ -18,8 +18,8 @@ from typing import Any, NoReturn
 
 from wtb_local.backends import rerun_claim
 from wtb_local.backends.base import Backend
-from wtb_local.faults import Fault, FaultLog, stop_line
-from wtb_local.runner.errors import LoopError, RecordError, RunError, one_line
+from wtb_local.faults import INTERNAL_EXIT_CODE, Fault, FaultLog, InternalError, stop_line
+from wtb_local.runner.errors import InternalErrors, LoopError, RecordError, RunError, one_line
 from wtb_local.runner.loop.length_cuts import length_cuts
 from wtb_local.runner.loop.loop import SessionRunner, resolve_scheduling
 from wtb_local.runner.loop.progress import ProgressStats, make_progress
@@ -28,6 +28,7 @@ from wtb_local.runner.loop.stopping import RunInterrupted, StopSignal
 from wtb_local.runner.loop.stopping import current as current_stop
 from wtb_local.runner.loop.stopping import installed as stop_signals_installed
 from wtb_local.runner.loop.throughput import ThroughputMeter
+from wtb_local.runner.record import internal as internal_record
 from wtb_local.runner.record.lock import RunLock, locked
 from wtb_local.runner.record.manifest import read_manifest
 from wtb_local.runner.record.record import RunRecord, interrupted_line
@@ -101,9 +102,25 @@ def _new_manifest(prep: PreparedRun, paths: RunPaths, config: dict[str, Any],
     }
 
 
+@dataclass
+class InternalLog:
+    """What the run's own errors left (docs/reliability.md, "Internal errors"): the completions kept by the
+    previous run to reuse, the errors met, the sessions they stopped and how many completions were reused."""
+
+    replay: dict[str, dict[str, Any]] = field(default_factory=dict)
+    errors: list[InternalError] = field(default_factory=list)
+    broken: list[dict[str, Any]] = field(default_factory=list)
+    driver: Any = None
+
+    @property
+    def reused(self) -> int:
+        return self.driver.reused if self.driver is not None else 0
+
+
 async def _run_pending(prep: PreparedRun, pending: list[Any], backend: Backend, *, model_name: str,
                        own_backend: bool, store: ResultStore, scheduling: str, stats: ProgressStats,
-                       meter: ThroughputMeter, err: Any, stop: StopSignal, audit: Any = None) -> None:
+                       meter: ThroughputMeter, err: Any, stop: StopSignal, audit: Any = None,
+                       internal: InternalLog | None = None) -> None:
     from wtb_local.evaluator.episode import session_result
 
     settings = prep.run
@@ -123,7 +140,10 @@ async def _run_pending(prep: PreparedRun, pending: list[Any], backend: Backend, 
         raise
     driver = StepDriver(backend, sampling=settings.sampling, parser=prep.parser, renderer=prep.renderer,
                         meter=meter, pool=pool, audit=audit)
+    internal = internal if internal is not None else InternalLog()
+    driver.replay, internal.driver = dict(internal.replay), driver
     meter.started = meter.now()  # rates count from the first request, not from engine start
+    runner: SessionRunner | None = None
     try:
         with make_progress(settings.progress, stats, err) as progress:
             runner = SessionRunner(driver, store, model_name=model_name, progress=progress,
@@ -132,6 +152,8 @@ async def _run_pending(prep: PreparedRun, pending: list[Any], backend: Backend, 
                                    label_counts=_label_counts, should_stop=lambda: stop.requested)
             await runner.run(pending, scheduling)
     finally:
+        if runner is not None:
+            internal.errors, internal.broken = runner.internal_errors, runner.broken
         if pool is not None:
             for note in pool.notes:
                 print(f"note: {note}", file=err)
@@ -221,17 +243,23 @@ async def _run_locked(prep: PreparedRun, backend: Backend | None, lock: RunLock,
     # earlier runs), and the one that stopped it (docs/reliability.md)
     faults: dict[str, Any] = {"mark": _fault_log(backend).snapshot(), "stopping": None}
     audit: Any = None
+    # the completions the sessions stopped by an internal error got, reused by this run (internal.py)
+    internal = InternalLog(replay=internal_record.read_kept(paths.run_dir) if resume else {})
 
     def figures() -> dict[str, Any]:
         meter.writer_busy_s = store.write_s
-        return {"requests": stats.requests, "failed_requests": stats.failed_requests,
+        return {"sessions_run": len(store.rows) - len(skipped),
+                "requests": stats.requests, "failed_requests": stats.failed_requests,
                 "prompt_tokens": stats.prompt_tokens, "generated_tokens": stats.generated_tokens,
                 **_fault_log(backend).since(faults["mark"], faults["stopping"]),
+                "internal_errors": internal_record.counts(internal.errors),
+                "completions_reused": internal.reused,
                 **({"prompt_checks": audit.record()} if audit is not None else {}),
                 "throughput": meter.summary(stats.tasks_this_run)}
 
     record.figures = figures
-    invocation: dict[str, Any] = {"started": started_at, "sessions_run": len(pending)}
+    # sessions_scheduled: what this invocation set out to run; sessions_run (at its end): the ones it wrote
+    invocation: dict[str, Any] = {"started": started_at, "sessions_scheduled": len(pending)}
     try:
         record.begin(invocation)
     except RecordError as exc:
@@ -252,7 +280,7 @@ async def _run_locked(prep: PreparedRun, backend: Backend | None, lock: RunLock,
             with stop.armed():
                 await _run_pending(prep, pending, backend, model_name=paths.model_name, own_backend=own_backend,
                                    store=store, scheduling=scheduling, stats=stats, meter=meter, err=err,
-                                   stop=stop, audit=audit)
+                                   stop=stop, audit=audit, internal=internal)
     except (asyncio.CancelledError, Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - each one recorded
         ended = exc
     # Every way the sessions end comes here: the result file is closed, and the record says how they ended.
@@ -266,6 +294,7 @@ async def _run_locked(prep: PreparedRun, backend: Backend | None, lock: RunLock,
             described = backend.describe()
             manifest.update(backend=described, rerun=rerun_claim(described, manifest.get("scheduling")))
         kept = len(store.rows)
+        broken_file = _keep_broken(paths, internal, set(store.rows), resume)
         if ended is not None or store_error is not None or stop.requested:
             _end_stopped(record, ended, store_error, stop, kept, paths, settings.backend)
 
@@ -285,6 +314,10 @@ async def _run_locked(prep: PreparedRun, backend: Backend | None, lock: RunLock,
         raise RunError(f"scoring the run failed ({one_line(exc)}); {kept} finished session(s) kept in "
                        f"{paths.result_file}" + (f"; {problem}" if problem else "") + ": rerun the same command "
                        "to score them") from exc
+    if internal.errors:
+        line = _internal_line(internal, kept, paths.result_file, broken_file)
+        problem = record.close("failed", failure=internal.errors[0].summary())
+        raise InternalErrors(line + (f"; {problem}" if problem else ""), INTERNAL_EXIT_CODE)
     complete = {s.id for s in prep.selected} <= {r["id"] for r in result_rows}
     summary = {"sessions_scored": len(score_rows), "task_accuracy": metric["total_info"]["task"],
                "session_accuracy": metric["total_info"]["session"],
@@ -296,6 +329,31 @@ async def _run_locked(prep: PreparedRun, backend: Backend | None, lock: RunLock,
     stop.raise_held()
     return RunOutcome(paths, settings, metric, score_rows, result_rows, manifest, skipped,
                       [s.id for s in pending])
+
+
+def _keep_broken(paths: RunPaths, internal: InternalLog, written: set[str], resumed: bool) -> Path | None:
+    """The sessions this run's internal errors stopped, with their completions, written for the rerun, and
+    those the previous run left that this one neither finished nor reached (a fault or a signal stopped it
+    first); the file removed once none is left."""
+    broken = list(internal.broken)
+    done = written | {row["id"] for row in broken}
+    if resumed:
+        broken += [row for row in internal_record.read_rows(paths.run_dir) if row["id"] not in done]
+    try:
+        return internal_record.write_broken(paths.run_dir, broken)
+    except OSError:
+        return None  # the completions are lost, never a result: the rerun generates them again
+
+
+def _internal_line(internal: InternalLog, kept: int, result_file: Path, broken_file: Path | None) -> str:
+    """The one line of a run whose steps met errors of wtb_local's own code."""
+    first = internal.errors[0]
+    by_kind = ", ".join(f"{kind} {n}" for kind, n in internal_record.counts(internal.errors).items())
+    where = f", their completions kept in {broken_file}" if broken_file is not None else ""
+    return (f"{first.summary()}{first.place()}; {len(internal.errors)} step(s) met an error of wtb_local's own "
+            f"code ({by_kind}) and none was scored; {len(internal.broken)} session(s) left unfinished{where}; "
+            f"{kept} finished session(s) kept in {result_file}: report it with the run's manifest.json; once it "
+            "is fixed, rerun the same command to finish them")
 
 
 def _fault_log(backend: Any) -> FaultLog:
