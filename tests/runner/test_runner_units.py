@@ -187,7 +187,8 @@ class _Flaky(OracleBackend):
 
 
 class _BadRenderer:
-    """Renders everything except one session's prompts, whose template raises."""
+    """Renders everything except one session's prompts, whose template raises (its own raise_exception, in
+    jinja's sandbox as a chat template runs: the model's side, docs/reliability.md)."""
 
     choice = None
 
@@ -196,7 +197,16 @@ class _BadRenderer:
 
     def render(self, messages: list[dict], tools: list[dict]) -> Any:
         if any(m.get("content") == self.marker for m in messages):
-            raise ValueError("Conversation roles must alternate user/assistant/user/assistant/...")
+            from jinja2.exceptions import TemplateError
+            from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+            def raise_exception(message: str) -> None:
+                raise TemplateError(message)
+
+            env = ImmutableSandboxedEnvironment()
+            env.globals["raise_exception"] = raise_exception
+            env.from_string("{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/"
+                            "...') }}").render()
 
         from wtb_local.rendering.renderer import RenderedPrompt
 
@@ -238,7 +248,7 @@ def test_a_template_that_raises_is_a_step_error(tmp_path: Path) -> None:
             if k.startswith("step_")
         ]
         failed = [
-            r for r in reasons if r and r.startswith("render failed: ValueError: Conversation roles must")
+            r for r in reasons if r and r.startswith("render failed: TemplateError: Conversation roles must")
         ]
         assert len(failed) == (4 if row["id"] == "wild_tool_bench_2" else 0), row["id"]
     assert len(outcome.result_rows) == 8

@@ -18,6 +18,8 @@ from typing import Any, NoReturn
 
 from wtb_local.backends import rerun_claim
 from wtb_local.backends.base import Backend
+from wtb_local.contract.manifest import SCHEMA_VERSION
+from wtb_local.contract.run_dir import ResultLines
 from wtb_local.faults import INTERNAL_EXIT_CODE, Fault, FaultLog, InternalError, stop_line
 from wtb_local.runner.errors import InternalErrors, LoopError, RecordError, RunError, one_line
 from wtb_local.runner.loop.length_cuts import length_cuts
@@ -75,6 +77,7 @@ def _new_manifest(prep: PreparedRun, paths: RunPaths, config: dict[str, Any],
     options = {k: v for k, v in settings.model_dump(mode="json").items()
                if k not in HASHED_FIELDS and k != "dataset"}
     return {
+        "schema_version": SCHEMA_VERSION,  # contract/manifest.py: what a reader of this manifest may rely on
         "wtb_local": checkout(),
         "status": "running",
         "config_hash": config_hash(config),
@@ -223,9 +226,9 @@ async def _run_locked(prep: PreparedRun, backend: Backend | None, lock: RunLock,
         store.open(fresh=not resume)
     except RecordError as exc:
         raise RunError(_record_line(exc, len(store.rows), paths.result_file, None)) from exc
-    if store.dropped_lines:
-        print(f"warning: {paths.result_file}: dropped {store.dropped_lines} incomplete line(s) "
-              "left by an interrupted run", file=err)
+    dropped = ResultLines(dropped=store.dropped).note(paths.result_file)
+    if dropped:  # what every reader of the file says too (contract/run_dir.py)
+        print(f"warning: {dropped}", file=err)
     finished = store.finished()
     pending = [s for s in prep.selected if s.id not in finished]
     skipped = [s.id for s in prep.selected if s.id in finished]
