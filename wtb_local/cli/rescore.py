@@ -63,7 +63,10 @@ def _rescore(run_dir: str, checker: str, dataset: str | None) -> None:
         if isinstance(recorded, str) and recorded != dataset_sha256(dataset_path):
             raise click.ClickException(f"{run_dir}: the run used dataset sha256 {recorded[:12]}..., --dataset "
                                        f"{source} differs; pass the dataset the run used")
-        rows = read_result_rows(result_file)
+        notes: list[str] = []  # an incomplete last line left by an interrupted run, dropped as `run` does
+        rows = read_result_rows(result_file, notes)
+        for note in notes:
+            click.echo(f"note: {note}", err=True)
         score_rows, metric = score_with(checker, rows, sessions, model_name, str(result_file))
         out = Path(run_dir) / f"score-{checker}"
         score_path, metric_path = write_score_files(out, model_name, score_rows, metric)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -67,12 +68,13 @@ def differences(result: Any, reference: Any) -> list[str]:
     return [name for name, differs in found if differs]
 
 
-def _recorded_steps(result_file: Path) -> list[tuple[str, dict[str, Any]]]:
-    """(request id, inference_output + the tools offered) of every step with a raw completion, in order."""
+def _recorded_steps(result_file: Path, notes: list[str] | None = None) -> list[tuple[str, dict[str, Any]]]:
+    """(request id, inference_output + the tools offered) of every step with a raw completion, in order;
+    `notes` gets the note of an incomplete last line left out."""
     from wtb_local.scoring import read_result_rows
 
     steps = []
-    for row in read_result_rows(result_file):
+    for row in read_result_rows(result_file, notes):
         for position, task in enumerate(row.get("result") or []):
             log = task.get("inference_log") or {}
             task_idx = log.get("task_idx", position)
@@ -177,7 +179,10 @@ def compare_parsers(run_dir: str | Path, parser_names: list[str], *, dataset: st
     dataset = dataset or (manifest.get("dataset") or {}).get("path")
     if not dataset:
         raise RunError(f"{run_dir}: its manifest names no dataset file; pass --dataset PATH")
-    steps = _recorded_steps(result_file)
+    notes: list[str] = []  # an incomplete last line left by an interrupted run, dropped as `run` does
+    steps = _recorded_steps(result_file, notes)
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
     if not steps:
         raise RunError(f"{result_file}: no step records a raw completion to compare parsers on")
     completions = compare_completions(steps, parsers)

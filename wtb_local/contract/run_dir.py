@@ -2,10 +2,12 @@
 report, explain, merge, rescore, parsers compare): the manifest, checked against its model, and the result
 rows, read by the rule the run's own result store reopens its file with.
 
-The rule for result lines: a line that is not JSON, is not a session row, or repeats a session already read
-is dropped, and said in one note naming what was found: an incomplete last line (what a killed or
-disk-full write leaves; the run drops it when it resumes), a line in the middle that is not a session row
-(written by something else), or a second row for a session (the first is kept).
+The rule for result lines. Every reader drops an incomplete last line (a last line that is not JSON: what
+a killed or disk-full write leaves) and says so in one note, the same the run prints when it resumes over
+it (`incomplete_note`). The run's result store, which must go on appending to the file, also drops a line
+in the middle that is not a session row (written by something else) and a second row for a session (the
+first is kept), naming each (`ResultLines.note`); the scoring readers refuse those with one line naming
+the line instead (scoring/files.py), as they refuse any other bad input.
 """
 
 from __future__ import annotations
@@ -25,6 +27,10 @@ MANIFEST_NAME = "manifest.json"
 
 class ManifestError(ValueError):
     """A manifest that cannot be read or does not validate; the message is one line naming the field."""
+
+
+class ManifestUnreadable(ManifestError):
+    """A manifest that is not JSON at all (a reader may treat the folder as one without a manifest)."""
 
 
 def check_manifest(data: Any, path: str | Path) -> Manifest:
@@ -57,7 +63,7 @@ def load_manifest(path: str | Path) -> dict[str, Any] | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise ManifestError(f"{path}: unreadable run manifest ({' '.join(str(exc).split())})") from None
+        raise ManifestUnreadable(f"{path}: unreadable run manifest ({' '.join(str(exc).split())})") from None
     check_manifest(data, path)
     return data
 
@@ -84,10 +90,10 @@ class ResultLines:
         """One line saying what was left out, None when nothing was."""
         if not self.dropped:
             return None
-        parts = []
         incomplete = [d for d in self.dropped if d.kind == "incomplete"]
-        if incomplete:
-            parts.append(f"{len(incomplete)} incomplete line(s) left by an interrupted run")
+        if len(incomplete) == len(self.dropped):
+            return incomplete_note(path, len(incomplete))
+        parts = [f"{len(incomplete)} incomplete line(s) left by an interrupted run"] if incomplete else []
         for d in self.dropped:
             if d.kind == "foreign":
                 parts.append(f"line {d.line}, which is not a session row (a whole line in the middle of the file)")
@@ -96,11 +102,29 @@ class ResultLines:
         return f"{path}: dropped " + "; ".join(parts)
 
 
-def _lines(text: str) -> Iterator[tuple[int, str]]:
-    # "\n" only: a raw completion may hold U+2028 unescaped (rows are written with ensure_ascii=False)
+def numbered_lines(text: str) -> Iterator[tuple[int, str]]:
+    """(1-based number, line) of each non-blank line. "\n" only: a raw completion may hold U+2028
+    unescaped (rows are written with ensure_ascii=False)."""
     for number, line in enumerate(text.split("\n"), start=1):
         if line.strip():
             yield number, line
+
+
+def incomplete_last(numbered: list[tuple[int, str]]) -> int | None:
+    """The number of the last line when it is not JSON (an interrupted write), else None."""
+    if not numbered:
+        return None
+    number, line = numbered[-1]
+    try:
+        json.loads(line)
+    except ValueError:
+        return number
+    return None
+
+
+def incomplete_note(path: str | Path, count: int = 1) -> str:
+    """The note every reader gives for an incomplete last line it dropped."""
+    return f"{path}: dropped {count} incomplete line(s) left by an interrupted run"
 
 
 def is_session_row(value: Any, keys: tuple[str, ...] = ("result",)) -> bool:
@@ -119,8 +143,8 @@ def parse_result_lines(text: str, keys: tuple[str, ...] = ("result",)) -> Result
     (`result` in a result file; `results` too where score files are read)."""
     read = ResultLines()
     seen: set[str] = set()
-    numbered = list(_lines(text))
-    last = numbered[-1][0] if numbered else 0
+    numbered = list(numbered_lines(text))
+    last = incomplete_last(numbered)
     for number, line in numbered:
         try:
             row = json.loads(line)

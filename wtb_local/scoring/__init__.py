@@ -81,11 +81,12 @@ class ScoredFile:
 
 
 def score_file(path: str | Path, sessions: Sequence[Session], model_name: str | None = None,
-               checker: str = "strict") -> ScoredFile:
+               checker: str = "strict", notes: list[str] | None = None) -> ScoredFile:
     """Score a result file with the release's checker, or the paper harness's (`lenient`,
     docs/reference/paper-harness.md §3.1). A score file (rows with `results`) is not scored twice (the
-    reference's walk is not idempotent): its labels are re-counted into the metric."""
-    rows = read_jsonl(path)
+    reference's walk is not idempotent): its labels are re-counted into the metric. `notes` gets the note
+    of an incomplete last line left out (files.read_jsonl)."""
+    rows = read_jsonl(path, notes)
     if not rows:
         raise ScoringError(f"{path}: no rows (empty file)")
     name = model_name or default_model_name(path, [row for _, row in rows])
