@@ -86,10 +86,12 @@ def _prepare(options: RunOptions, renderer: Any, err: Any, engine: bool) -> Prep
     _fold(values, sources, _model_choice(values, sources, backend, err))
     data = _dataset_selection(values, backend, err)
     _fold(values, sources, data)
-    template = _template_choice(values, caps, renderer)
+    template = _template_choice(values, caps, renderer, err)
     _fold(values, sources, template)
     reading = _parser_and_thinking(values, sources, backend, protocol, template.renderer)
     _fold(values, sources, reading)
+    if reading.sources.get("parser_options", "").startswith("per step: "):  # a fallback: said at start
+        print(f"warning: parser options {reading.sources['parser_options']}", file=err)
     protocol.sampling(values, sources, options, err)
     _unused_options(options, backend, err)
     applied = _protocol_applied(values, protocol, caps, template.renderer, reading.parser, data.selected)
@@ -259,8 +261,8 @@ class TemplateChoice:
                 "tokenizer_sha256": self.tokenizer_sha256}
 
 
-def _template_choice(values: dict[str, Any], caps: Any, renderer: Any) -> TemplateChoice:
-    renderer, note = _renderer(values, caps, renderer)
+def _template_choice(values: dict[str, Any], caps: Any, renderer: Any, err: Any = None) -> TemplateChoice:
+    renderer, note = _renderer(values, caps, renderer, err)
     return TemplateChoice(renderer, note, getattr(getattr(renderer, "choice", None), "sha256", None),
                           resolved_revision(values["model"], values["revision"]),
                           tokenizer_sha256(values["model"], values["revision"]))
@@ -291,8 +293,10 @@ def _parser_and_thinking(values: dict[str, Any], sources: dict[str, str], backen
         name = values["parser"] or protocol.default_parser(values)
         if not values["parser"] and name:
             said["parser"] = f"protocol {protocol.name}"
+        fallbacks: dict[str, str] = {}
         parser, parser_options = choose_parser(name, model=values["model"], renderer=renderer,
-                                               options=parser_options)
+                                               options=parser_options, fallbacks=fallbacks)
+        said.update(fallbacks)  # recorded in the manifest's sources, and said at start (_prepare)
         if said.get("parser", sources["parser"]) == "default":
             said["parser"] = "chosen from the template and model id"
     thinking = _thinking_mode({**values, "parser": getattr(parser, "name", None)}, backend, renderer)
@@ -434,9 +438,12 @@ def _shard(spec: str | None) -> str | None:
     return shard.spec if shard else None
 
 
-def _renderer(values: dict[str, Any], caps: Any, renderer: Any) -> tuple[Any, str | None]:
+def _renderer(values: dict[str, Any], caps: Any, renderer: Any, err: Any = None) -> tuple[Any, str | None]:
     """A backend that renders needs the renderer; one that uses it when on disk (the oracle) loads it from
-    disk only, and says what it does without it."""
+    disk only, and says what it does without it (the manifest's `template_note`). A tokenizer on disk
+    without a usable chat template is that too, said at start; any other error loading it stops the run
+    with one line, since replies written by the parser's format can read back differently."""
+    from wtb_local.rendering.templates import TemplateError
     from wtb_local.runner.setup.tokenizer import load_renderer, tokenizer_on_disk
 
     if renderer is not None or caps.needs_tokenizer == "no":
@@ -450,8 +457,15 @@ def _renderer(values: dict[str, Any], caps: Any, renderer: Any) -> tuple[Any, st
         return None, "no local tokenizer; replies written by the parser's format"
     try:
         return load_renderer(values["model"], local_only=True, **kwargs), None
-    except Exception as exc:  # noqa: BLE001 - no usable tokenizer: the parser's format writes replies
-        return None, f"no chat template ({type(exc).__name__}); replies written by the parser's format"
+    except TemplateError as exc:  # the tokenizer has no chat template to cut replies from
+        note = (f"no chat template ({type(exc).__name__}: {' '.join(str(exc).split())}); replies written by "
+                "the parser's format")
+        print(f"warning: --model {values['model']}: {note}", file=err or sys.stderr)
+        return None, note
+    except Exception as exc:  # noqa: BLE001 - any other failure is said, never worked around
+        raise RunError(f"--model {values['model']}: loading its tokenizer from disk failed ({type(exc).__name__}: "
+                       f"{' '.join(str(exc).split())}); fix it, or pass --parser without --model to write replies "
+                       "in the parser's format") from None
 
 
 def _thinking_mode(values: dict[str, Any], backend: type[Backend], renderer: Any) -> Any:
