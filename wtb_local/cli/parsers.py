@@ -143,6 +143,8 @@ def compare(run_dir: str, names: str, dataset: str | None, output_format: str, k
         report = compare_parsers(run_dir, wanted, dataset=dataset, keep=keep)
     except (RunError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
+    for note in report.get("notes", []):  # e.g. an incomplete last line dropped, as `run` drops it
+        click.echo(f"note: {note}", err=True)
     if output_format == "json":
         click.echo(json.dumps(report, indent=2, ensure_ascii=False))
     else:

@@ -52,9 +52,11 @@ def _rescore(run_dir: str, checker: str, dataset: str | None) -> None:
         raise click.ClickException(f"{run_dir}: no manifest.json; rescore reads a run directory written by `run`")
     config = manifest.get("config") or {}
     model_name = str(config.get("model_name") or (manifest.get("model") or {}).get("name") or "")
-    result_file = Path(str((manifest.get("files") or {}).get("result", "")))
-    if not result_file.is_absolute() and not result_file.exists():
-        result_file = Path(run_dir) / "result" / model_name.replace("/", "_") / "Wild-Tool-Bench_result.jsonl"
+    # the run directory's own result file: the manifest's path names where the run was written, which a
+    # copied or moved directory no longer is
+    result_file = Path(run_dir) / "result" / model_name.replace("/", "_") / "Wild-Tool-Bench_result.jsonl"
+    if not result_file.exists():
+        result_file = Path(str((manifest.get("files") or {}).get("result", "")))
     try:
         source = dataset or (manifest.get("dataset") or {}).get("path") or "release"
         dataset_path = resolve_dataset(source)

@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -181,8 +180,6 @@ def compare_parsers(run_dir: str | Path, parser_names: list[str], *, dataset: st
         raise RunError(f"{run_dir}: its manifest names no dataset file; pass --dataset PATH")
     notes: list[str] = []  # an incomplete last line left by an interrupted run, dropped as `run` does
     steps = _recorded_steps(result_file, notes)
-    for note in notes:
-        print(f"note: {note}", file=sys.stderr)
     if not steps:
         raise RunError(f"{result_file}: no step records a raw completion to compare parsers on")
     completions = compare_completions(steps, parsers)
@@ -205,7 +202,7 @@ def compare_parsers(run_dir: str | Path, parser_names: list[str], *, dataset: st
                        "verdicts_differing": len(differing), "differing_examples": differing[:_EXAMPLES]}
     return {"run": str(run_dir), "result_file": str(result_file), "recorded_parser": recorded,
             "parser_options": options, "baseline": baseline, "recorded_steps": len(steps),
-            "completions": completions, "tasks": tasks}
+            "completions": completions, "tasks": tasks, **({"notes": notes} if notes else {})}
 
 
 def to_markdown(report: dict[str, Any]) -> str:
