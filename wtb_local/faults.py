@@ -1,5 +1,7 @@
-"""How a step can end: a model outcome (data, recorded on the step and scored) or a machine fault (never
-recorded on a step; retried where that is safe, else the run stops). docs/reliability.md has the table.
+"""How a step can end: a model outcome (data, recorded on the step and scored), a machine fault (never
+recorded on a step; retried where that is safe, else the run stops) or an internal error (an exception in
+wtb_local's own code: never recorded on a step, its session left for the rerun, the run ends with exit code
+3; `InternalError` at the end). docs/reliability.md has the tables.
 
 The rule is the backend interface itself: `Backend.generate` returns a Completion for whatever the model (or
 the request it was given) did, an error Completion included, and raises for whatever the machine did. The
