@@ -13,8 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from wtb_local.contract.run_dir import ManifestError, check_manifest, load_manifest
-from wtb_local.jsonl import read_json_object
+from wtb_local.contract.run_dir import ManifestError, ManifestUnreadable, check_manifest, load_manifest
 
 __all__ = ["MANIFEST_NAME", "ManifestError", "manifest_near", "read_manifest", "write_manifest"]
 
@@ -57,7 +56,10 @@ def manifest_near(path: str | Path) -> dict[str, Any] | None:
     if len(path.parents) >= 3:
         candidates.append(path.parents[2] / MANIFEST_NAME)
     for candidate in candidates:
-        data = read_json_object(candidate)
+        try:  # checked against its model: one that does not validate is refused, naming the field
+            data = load_manifest(candidate)
+        except ManifestUnreadable:
+            continue
         if data is not None:
             return data
     return None
