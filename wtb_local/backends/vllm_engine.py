@@ -40,6 +40,10 @@ def _refuses_request(exc: BaseException) -> bool:
     return isinstance(exc, ValueError) or any(cls.__name__ == "VLLMClientError" for cls in type(exc).__mro__)
 
 
+# The engine's own log lines are off below this level unless --verbose or --engine-log-level asks for them.
+QUIET = "error"
+
+
 class VLLMBackend(Backend):
     name = "vllm"
     capabilities = Capabilities(
@@ -47,9 +51,10 @@ class VLLMBackend(Backend):
         reports_token_usage=True, needs_model=True, sizes_context=True, needs_gpu=True, loads_weights=True,
         packages=(("vllm",), "vllm"))
 
-    def __init__(self, config: VLLMConfig | None = None, **fields: Any) -> None:
+    def __init__(self, config: VLLMConfig | None = None, *, log_level: str = QUIET, **fields: Any) -> None:
         # `fields` lets the registry's get_backend("vllm", model=...) build the config.
         self.config = config if config is not None else VLLMConfig(**fields)
+        self.log_level = log_level  # vLLM's own log lines (not an engine setting: kept out of the config)
         self._engine: Any = None
         self._tokenizer: Any = None
         self._defaults: dict[str, Any] = {}
@@ -60,6 +65,7 @@ class VLLMBackend(Backend):
         self._counter = itertools.count()
 
     async def start(self) -> None:
+        quiet_engine_logs(self.log_level)
         from vllm import AsyncEngineArgs
         from vllm.v1.engine.async_llm import AsyncLLM
 
@@ -71,6 +77,8 @@ class VLLMBackend(Backend):
             flags = ", ".join("--" + name.replace("_", "-") for name in missing)
             raise ValueError(f"{flags}: not supported by the installed vLLM {getattr(vllm, '__version__', '?')}; "
                              "upgrade vLLM or leave it unset")
+        if "use_tqdm_on_load" in _fields(AsyncEngineArgs) and _level(self.log_level) > _level("info"):
+            engine_args["use_tqdm_on_load"] = False  # the weights' loading bar: the progress line says it
         args = AsyncEngineArgs(**engine_args, disable_log_stats=True)
         self._engine = AsyncLLM.from_engine_args(args, usage_context=batch_usage_context())
         model_config = self._engine.model_config
@@ -183,7 +191,8 @@ class VLLMBackend(Backend):
 
     @classmethod
     def from_run(cls, run: Any, *, parser: Any, renderer: Any) -> VLLMBackend:
-        return cls(VLLMConfig(
+        level = run.engine_log_level or ("info" if run.verbose else os.environ.get("VLLM_LOGGING_LEVEL", QUIET))
+        return cls(log_level=level, config=VLLMConfig(
             model=run.model, revision=run.revision, dtype=run.resolved_dtype or run.dtype,
             tensor_parallel_size=run.tensor_parallel_size, pipeline_parallel_size=run.pipeline_parallel_size,
             max_model_len=run.max_model_len or run.default_max_model_len,
@@ -246,6 +255,28 @@ def unsupported_engine_args(args: dict[str, Any], engine_args_class: Any) -> lis
 
     known = {field.name for field in dataclasses.fields(engine_args_class)}
     return sorted(name for name in args if name not in known)
+
+
+def _level(name: str) -> int:
+    import logging
+
+    return int(logging.getLevelName(name.upper()))
+
+
+def _fields(cls: Any) -> set[str]:
+    import dataclasses
+
+    return {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
+
+
+def quiet_engine_logs(level: str) -> None:
+    """vLLM's log level, for this process and the engine processes it spawns (they inherit the environment).
+    vLLM reads VLLM_LOGGING_LEVEL when it is first imported, so the level is also set on its logger in case
+    it was imported before; a level the user set in VLLM_LOGGING_LEVEL is kept when the run gives none."""
+    import logging
+
+    os.environ["VLLM_LOGGING_LEVEL"] = level.upper()
+    logging.getLogger("vllm").setLevel(level.upper())
 
 
 def _platform_engine_args(config: VLLMConfig) -> dict[str, Any]:

@@ -26,6 +26,10 @@ DTYPES = ("auto", "bfloat16", "float16", "float32", "half", "float")
 PAPER_FAMILIES = ("qwen", "llama", "hammer", "toolace", "watt", "xlam2", "fcm", "gorilla", "qwen3", "generic")
 
 
+# vLLM's logging levels (VLLM_LOGGING_LEVEL), lowest first
+ENGINE_LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+
+
 @dataclass(frozen=True)
 class Cli:
     """How a field appears on the command line and in the run's hash.
@@ -226,6 +230,12 @@ class RunOptions(BaseModel):
         "directory under <run dir>/repeats/.", type=_POSITIVE, show_default=True)] = 1
     progress: Annotated[str, Cli("auto: a bar on a terminal, plain lines otherwise.",
                                  type=click.Choice(("auto", "rich", "plain", "none")), show_default=True)] = "auto"
+    engine_log_level: Annotated[str | None, Cli(
+        "vLLM: the level of the engine's own log lines (default: error, or info with --verbose); the engine's "
+        "loading is shown on the progress line either way.",
+        type=click.Choice(ENGINE_LOG_LEVELS, case_sensitive=False))] = None
+    verbose: Annotated[bool, Cli("Show the engine's own INFO log lines (--engine-log-level info).",
+                                 is_flag=True)] = False
     protocol: Annotated[str, Cli(
         "release: the benchmark's released evaluator; paper: the paper harness's per-family prompts, generation, "
         "parse rules and lenient checker (docs/evaluation.md).", "when set",
