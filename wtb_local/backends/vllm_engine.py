@@ -20,6 +20,7 @@ from typing import Any
 from wtb_local.backends.base import Backend, Capabilities
 from wtb_local.backends.completions import error_completion, prompt_too_long
 from wtb_local.backends.config import VLLMConfig
+from wtb_local.backends.leaked_memory import release_leaked, segments
 from wtb_local.backends.sampling_defaults import (
     ResolvedSampling,
     eos_ids,
@@ -63,9 +64,11 @@ class VLLMBackend(Backend):
         self._max_model_len = 0
         self._scheduler: dict[str, Any] = {}
         self._counter = itertools.count()
+        self._segments_before: set[str] = set()
 
     async def start(self) -> None:
         quiet_engine_logs(self.log_level)
+        self._segments_before = segments()
         from vllm import AsyncEngineArgs
         from vllm.v1.engine.async_llm import AsyncLLM
 
@@ -96,6 +99,7 @@ class VLLMBackend(Backend):
         if self._engine is not None:
             self._engine.shutdown()
             self._engine = None
+            release_leaked(self._segments_before)  # the engine processes' ring buffers (leaked_memory.py)
 
     def _prompt_ids(self, request: GenerationRequest) -> list[int]:
         if request.prompt_token_ids is not None:
