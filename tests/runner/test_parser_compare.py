@@ -89,6 +89,14 @@ def test_compare_counts_calls_failures_and_disagreements(recorded_run: Path, tmp
     assert tasks["llama3_json"]["not_comparable"] > 0
     replayed = read_jsonl(tmp_path / "replays" / "llama3_json" / "result" / "fake" / RESULT_NAME)
     assert len(replayed) == 8
+    # one number per fact: the accuracy is the replay run's own task accuracy (not-comparable tasks are
+    # step errors there); the comparable-only figure leaves them out of the denominator
+    for name in ("hermes", "llama3_json"):
+        replay_metric = json.loads((tmp_path / "replays" / name / "score" / "fake" / "Wild-Tool-Bench_metric.json")
+                                   .read_text())
+        assert tasks[name]["accuracy"] == round(100 * replay_metric["total_info"]["task"]["accuracy"], 2)
+        entry = tasks[name]
+        assert entry["accuracy_comparable"] == round(100 * entry["correct"] / (32 - entry["not_comparable"]), 2)
 
 
 def test_compare_markdown_and_errors(recorded_run: Path) -> None:
@@ -100,5 +108,6 @@ def test_compare_markdown_and_errors(recorded_run: Path) -> None:
             "disagreements with hermes |") in lines
     assert any(line.startswith("| llama3_json | 32 | ") for line in lines)
     assert "### llama3_json vs hermes" in lines
+    assert any(line.startswith("accuracy %: correct tasks over all tasks, the figure a replay") for line in lines)
     bad = _compare(str(recorded_run), "--parsers", "hermes,nosuch")
     assert bad.returncode == 1 and bad.stderr.startswith("Error: --parsers: ") and len(bad.stderr.splitlines()) == 1

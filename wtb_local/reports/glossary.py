@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from wtb_local.scoring.taxonomy import LABELS, PAPER_COLUMNS
 
-_ACCURACY = "% of {what} judged correct (every step's call names and arguments right)"
+_ACCURACY = "% of {what} judged correct"
 
 AP_RATE = (
     "AP (accomplished progress): step entries left in the scored log over gold nodes, summed over the "
@@ -29,7 +29,8 @@ COLUMN_DEFINITIONS: dict[str, str] = {
     "order2": _ACCURACY.format(what="tasks in position 2 of their session"),
     "order3": _ACCURACY.format(what="tasks in position 3 of their session"),
     "order4": _ACCURACY.format(what="tasks in position 4 of their session"),
-    "task_acc": _ACCURACY.format(what="all tasks"),
+    "task_acc": _ACCURACY.format(what="all tasks") + " (a task is correct when each of its steps has the right "
+                "call names and arguments, or the right reply without a call)",
     "session_acc": "% of sessions whose every task is judged correct",
     # Table 7
     "acc_multi_P": _ACCURACY.format(what="parallel multi-tool tasks (P)"),

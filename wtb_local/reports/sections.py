@@ -39,6 +39,13 @@ class Section:
     note: str = ""
     percent: bool = True  # values are percentages (two decimals; diffs signed)
     label_header: str = "model"  # the header of the rows' label column
+    # column key -> what it means, where the glossary (reports/glossary.py) has no sentence for it
+    definitions: dict[str, str] = field(default_factory=dict)
+
+    def definition(self, key: str) -> str | None:
+        from wtb_local.reports.glossary import definition
+
+        return self.definitions.get(key) or definition(key)
 
 
 def _paper(run: Run, table: int) -> tuple[str, dict[str, float]] | None:
