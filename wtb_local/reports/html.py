@@ -103,8 +103,11 @@ def _table(section: Section) -> str:
     """A table in its own scrolling box (a wide one scrolls there, not the page), every header with its
     definition as a hover title, and a legend below that says the same in words."""
     defined = [(h, section.definition(k)) for k, h in section.columns]
+    # a column holding text is left-aligned, header included, so the header sits over its cells
+    text_columns = [any(isinstance(row.get(k), str) for row in section.rows) for k, _ in section.columns]
     head = f'<th>{html.escape(section.label_header)}</th>' + "".join(
-        f'<th{f" title={_attr(text)}" if text else ""}>{html.escape(h)}</th>' for h, text in defined)
+        f'<th{_TEXT_CELL if is_text else ""}{f" title={_attr(text)}" if text else ""}>{html.escape(h)}</th>'
+        for (h, text), is_text in zip(defined, text_columns, strict=True))
     body = []
     for row in section.rows:
         kind = row.get("kind", "ours")
