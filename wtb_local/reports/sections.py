@@ -172,7 +172,7 @@ def format_deviation_section(runs: Sequence[Run]) -> Section:
                       note="Steps per kind: fenced_json (a ``` block holding a JSON call), bare_json (a JSON "
                       "call in the text), format:<parser> (another family's format, as that parser reads "
                       "it); calls: the calls written so, not executed (docs/parser-policies.md §3).",
-                      percent=False)
+                      percent=False, definitions={"steps": "steps with tool calls written outside the format"})
     if not kinds:
         return section
     for run, counts in counted:
