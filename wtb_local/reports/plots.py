@@ -192,8 +192,9 @@ def write_plots(sections: Sequence[Section], out_dir: Path) -> list[Path]:
     if six is not None:
         _grouped_bars(plt, target(PLOT_NAMES[0]), six, [(k, h) for k, h in six.columns[:4]],
                       "Accuracy by task type")
-        _lines(plt, target(PLOT_NAMES[1]), six, [(k, f"task {k[-1]}") for k, _ in six.columns[4:8]],
-               "Accuracy by task order", "task position in the session")
+        # Table 6's order1..order4 (the paper's names); tasks themselves are numbered from 0 (task_idx 0..3)
+        _lines(plt, target(PLOT_NAMES[1]), six, [(k, f"order{k[-1]}") for k, _ in six.columns[4:8]],
+               "Accuracy by task order", "task order in the session (order1 = task 0)")
     subtypes = by_key.get("subtypes")
     if subtypes is not None:
         # every column of the table, so the plot and the table never disagree
