@@ -85,8 +85,10 @@ def test_the_engine_log_level_is_quiet_unless_asked(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("VLLM_LOGGING_LEVEL", "DEBUG")
     assert level() == "DEBUG"
     monkeypatch.setattr(logging.getLogger("vllm"), "level", logging.NOTSET)
+    monkeypatch.delenv("PYTHONWARNINGS", raising=False)
     quiet_engine_logs("error")
     assert logging.getLogger("vllm").level == logging.ERROR
     import os
 
     assert os.environ["VLLM_LOGGING_LEVEL"] == "ERROR"
+    assert os.environ["PYTHONWARNINGS"] == "ignore::FutureWarning,ignore::DeprecationWarning"

@@ -281,6 +281,10 @@ def quiet_engine_logs(level: str) -> None:
 
     os.environ["VLLM_LOGGING_LEVEL"] = level.upper()
     logging.getLogger("vllm").setLevel(level.upper())
+    if _level(level) > _level("warning"):
+        # the engine processes' library deprecation notices (torch's, through vLLM's imports); read only by
+        # processes started from now on, so this process's own warnings are unchanged
+        os.environ.setdefault("PYTHONWARNINGS", "ignore::FutureWarning,ignore::DeprecationWarning")
 
 
 def _platform_engine_args(config: VLLMConfig) -> dict[str, Any]:
