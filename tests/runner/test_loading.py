@@ -32,3 +32,15 @@ def test_none_is_silent_and_a_failed_start_says_no_done() -> None:
     with pytest.raises(RuntimeError), Loading("plain", "loading y", out, interval=10):
         raise RuntimeError("engine died")
     assert out.getvalue() == "loading y ...\n"
+
+
+def test_plain_progress_says_it_is_still_going_while_no_step_finishes() -> None:
+    from wtb_local.runner.loop.progress import PlainProgress, ProgressStats
+
+    out = io.StringIO()
+    progress = PlainProgress(ProgressStats(total_sessions=8, total_tasks=32), out, heartbeat=0.2)
+    time.sleep(0.7)  # the first wave of prompts, no step finished yet
+    progress.close()
+    lines = out.getvalue().splitlines()
+    assert len(lines) >= 3  # heartbeats and the final line
+    assert all(line.startswith("sessions 0/8  tasks 0/32  acc -") for line in lines)

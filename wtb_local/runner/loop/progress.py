@@ -102,22 +102,41 @@ class Progress:
 
 
 class PlainProgress(Progress):
-    """A line every `interval` seconds and one at the end."""
+    """A line every `interval` seconds while steps finish, one at the end, and one every `heartbeat` seconds
+    while none does (a CPU engine's first wave of prompts takes minutes: the run says it is still going)."""
 
-    def __init__(self, stats: ProgressStats, stream: TextIO | None = None, interval: float = 10.0) -> None:
+    def __init__(self, stats: ProgressStats, stream: TextIO | None = None, interval: float = 10.0,
+                 heartbeat: float | None = 30.0) -> None:
         super().__init__(stats)
         self.stream = stream or sys.stderr
         self.interval = interval
         self._last = time.monotonic()
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self._beat: threading.Thread | None = None
+        if heartbeat:
+            self._beat = threading.Thread(target=self._heartbeat, args=(heartbeat,), daemon=True)
+            self._beat.start()
 
-    def refresh(self) -> None:
-        now = time.monotonic()
-        if now - self._last >= self.interval:
-            self._last = now
+    def _print(self) -> None:
+        with self._lock:
+            self._last = time.monotonic()
             print(self.stats.line(), file=self.stream, flush=True)
 
+    def _heartbeat(self, every: float) -> None:
+        while not self._closed.wait(min(every, 1.0)):
+            if time.monotonic() - self._last >= every:
+                self._print()
+
+    def refresh(self) -> None:
+        if time.monotonic() - self._last >= self.interval:
+            self._print()
+
     def close(self) -> None:
-        print(self.stats.line(), file=self.stream, flush=True)
+        self._closed.set()
+        if self._beat is not None:
+            self._beat.join()
+        self._print()
 
 
 class RichProgress(Progress):
