@@ -22,12 +22,11 @@ def require(target: str) -> None:
 
 
 @click.command(name="export")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.argument("items", nargs=-1, required=True, metavar="RUN_DIR... [DEST]")
 @click.option("--to", "target", required=True, type=click.Choice(["inspect", "mlflow", "leaderboard"]),
               envvar="WTB_EXPORT_TO", help="inspect: one Inspect log per run into DEST (a folder); mlflow: one "
               "MLflow run per run at --tracking-uri; leaderboard: the benchmark's leaderboard row(s) into DEST "
               "(.csv or .json).")
-@click.argument("dest", required=False)
 @click.option("--tracking-uri", default=None, envvar="WTB_MLFLOW_URI",
               help="--to mlflow: the tracking server or store (http://host:port, sqlite:///file.db, a folder).")
 @click.option("--experiment", default="wtb_local", show_default=True, envvar="WTB_MLFLOW_EXPERIMENT",
@@ -35,17 +34,25 @@ def require(target: str) -> None:
 @click.option("--dataset", default=None, envvar="WTB_DATASET",
               help="Dataset of the scored sessions (sample, release or a file); default: the one each run's "
                    "manifest records. Needed for the harness's own output folders.")
-def export(paths: tuple[str, ...], target: str, dest: str | None, tracking_uri: str | None, experiment: str,
+def export(items: tuple[str, ...], target: str, tracking_uri: str | None, experiment: str,
            dataset: str | None) -> None:
-    """Export finished runs: an Inspect log per run, an MLflow run per run, or the leaderboard row."""
+    """Export finished runs: an Inspect log per run (DEST: a folder), an MLflow run per run (no DEST), or the
+    leaderboard row(s) (DEST: a .csv or .json file)."""
+    from pathlib import Path
+
+    dest: str | None = None
+    paths = items
     if target == "mlflow":
         if not tracking_uri:
             raise click.UsageError("--to mlflow needs --tracking-uri URI (or WTB_MLFLOW_URI)")
-        if dest is not None:
-            paths = (*paths, dest)  # `export RUN... --to mlflow` has no destination argument
-    elif dest is None:
+    elif len(items) < 2:
         what = "a folder for the logs" if target == "inspect" else "a file for the row(s) (.csv or .json)"
-        raise click.UsageError(f"--to {target} needs DEST: {what}, after the run directories")
+        raise click.UsageError(f"--to {target} needs RUN_DIR... DEST: DEST is {what}")
+    else:
+        paths, dest = items[:-1], items[-1]
+    for path in paths:
+        if not Path(path).exists():
+            raise click.UsageError(f"{path}: no such run directory or file")
     if target in _PACKAGES:
         require(target)
     from wtb_local.exports.source import ExportError, load_export_runs

@@ -26,11 +26,16 @@ def run(ctx: click.Context, **params: Any) -> None:
 
     options = options_from_click(ctx, params)
     repeats = options.repeats
+    if options.mlflow_uri:  # a missing package is said before the run, not after it
+        from wtb_local.cli.export import require
+
+        require("mlflow")
     try:
         if repeats > 1:
             from wtb_local.cli.repeats import run_repeated
 
-            run_repeated(options, repeats)
+            run_dir = run_repeated(options, repeats)
+            _log_mlflow(options.mlflow_uri, run_dir)
             return
         outcome = run_job(options)
     except RunInterrupted as exc:  # Ctrl-C or SIGTERM (e.g. SLURM preemption) while sessions ran
@@ -62,6 +67,24 @@ def run(ctx: click.Context, **params: Any) -> None:
     shown = present(paths.run_dir, outcome.metric, manifest=outcome.manifest)
     shown.show(sys.stdout)
     _save_summary(outcome, shown.rows, [f"note: {note}" for note in shown.notes])
+    _log_mlflow(options.mlflow_uri, paths.run_dir)
+
+
+def _log_mlflow(uri: str | None, run_dir: Any) -> None:
+    """`--mlflow-uri`: the finished run (each repeat of a `--repeats` run) as `export --to mlflow` logs it. A
+    server that cannot be reached is one line and exit 1; the run directory is complete either way."""
+    if not uri:
+        return
+    from wtb_local.cli.export import export
+
+    try:
+        export.main([str(run_dir), "--to", "mlflow", "--tracking-uri", uri], standalone_mode=False)
+    except click.ClickException:
+        raise
+    except Exception as exc:  # MLflow's client raises its own errors for a server that is down or refuses
+        raise click.ClickException(f"--mlflow-uri {uri}: not logged ({' '.join(str(exc).split())[:300]}); the run "
+                                   f"is complete: `python -m wtb_local export {run_dir} --to mlflow "
+                                   f"--tracking-uri {uri}` logs it later") from None
 
 
 def _exit_interrupted(line: str) -> None:

@@ -226,6 +226,9 @@ class RunOptions(BaseModel):
         "directory under <run dir>/repeats/.", type=_POSITIVE, show_default=True)] = 1
     progress: Annotated[str, Cli("auto: a bar on a terminal, plain lines otherwise.",
                                  type=click.Choice(("auto", "rich", "plain", "none")), show_default=True)] = "auto"
+    mlflow_uri: Annotated[str | None, Cli(
+        "Log the finished run to this MLflow tracking server or store, as `export --to mlflow` does "
+        "(docs/exports.md; needs the export extra).")] = None
     protocol: Annotated[str, Cli(
         "release: the benchmark's released evaluator; paper: the paper harness's per-family prompts, generation, "
         "parse rules and lenient checker (docs/evaluation.md).", "when set",
