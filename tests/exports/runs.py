@@ -20,7 +20,8 @@ RECORDED_MODEL = "scripted"  # the model name the vectors' result file records
 def wtb(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     environment = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     environment.pop("WTB_MLFLOW_URI", None)
-    return subprocess.run([sys.executable, "-m", "wtb_local", *args], cwd=cwd, env=environment,
+    return subprocess.run([sys.executable, "-m", "wtb_local", *args], check=False, cwd=cwd,
+                          env=environment,
                           capture_output=True, text=True, timeout=600)
 
 

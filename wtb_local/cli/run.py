@@ -75,13 +75,13 @@ def _log_mlflow(uri: str | None, run_dir: Any) -> None:
     server that cannot be reached is one line and exit 1; the run directory is complete either way."""
     if not uri:
         return
+    from mlflow.exceptions import MlflowException
+
     from wtb_local.cli.export import export
 
     try:
         export.main([str(run_dir), "--to", "mlflow", "--tracking-uri", uri], standalone_mode=False)
-    except click.ClickException:
-        raise
-    except Exception as exc:  # MLflow's client raises its own errors for a server that is down or refuses
+    except (MlflowException, OSError) as exc:  # MLflow's client: a server that is down, refuses or errs
         raise click.ClickException(f"--mlflow-uri {uri}: not logged ({' '.join(str(exc).split())[:300]}); the run "
                                    f"is complete: `python -m wtb_local export {run_dir} --to mlflow "
                                    f"--tracking-uri {uri}` logs it later") from None

@@ -141,15 +141,32 @@ def _sample(run: ExportRun, record: Any, task: dict[str, Any] | None, model: str
     )
 
 
-def _task_dicts(run: ExportRun) -> dict[tuple[str, int], dict[str, Any]]:
-    """(session id, task index) -> the task's scored record (the score file keeps the result's fields)."""
-    rows = run.run.score_rows or []
+def _tasks_of(rows: list[dict[str, Any]] | None, key: str) -> dict[tuple[str, int], dict[str, Any]]:
     found = {}
-    for row in rows:
-        tasks = row.get("results", row.get("result"))
+    for row in rows or []:
+        tasks = row.get(key)
         for i, task in enumerate(tasks if isinstance(tasks, list) else []):
-            found[(str(row.get("id")), i)] = task
+            if isinstance(task, dict):
+                found[(str(row.get("id")), i)] = task
     return found
+
+
+def _merged_steps(scored: dict[str, Any], recorded: dict[str, Any]) -> dict[str, Any]:
+    """The score file's task with each step's record as the result file kept it (the scorer may reorder a
+    step's calls while matching them; the model's order is the result file's) plus the step's labels."""
+    log = dict(scored.get("inference_log") or {})
+    for name, step in (recorded.get("inference_log") or {}).items():
+        if re.fullmatch(r"step_\d+", name) and isinstance(step, dict):
+            labels = (log.get(name) or {}).get("inference_output") or {}
+            log[name] = {**step, "inference_output": {**labels, **(step.get("inference_output") or {})}}
+    return {**scored, "inference_log": log}
+
+
+def _task_dicts(run: ExportRun) -> dict[tuple[str, int], dict[str, Any]]:
+    """(session id, task index) -> the task's scored record, steps as the result file recorded them."""
+    scored = _tasks_of(run.run.score_rows, "results")
+    recorded = _tasks_of(run.run.result_rows, "result")
+    return {key: _merged_steps(task, recorded.get(key, {})) for key, task in scored.items()}
 
 
 def _created(run: ExportRun) -> str:
