@@ -36,7 +36,7 @@ def _free_port() -> int:
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     store = tmp_path_factory.mktemp("mlflow")
     port = _free_port()
-    mlflow = shutil.which("mlflow", path=os.path.dirname(os.path.realpath(sys.executable))) or "mlflow"
+    mlflow = shutil.which("mlflow", path=os.path.dirname(sys.executable)) or "mlflow"
     log = (store / "server.log").open("w")
     process = subprocess.Popen(
         [mlflow, "server", "--backend-store-uri", f"sqlite:///{store / 'mlflow.db'}", "--artifacts-destination",

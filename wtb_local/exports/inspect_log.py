@@ -226,7 +226,7 @@ def build_log(run: ExportRun) -> Any:
     status = run_status(run)
     missing = not_carried(run)
     spec = EvalSpec(
-        eval_id=key[:22], run_id=key[22:44], task_id=key[44:64], created=created, task=TASK_NAME,
+        task_id=key[:22], eval_id=key[22:44], run_id=key[44:64], created=created, task=TASK_NAME,
         task_display_name=f"WildToolBench ({facts.protocol} protocol, {facts.checker} checker)",
         dataset=EvalDataset(name=str(dataset.get("source") or facts.dataset or "unknown"),
                             location=str(dataset.get("path")) if dataset.get("path") else None,
@@ -282,8 +282,8 @@ def build_log(run: ExportRun) -> Any:
 
 
 def log_name(run: ExportRun) -> str:
-    """Inspect's file naming (`<created>_<task>_<id>.eval`); the id is the run's key, so exporting the same
-    run again replaces its log."""
+    """Inspect's file naming (`<created>_<task>_<task id>.eval`); the task id is the start of the run's key,
+    so exporting the same run again replaces its log."""
     stamp = _created(run).replace(":", "-")
     return f"{stamp}_{TASK_NAME}_{run.key[:22]}.eval"
 
