@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from wtb_local.exports.source import ExportError, ExportRun, run_status
+from wtb_local.protocols.registry import default_scoring
 from wtb_local.reports.present import RELEASE_SESSIONS
 
 RELEASE_TASKS = 4 * RELEASE_SESSIONS
@@ -43,10 +44,11 @@ def differences(run: ExportRun) -> list[str]:
     differs = []
     if not run.run.manifest:
         differs.append("no run manifest (protocol, checker and dataset unknown)")
-    if facts.protocol != "release":
-        differs.append(f"protocol {facts.protocol} (standard: release)")
-    if facts.checker != "strict" or facts.rescore:
-        differs.append(f"checker {facts.checker}{' (a re-scoring)' if facts.rescore else ''} (standard: strict)")
+    protocol, checker = default_scoring()  # the benchmark's released evaluator: the leaderboard's rows
+    if facts.protocol != protocol:
+        differs.append(f"protocol {facts.protocol} (standard: {protocol})")
+    if facts.checker != checker or facts.rescore:
+        differs.append(f"checker {facts.checker}{' (a re-scoring)' if facts.rescore else ''} (standard: {checker})")
     dataset = run.section("dataset")
     if run.run.manifest and dataset.get("source") != "release":
         differs.append(f"dataset {dataset.get('source') or facts.dataset or 'unknown'} (standard: the pinned "
