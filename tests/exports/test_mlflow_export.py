@@ -15,6 +15,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -117,6 +118,18 @@ def test_runs_export_once_and_update_on_the_second_export(server: str, tmp_path:
         "manifest.json", "report.html", "summary.json", "summary.md"]
     fetched = Path(client.download_artifacts(ours.info.run_id, "manifest.json", str(tmp_path)))
     assert json.loads(fetched.read_text()) == manifest
+
+    started = manifest["invocations"][0]["started"]
+    assert ours.info.start_time == int(datetime.fromisoformat(started).timestamp() * 1000)
+
+    # a setting changed since the first export: MLflow keeps the parameter, the export says so
+    changed = {**manifest, "settings": {**manifest["settings"], "limit": 3}}
+    (demo / "manifest.json").write_text(json.dumps(changed))
+    third = wtb(["export", str(demo), "--to", "mlflow", "--tracking-uri", server], tmp_path)
+    assert third.returncode == 0, third.stderr
+    assert ("not carried: Qwen_Qwen3-8B: param settings.limit: MLflow keeps the first export's value 'null', "
+            "now '3'\n") in third.stderr
+    assert len(_runs(server)) == 2
 
     metric = json.loads((VECTORS / "metric.json").read_text())
     theirs = runs["scripted"].data.metrics
