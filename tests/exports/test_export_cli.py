@@ -66,3 +66,19 @@ def test_usage_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     done = runner.invoke(cli, ["export", "missing", "row.json", "--to", "leaderboard"])
     assert done.exit_code == 2
     assert done.output.endswith("Error: missing: no such run directory or file\n")
+
+
+def test_export_help_imports_neither_package() -> None:
+    import subprocess
+    import sys
+
+    from tests.exports.runs import ROOT
+
+    code = ("import sys; from wtb_local.cli import main\n"
+            "try:\n    main(['export', '--help'])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('inspect_ai', 'mlflow', 'torch', 'vllm') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=ROOT,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "--tracking-uri" in done.stdout
+    assert done.stdout.splitlines()[-1] == "[]"
