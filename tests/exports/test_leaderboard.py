@@ -68,6 +68,16 @@ def test_a_full_release_run_is_standard_and_a_subset_or_a_shard_is_not(tmp_path:
     assert (entry["submission"], entry["differs"], entry["sessions"], entry["tasks"]) == ("standard", [], 256, 1024)
     assert (entry["protocol"], entry["checker"], entry["not_carried"]) == ("release", "strict", [])
 
+    # the same run re-judged with the paper harness's lenient checker: custom, naming the checker
+    rescored = wtb(["rescore", str(run), "--checker", "lenient"], tmp_path)
+    assert rescored.returncode == 0, rescored.stderr
+    done = wtb(["export", str(run / "score-lenient"), "--to", "leaderboard", str(tmp_path / "lenient.json")],
+               tmp_path)
+    assert done.returncode == 0, done.stderr
+    (entry,) = json.loads((tmp_path / "lenient.json").read_text())["rows"]
+    assert (entry["submission"], entry["checker"]) == ("custom", "lenient")
+    assert entry["differs"] == ["checker lenient (a re-scoring) (standard: strict)"]
+
     # the first 10 sessions of the release: custom, naming the count
     subset = full_release_run(tmp_path, ["--limit", "10"], name="subset")
     done = wtb(["export", str(subset), "--to", "leaderboard", str(tmp_path / "subset.json")], tmp_path)

@@ -122,8 +122,16 @@ def load_export_runs(paths: Sequence[str | Path], dataset: str | None = None) ->
 
 
 def run_status(run: ExportRun) -> str:
-    """The manifest's status; `complete` for the harness's own files (they hold finished sessions only)."""
-    return str(run.manifest.get("status") or "complete") if run.run.manifest else "complete"
+    """The manifest's status; a re-scoring's (`rescore`) is its run's; `complete` for the harness's own files
+    (they hold finished sessions only)."""
+    if not run.run.manifest:
+        return "complete"
+    status = str(run.manifest.get("status") or "complete")
+    if run.facts.rescore and status == "rescored":
+        from wtb_local.reports.present import read_run_manifest
+
+        status = str((read_run_manifest(run.folder) or {}).get("status") or status)
+    return status
 
 
 __all__ = ["ExportError", "ExportRun", "load_export_runs", "run_status"]
