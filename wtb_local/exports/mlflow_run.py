@@ -166,7 +166,12 @@ def export_mlflow(runs: list[ExportRun], tracking_uri: str,
             missing += absent
             for path in files:
                 client.log_artifact(run_id, str(path))
-        client.set_terminated(run_id, _STATUS.get(run_status(run), "RUNNING"), end_time=ended)
+        status = _STATUS.get(run_status(run))
+        if status is None:  # `running`: a live run, or one whose process died (report tells which)
+            client.update_run(run_id, status="RUNNING")
+            missing.append(f"status {run_status(run)}: logged as RUNNING")
+        else:
+            client.set_terminated(run_id, status, end_time=ended)
         outcome.append((run_id, how, missing))
     return outcome
 
