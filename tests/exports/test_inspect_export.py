@@ -104,3 +104,22 @@ def test_the_oracle_demo_and_an_older_manifest_read_back_with_metadata(tmp_path:
     older_log = read_eval_log(str(paths[1]))
     assert len(older_log.samples) == 8 and older_log.eval.model == "Qwen/Qwen3-8B"
     assert older_log.eval.model_generate_config.max_tokens == 512  # read from the older top-level `sampling`
+
+
+@pytest.mark.parametrize(("status", "inspect_status"), [("interrupted", "cancelled"), ("incomplete", "cancelled"),
+                                                         ("failed", "error")])
+def test_a_run_that_did_not_complete_keeps_its_status(tmp_path: Path, status: str, inspect_status: str) -> None:
+    from wtb_local.exports.inspect_log import build_log
+    from wtb_local.exports.source import load_export_runs
+
+    demo = oracle_demo(tmp_path, limit=1)
+    manifest = json.loads((demo / "manifest.json").read_text())
+    manifest["status"] = status
+    manifest["invocations"][-1]["failure"] = "engine died" if status == "failed" else None
+    (demo / "manifest.json").write_text(json.dumps(manifest))
+    (run,) = load_export_runs([demo])
+    log = build_log(run)
+    assert (log.status, log.eval.metadata["status"]) == (inspect_status, status)
+    assert f"status {status}: Inspect's closest is {inspect_status} (the manifest's status is in the eval " \
+           "metadata)" in log.eval.metadata["not_carried"]
+    assert (log.error.message if log.error else None) == ("engine died" if status == "failed" else None)
