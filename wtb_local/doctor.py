@@ -48,7 +48,7 @@ _SHOWN_PACKAGES = ("wtb-local", "torch", "transformers", "tokenizers", "vllm", "
 
 
 def packages_check() -> Check:
-    from wtb_local.runner.setup.environment import package_versions
+    from wtb_local.backends.environment import package_versions
 
     versions = package_versions()
     shown = ", ".join(f"{name} {version}" for name, version in versions.items()
@@ -72,8 +72,8 @@ def gpu_check(rows: list[str]) -> Check:
 
 def backend_checks(has_gpu: bool) -> list[Check]:
     from wtb_local.backends import auto_backend, backend_class, engine_backends
+    from wtb_local.backends.preflight import missing
     from wtb_local.install_command import install_command
-    from wtb_local.runner.setup.preflight import missing
 
     checks = []
     for backend in engine_backends():
@@ -206,7 +206,7 @@ def fit_check(model: str, config: dict[str, Any], gpu_rows: list[str]) -> Check:
 
 
 def model_checks(model: str, gpu_rows: list[str], revision: str | None = None) -> list[Check]:
-    from wtb_local.runner.setup import preflight
+    from wtb_local.backends import preflight
 
     checks = []
     hub_id = not preflight.looks_local(model)
@@ -254,7 +254,9 @@ def model_checks(model: str, gpu_rows: list[str], revision: str | None = None) -
 
 
 def _template_checks(model: str, config: dict[str, Any]) -> list[Check]:
-    missing = __import__("wtb_local.runner.setup.preflight", fromlist=["missing"]).missing(("transformers",))
+    from wtb_local.backends import preflight
+
+    missing = preflight.missing(("transformers",))
     if missing:
         from wtb_local.install_command import install_command
 
@@ -291,7 +293,7 @@ def _parser_check(model: str, template: str | None, config: dict[str, Any]) -> C
 
 
 def run_checks(model: str | None = None) -> list[Check]:
-    from wtb_local.runner.setup.environment import gpus
+    from wtb_local.backends.environment import gpus
 
     rows = gpus()
     checks = [python_check(), packages_check(), gpu_check(rows), *backend_checks(bool(rows)), release_check()]

@@ -18,6 +18,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+from wtb_local.backends.errors import SetupError
 from wtb_local.backends.reproducibility import SERVER
 from wtb_local.faults import FaultLog
 from wtb_local.schema import Completion, GenerationRequest
@@ -81,8 +82,8 @@ class Backend(ABC):
 
     @classmethod
     def check(cls, options: Any) -> None:
-        """Cheap checks before the dataset is fetched and the tokenizer loaded (runner/setup/preflight.py)."""
-        from wtb_local.runner.setup import preflight
+        """Cheap checks before the dataset is fetched and the tokenizer loaded (backends/preflight.py)."""
+        from wtb_local.backends import preflight
 
         caps = cls.capabilities
         if caps.packages:
@@ -119,10 +120,6 @@ class Backend(ABC):
     def from_run(cls, run: Any, *, parser: Any, renderer: Any) -> Backend:
         """The backend for a resolved run (runner/setup/resolved.py)."""
         raise SetupError(f"--backend {cls.name}: cannot be built from the run options")
-
-
-class SetupError(ValueError):
-    """Options a backend cannot work with; one line, naming the option."""
 
 
 def file_sha256(path: str) -> str:

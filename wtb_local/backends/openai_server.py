@@ -201,7 +201,7 @@ class OpenAIBackend(Backend):
 
     @classmethod
     def check(cls, options: Any) -> None:
-        from wtb_local.runner.setup import preflight
+        from wtb_local.backends import preflight
 
         if cls.capabilities.packages:
             preflight.require_packages(f"--backend {cls.name}", cls.capabilities.packages)

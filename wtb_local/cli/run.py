@@ -83,8 +83,8 @@ def _exit_interrupted(line: str) -> None:
 
 def _save_summary(outcome: Any, rows: list[Any], notes: list[str]) -> None:
     """The tables and notes just printed, also in the run folder (summary.md, summary.json)."""
+    from wtb_local.reports.summary_files import write_summary
     from wtb_local.reports.table import format_plain
-    from wtb_local.runner.record.run_record import write_summary
 
     text = "\n\n".join(format_plain(rows, table) for table in (6, 7))
     write_summary(outcome.paths.run_dir, rows, text, notes)

@@ -54,10 +54,11 @@ def score(
     from pathlib import Path
 
     from wtb_local.dataset import DatasetError, dataset_sha256, read_dataset, resolve_dataset
+    from wtb_local.protocols.checkers import score_file
     from wtb_local.reports.present import present, run_facts
     from wtb_local.runner.record.lock import live_holder
     from wtb_local.runner.setup.naming import read_run_manifest, recorded_model, run_dir_of
-    from wtb_local.scoring import ScoringError, model_dir_name, score_file, write_score_files
+    from wtb_local.scoring import ScoringError, model_dir_name, write_score_files
 
     result_file = _result_file(result_file, model_name)
     manifest = read_run_manifest(result_file)

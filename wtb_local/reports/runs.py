@@ -245,7 +245,7 @@ def _load(found: _Found, dataset: str | None, thinking: bool | None) -> Run:
     facts = run_facts(found.manifest, name=found.model_name, thinking=thinking)
     sessions = _sessions(found, dataset)
     result_rows = [row for _, row in read_jsonl(found.result)] if found.result else None
-    from wtb_local.scoring import score_file
+    from wtb_local.protocols.checkers import score_file
 
     # a score file is re-counted (not scored twice); a result file alone is scored here, with the checker
     # the run records (a lenient run keeps the harness's buckets, AP and OP)

@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 
 from wtb_local.backends import rerun_claim
 from wtb_local.backends.base import Backend
+from wtb_local.backends.environment import machine, package_versions
 from wtb_local.faults import Fault, FaultLog, stop_line
 from wtb_local.runner.errors import LoopError, RecordError, RunError, one_line
 from wtb_local.runner.loop.length_cuts import length_cuts
@@ -35,7 +36,6 @@ from wtb_local.runner.record.record import now as _now
 from wtb_local.runner.record.resume import check_resume
 from wtb_local.runner.record.store import ResultStore, session_index
 from wtb_local.runner.setup.config import config_hash, hashed_config
-from wtb_local.runner.setup.environment import machine, package_versions
 from wtb_local.runner.setup.options import RunOptions
 from wtb_local.runner.setup.paths import RunPaths
 from wtb_local.runner.setup.prepare import PreparedRun, prepare

@@ -111,7 +111,7 @@ class StepDriver:
             prompt="", prompt_token_ids=None, gold_reply=None,
         )
         if self.backend.needs_gold:
-            from wtb_local.backends.gold_replies import gold_reply
+            from wtb_local.evaluator.gold_replies import gold_reply
 
             request.gold_reply = gold_reply(episode)
         return request

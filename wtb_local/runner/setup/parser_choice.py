@@ -52,7 +52,8 @@ def _prefill_options(renderer: Any, parser_name: str) -> dict[str, Any]:
 def prefills_reasoning(renderer: Any) -> bool:
     """Whether the generation prompt ends inside an opened reasoning block (R1, Qwen3-Thinking-2507, ...).
     Then a completion cut at the token limit before `</think>` is reasoning, not a final text answer."""
-    from wtb_local.runner.setup.thinking import ends_in_open_reasoning, generation_prompt
+    from wtb_local.reasoning_blocks import ends_in_open_reasoning
+    from wtb_local.runner.setup.thinking import generation_prompt
 
     if renderer is None:
         return False

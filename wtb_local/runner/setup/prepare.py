@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from wtb_local.backends import Backend, SetupError, auto_backend, backend_class, backend_names
+from wtb_local.backends.environment import resolved_revision, tokenizer_sha256
 from wtb_local.protocols import protocol_named
 from wtb_local.protocols.base import Protocol, ProtocolRun
 from wtb_local.runner.errors import RunError
-from wtb_local.runner.setup.environment import resolved_revision, tokenizer_sha256
 from wtb_local.runner.setup.options import RunOptions, cli_fields
 from wtb_local.runner.setup.paths import RunPaths, run_paths
 from wtb_local.runner.setup.resolved import ResolvedRun

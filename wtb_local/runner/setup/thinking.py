@@ -23,6 +23,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from wtb_local.reasoning_blocks import ends_in_open_reasoning
+
 # The paper's budget (App. E.1: max_new_tokens=512) for answers without reasoning. With reasoning, 512
 # tokens are often exhausted by thinking (paper-harness.md, on the paper's own Qwen3 runs); 8,192 is 16x
 # that, room for the deliberation a tool choice needs, while one runaway step still costs at most 8k
@@ -51,14 +53,6 @@ class ThinkingMode(BaseModel):
     effective: bool | None
     evidence: str
     asked: bool | None = None
-
-
-def ends_in_open_reasoning(prompt: str) -> bool:
-    """Whether a generation prompt ends inside an opened reasoning block: the completion starts as
-    reasoning, so one cut at the token limit before `</think>` is not a final text answer."""
-    from wtb_local.reasoning_blocks import open_at_end
-
-    return open_at_end(prompt) is not None
 
 
 def generation_prompt(renderer: Any) -> str:
