@@ -15,13 +15,13 @@ import pytest
 
 from tests.rendering.conftest import make_tokenizer, real_templates
 from tests.runner.conftest import RESULT_NAME, chat_template
-from wtb_local.runner.loop.length_cuts import cuts_line, cuts_warning, length_cuts
 from wtb_local.runner.setup.thinking import (
     NON_THINKING_MAX_NEW_TOKENS,
     THINKING_MAX_NEW_TOKENS,
     default_max_new_tokens,
     effective_thinking,
 )
+from wtb_local.scoring.length_cuts import cuts_line, cuts_warning, length_cuts
 
 REPO = Path(__file__).resolve().parents[2]
 

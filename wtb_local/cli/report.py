@@ -128,7 +128,7 @@ def report(ctx: click.Context, paths: tuple[str, ...], tables: tuple[str, ...], 
 
 def _warn_length_cuts(runs: list) -> None:
     """More than 5% of a run's steps cut at the token limit: the row is the budget's as much as the model's."""
-    from wtb_local.runner.loop.length_cuts import cuts_warning, length_cuts
+    from wtb_local.scoring.length_cuts import cuts_warning, length_cuts
 
     for run in runs:
         if run.result_rows is None:

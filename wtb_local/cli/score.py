@@ -53,10 +53,10 @@ def score(
     """Score a run directory or RESULT_FILE (or re-count a score file) and print its table rows."""
     from pathlib import Path
 
+    from wtb_local.contract.lock_file import live_holder
     from wtb_local.dataset import DatasetError, dataset_sha256, read_dataset, resolve_dataset
     from wtb_local.protocols.checkers import score_file
     from wtb_local.reports.present import present, run_facts
-    from wtb_local.runner.record.lock import live_holder
     from wtb_local.runner.setup.naming import read_run_manifest, recorded_model, run_dir_of
     from wtb_local.scoring import ScoringError, model_dir_name, write_score_files
 

@@ -51,7 +51,7 @@ def run_notes(runs: Sequence[Run], paper: bool) -> list[str]:
     (reports/present.py), each after the row's label."""
     from wtb_local.reports.present import paper_row_of
     from wtb_local.reports.present import run_notes as notes_of
-    from wtb_local.runner.record.record import status_note
+    from wtb_local.reports.run_status import status_note
 
     notes = []
     for run in runs:

@@ -129,7 +129,7 @@ def find_runs(path: str | Path) -> list[_Found]:
 
 def _is_shard(folder: Path, searched: Path) -> bool:
     """`<run dir>/shards/<I>-of-<N>` below the searched path (a shard named directly is reported)."""
-    from wtb_local.runner.setup.shards import SHARDS_DIR, parse_shard_dir
+    from wtb_local.contract.shard_dirs import SHARDS_DIR, parse_shard_dir
 
     return folder != searched and folder.parent.name == SHARDS_DIR and parse_shard_dir(folder.name) is not None
 

@@ -21,7 +21,6 @@ from wtb_local.backends.base import Backend
 from wtb_local.backends.environment import machine, package_versions
 from wtb_local.faults import Fault, FaultLog, stop_line
 from wtb_local.runner.errors import LoopError, RecordError, RunError, one_line
-from wtb_local.runner.loop.length_cuts import length_cuts
 from wtb_local.runner.loop.loop import SessionRunner, resolve_scheduling
 from wtb_local.runner.loop.progress import ProgressStats, make_progress
 from wtb_local.runner.loop.steps import StepDriver
@@ -39,6 +38,7 @@ from wtb_local.runner.setup.config import config_hash, hashed_config
 from wtb_local.runner.setup.options import RunOptions
 from wtb_local.runner.setup.paths import RunPaths
 from wtb_local.runner.setup.prepare import PreparedRun, prepare
+from wtb_local.scoring.length_cuts import length_cuts
 
 
 @dataclass
