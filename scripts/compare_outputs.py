@@ -152,10 +152,7 @@ def _tiny_model() -> Path:
     folder = Path("/tmp/wtb-compare-models/qwen")
     if (folder / "config.json").exists():
         return folder
-    try:
-        from tests.helpers.tiny_model import build_tiny_model  # type: ignore[import-not-found]
-    except ImportError:
-        from wtb_local.testing import build_tiny_model  # type: ignore[no-redef]
+    from tests.helpers import build_tiny_model
     template = json.loads(TEMPLATES.read_text(encoding="utf-8"))[QWEN]["chat_template"]
     return build_tiny_model(folder, template, special_tokens=["<tool_call>", "</tool_call>"],
                             max_position_embeddings=8192)

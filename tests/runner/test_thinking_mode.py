@@ -161,7 +161,7 @@ def test_length_cuts_count_overall_and_inside_reasoning() -> None:
 def qwen3_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Tiny models named like Qwen3-8B with Qwen3's real template: one that answers, one whose every token
     is `<think>` (every step thinks until the token limit)."""
-    from wtb_local.testing import build_tiny_model
+    from tests.helpers import build_tiny_model
 
     root = tmp_path_factory.mktemp("qwen3")
     template = chat_template("Qwen/Qwen3-0.6B")

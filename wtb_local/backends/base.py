@@ -14,8 +14,10 @@ A backend also describes itself (`capabilities`) and builds itself from the reso
 
 from __future__ import annotations
 
+import hashlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from wtb_local.backends.errors import SetupError
@@ -124,9 +126,6 @@ class Backend(ABC):
 
 def file_sha256(path: str) -> str:
     """A file's sha256 (a script's, a replayed result file's), recorded in the run's hashed config."""
-    import hashlib
-    from pathlib import Path
-
     try:
         return hashlib.sha256(Path(path).read_bytes()).hexdigest()
     except OSError as exc:

@@ -47,7 +47,7 @@ def missing(packages: tuple[str, ...]) -> list[str]:
 
 def require_packages(what: str, spec: tuple[tuple[str, ...], str]) -> None:
     """`spec`: (the packages, the extra that brings them)."""
-    from wtb_local.install_command import install_command
+    from wtb_local.install_command import install_command  # deferred: start-up
 
     packages, extra = spec
     absent = missing(packages)

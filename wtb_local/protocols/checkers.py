@@ -18,7 +18,7 @@ def score_with(checker: str, result_rows: list[dict[str, Any]], sessions: list[A
     """Score result rows with the released evaluator's checker (`strict`) or the paper harness's
     (`lenient`, docs/evaluation.md)."""
     if checker == "lenient":
-        from wtb_local.protocols.setup import score_lenient
+        from wtb_local.protocols.setup import score_lenient  # deferred: start-up
 
         return score_lenient(result_rows, sessions, model_name)
     if checker != "strict":
@@ -32,7 +32,7 @@ def score_file(path: str | Path, sessions: Sequence[Any], model_name: str | None
     docs/reference/paper-harness.md §3.1); a score file's labels are re-counted, never scored twice."""
     if checker != "lenient":
         return score_file_strict(path, sessions, model_name)
-    from wtb_local.protocols.harness_scoring import harness_metrics, score_rows_lenient
+    from wtb_local.protocols.harness_scoring import harness_metrics, score_rows_lenient  # deferred: start-up
 
     ordered, name, already = load_scorable(path, sessions, model_name)
     score_rows = ordered if already else score_rows_lenient(ordered, sessions)

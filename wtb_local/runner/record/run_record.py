@@ -46,7 +46,7 @@ def sampling_used(settings: ResolvedRun) -> dict[str, Any]:
     if sampling_from == "server":  # a server applies its own defaults to what is not sent
         return {"source": "the server's defaults, except the values sent", "sent": requested,
                 "max_new_tokens": settings.sampling.max_new_tokens, "seed": settings.sampling.seed}
-    from wtb_local.backends.sampling_defaults import model_defaults, resolve
+    from wtb_local.backends.sampling_defaults import model_defaults, resolve  # deferred: start-up
 
     generation_config = _generation_config(settings.model, settings.revision)
     resolved = resolve(settings.sampling, model_defaults(generation_config), settings.sampling.max_new_tokens)

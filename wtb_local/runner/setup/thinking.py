@@ -91,7 +91,7 @@ def effective_thinking(renderer: Any, *, parser: str | None, model_id: str,
     switched = _by_switch(renderer, model_id)
     if switched is not None:
         return switched.model_copy(update={"asked": asked})
-    from wtb_local.rendering.kwargs import thinking_switch
+    from wtb_local.rendering.kwargs import thinking_switch  # deferred: start-up
 
     switch = thinking_switch(model_id, getattr(renderer, "template", None))
     why = f"its switch {switch} does not change it" if switch else "no thinking switch"
@@ -108,7 +108,7 @@ def _closes_reasoning(prompt: str) -> bool:
 def _by_switch(renderer: Any, model_id: str) -> ThinkingMode | None:
     """Compare the run's generation prompt with the ones its template renders with the thinking switch
     set on and set off (the run's other template kwargs kept)."""
-    from wtb_local.rendering.kwargs import thinking_kwargs, thinking_switch
+    from wtb_local.rendering.kwargs import thinking_kwargs, thinking_switch  # deferred: start-up
 
     template = getattr(renderer, "template", None)
     switch = thinking_switch(model_id, template)
@@ -117,7 +117,7 @@ def _by_switch(renderer: Any, model_id: str) -> ThinkingMode | None:
         return None
     kwargs = dict(getattr(renderer, "template_kwargs", None) or {})
 
-    from wtb_local.rendering.clock import render_chat
+    from wtb_local.rendering.clock import render_chat  # deferred: start-up
 
     def render(extra: dict[str, Any]) -> str:
         return render_chat(tokenizer, template, _PROBE, _TOOLS, add_generation_prompt=True, **{**kwargs, **extra})
