@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -38,8 +39,12 @@ QWEN = "Qwen/Qwen2.5-7B-Instruct"
 DROP_KEYS = frozenset({
     "started", "finished", "wall_s", "throughput", "pid", "host", "hostname", "machine", "git_commit",
     "git_dirty", "packages", "latency", "runner_ms", "cached_tokens", "created", "updated", "heartbeat",
-    "elapsed_s", "duration_s", "started_at", "finished_at", "time", "timestamp",
+    "elapsed_s", "duration_s", "started_at", "finished_at", "time", "timestamp", "merged",
+    # the sha256 of a replayed result file, which holds the recorded run's latencies
+    "replay_sha256",
 })
+# the run-health table's last three figures before a run's status are wall-clock (latency/step, p95, wall s)
+HEALTH_TIMES = re.compile(r"(?:\s+\S+){3}(\s+(?:complete|incomplete|interrupted|failed|killed|running|rescored))\s*$")
 # stdout lines that report measured speed
 DROP_LINE_PREFIXES = ("throughput:", "engine:", "loaded in", "model loaded")
 
@@ -50,6 +55,30 @@ def _strip(value: Any) -> Any:
     if isinstance(value, list):
         return [_strip(v) for v in value]
     return value
+
+
+def _manifest(data: Any) -> Any:
+    """A manifest without its timing fields; a replay's config hash goes too (it hashes `replay_sha256`)."""
+    if isinstance(data, dict) and isinstance(data.get("config"), dict) and data["config"].get("replay_sha256"):
+        data = {k: v for k, v in data.items() if k != "config_hash"}
+    return _strip(data)
+
+
+def _stdout(text: str) -> str:
+    kept = [HEALTH_TIMES.sub(r" <t> <t> <t>\1", line) for line in text.splitlines()
+            if not line.startswith(DROP_LINE_PREFIXES)]
+    return "\n".join(kept) + "\n"
+
+
+def _normalise_file(path: Path, text: str) -> str:
+    if path.suffix == ".json":
+        return json.dumps(_manifest(json.loads(text)), indent=1, sort_keys=True) + "\n"
+    if path.suffix == ".jsonl":
+        return "".join(json.dumps(_strip(json.loads(line)), sort_keys=True) + "\n"
+                       for line in text.splitlines() if line.strip())
+    if path.name == "stdout.txt":
+        return _stdout(text)
+    return text
 
 
 def _normalise_text(text: str, tree: Path, subs: dict[str, str]) -> str:
@@ -138,12 +167,7 @@ def _collect(work: Path, dest: Path, tree: Path, subs: dict[str, str]) -> None:
             continue
         target = dest / path.relative_to(work)
         target.parent.mkdir(parents=True, exist_ok=True)
-        text = path.read_text(encoding="utf-8")
-        if path.suffix == ".json":
-            text = json.dumps(_strip(json.loads(text)), indent=1, sort_keys=True) + "\n"
-        elif path.suffix == ".jsonl":
-            text = "".join(json.dumps(_strip(json.loads(line)), sort_keys=True) + "\n"
-                           for line in text.splitlines() if line.strip())
+        text = _normalise_file(path, path.read_text(encoding="utf-8"))
         target.write_text(_normalise_text(text, tree, subs), encoding="utf-8")
 
 
@@ -160,11 +184,18 @@ def _tiny_model() -> Path:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tree", required=True, type=Path, help="source tree whose wtb_local runs")
-    parser.add_argument("--out", required=True, type=Path, help="folder to write the kept files into")
+    parser.add_argument("--tree", type=Path, help="source tree whose wtb_local runs")
+    parser.add_argument("--out", type=Path, help="folder to write the kept files into")
+    parser.add_argument("--normalise", type=Path, help="only apply the current normalisation to a kept folder")
     parser.add_argument("--vllm", action="store_true", help="add the vLLM option sets (minutes on a CPU)")
     parser.add_argument("--only", default="", help="comma-separated option-set names (default: all)")
     args = parser.parse_args()
+    if args.normalise:  # a folder kept by an earlier version of this script, compared with a newer one
+        for path in sorted(p for p in args.normalise.rglob("*") if p.is_file()):
+            path.write_text(_normalise_file(path, path.read_text(encoding="utf-8")), encoding="utf-8")
+        return 0
+    if args.tree is None or args.out is None:
+        parser.error("--tree and --out are needed")
 
     from tests.runner.fake_openai import fake_openai_server
 
@@ -191,8 +222,7 @@ def main() -> int:
                 argv = [part.replace("{W}", str(work)) for part in command]
                 done = subprocess.run([sys.executable, "-m", "wtb_local", *argv], capture_output=True, text=True,
                                       env=env, cwd=str(WORK), timeout=1200, check=False)
-                kept = [line for line in done.stdout.splitlines() if not line.startswith(DROP_LINE_PREFIXES)]
-                outputs.append(f"$ {number}: exit {done.returncode}\n" + "\n".join(kept) + "\n")
+                outputs.append(f"$ {number}: exit {done.returncode}\n" + done.stdout)
                 if done.returncode != 0:
                     failures += 1
                     print(f"{name} command {number} exited {done.returncode}:\n{done.stderr[-2000:]}",
