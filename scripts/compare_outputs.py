@@ -44,6 +44,8 @@ DROP_KEYS = frozenset({
     "replay_sha256",
 })
 # the run-health table's last three figures before a run's status are wall-clock (latency/step, p95, wall s)
+# vLLM's own log lines (a process id and a time stamp each) when it logs to stdout
+VLLM_LOG = re.compile(r"^(\([\w-]+ pid=\d+\) )?(INFO|WARNING|DEBUG|ERROR) \d\d-\d\d \d\d:\d\d:\d\d ")
 HEALTH_TIMES = re.compile(r"(?:\s+\S+){3}(\s+(?:complete|incomplete|interrupted|failed|killed|running|rescored))\s*$")
 # stdout lines that report measured speed
 DROP_LINE_PREFIXES = ("throughput:", "engine:", "loaded in", "model loaded")
@@ -66,7 +68,7 @@ def _manifest(data: Any) -> Any:
 
 def _stdout(text: str) -> str:
     kept = [HEALTH_TIMES.sub(r" <t> <t> <t>\1", line) for line in text.splitlines()
-            if not line.startswith(DROP_LINE_PREFIXES)]
+            if not line.startswith(DROP_LINE_PREFIXES) and not VLLM_LOG.match(line)]
     return "\n".join(kept) + "\n"
 
 
