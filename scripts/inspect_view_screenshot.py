@@ -12,10 +12,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's wtb_local and tests.helpers
+
 
 def main(run_dir: str, sample_id: str, out: str) -> None:
-    from wtb_local.testing.devtools import Page
-    from wtb_local.testing.inspect_view import inspect_viewer, sample_url
+    from tests.helpers.devtools import Page
+    from tests.helpers.inspect_view import inspect_viewer, sample_url
 
     with tempfile.TemporaryDirectory() as scratch:
         logs = Path(scratch) / "inspect-logs"

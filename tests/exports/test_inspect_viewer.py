@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.exports.runs import oracle_demo, wtb
-from wtb_local.testing.devtools import chromium
+from tests.helpers.devtools import chromium
 
 pytestmark = [pytest.mark.export, pytest.mark.browser]
 if os.environ.get("WTB_REQUIRE_EXPORT", "") != "1":  # set by the export stage of .ci/run
@@ -22,8 +22,8 @@ if os.environ.get("WTB_REQUIRE_EXPORT", "") != "1":  # set by the export stage o
 
 
 def test_a_sample_of_the_oracle_demo_shows_in_the_viewer(tmp_path: Path) -> None:
-    from wtb_local.testing.devtools import Page
-    from wtb_local.testing.inspect_view import inspect_viewer, sample_url
+    from tests.helpers.devtools import Page
+    from tests.helpers.inspect_view import inspect_viewer, sample_url
 
     demo = oracle_demo(tmp_path, limit=1)
     done = wtb(["export", str(demo), "--to", "inspect", str(tmp_path / "logs")], tmp_path)

@@ -12,9 +12,9 @@ from wtb_local.runner.setup.options import RunOptions
 
 def run_repeated(options: RunOptions, repeats: int) -> Path:
     """Run the repeats and print them; returns the run directory."""
-    from wtb_local.cli.health import health_lines
-    from wtb_local.commands.repeat_runs import run_repeats
-    from wtb_local.reports.present import present
+    from wtb_local.cli.health import health_lines  # deferred: start-up (--help)
+    from wtb_local.commands.repeat_runs import run_repeats  # deferred: start-up (--help)
+    from wtb_local.reports.present import present  # deferred: start-up (--help)
 
     outcome = run_repeats(options, repeats)
     print(f"repeats:  {outcome.run_dir / 'repeats'} ({repeats} run directories)")

@@ -1,6 +1,6 @@
 """Inspect's own log viewer (`inspect view`) on the loopback, for the export tests and the docs screenshot
 (scripts/inspect_view_screenshot.py): start it on a free port over a log folder, open one sample in headless
-Chromium (wtb_local/testing/devtools.py), stop it."""
+Chromium (tests/helpers/devtools.py), stop it."""
 
 from __future__ import annotations
 
