@@ -29,7 +29,7 @@ def run(ctx: click.Context, **params: Any) -> None:
     options = options_from_click(ctx, params)
     repeats = options.repeats
     if options.mlflow_uri:  # a missing package is said before the run, not after it
-        from wtb_local.cli.export import require
+        from wtb_local.cli.export import require  # deferred: start-up (only with --mlflow-uri)
 
         require("mlflow")
     try:
@@ -77,7 +77,7 @@ def _log_mlflow(uri: str | None, run_dir: Any) -> None:
         return
     from mlflow.exceptions import MlflowException
 
-    from wtb_local.cli.export import export
+    from wtb_local.cli.export import export  # deferred: start-up (only with --mlflow-uri)
 
     try:
         export.main([str(run_dir), "--to", "mlflow", "--tracking-uri", uri], standalone_mode=False)

@@ -98,7 +98,7 @@ def _times(run: ExportRun) -> tuple[int | None, int | None]:
 
 def _artifacts(run: ExportRun, scratch: Path) -> tuple[list[Path], list[str]]:
     """The manifest, summary.md/json and a report page written for this export; what is missing."""
-    from wtb_local.reports.build import write_report
+    from wtb_local.reports.build import write_report  # deferred: start-up (loads the report's plotting)
 
     files, missing = [], []
     for name in ("manifest.json", "summary.md", "summary.json"):

@@ -96,7 +96,7 @@ class ExportRun:
         return digest.hexdigest()
 
     def health(self) -> dict[str, Any]:
-        from wtb_local.reports.health import run_health
+        from wtb_local.reports.health import run_health  # deferred: start-up (--help)
 
         return run_health(self.run.result_rows, self.run.score_rows, self.run.manifest)
 
@@ -128,7 +128,7 @@ def run_status(run: ExportRun) -> str:
         return "complete"
     status = str(run.manifest.get("status") or "complete")
     if run.facts.rescore and status == "rescored":
-        from wtb_local.reports.present import read_run_manifest
+        from wtb_local.reports.present import read_run_manifest  # deferred: start-up (--help)
 
         status = str((read_run_manifest(run.folder) or {}).get("status") or status)
     return status
