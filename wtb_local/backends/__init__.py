@@ -51,7 +51,7 @@ def auto_backend(*, script: str | None, replay: str | None) -> tuple[str, str]:
         return "scripted", "auto (--script given)"
     if replay:
         return "replay", "auto (--replay given)"
-    from wtb_local.runner.setup import environment
+    from wtb_local.backends import environment
 
     build = environment.vllm_build()
     if build is None:

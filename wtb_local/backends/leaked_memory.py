@@ -12,6 +12,7 @@ alone.
 from __future__ import annotations
 
 import os
+from multiprocessing import resource_tracker
 from pathlib import Path
 
 SHM_DIR = Path("/dev/shm")
@@ -48,8 +49,6 @@ def mapped() -> set[str]:
 def release_leaked(before: set[str]) -> list[str]:
     """Unlink the segments created since `before` that no live process maps, and tell this process's
     resource tracker they are gone; returns their names, sorted."""
-    from multiprocessing import resource_tracker
-
     leaked = sorted(segments() - before - mapped())
     tracking = getattr(resource_tracker._resource_tracker, "_fd", None) is not None
     for name in leaked:

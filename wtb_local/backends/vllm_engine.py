@@ -11,8 +11,10 @@ recorded on a step.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import itertools
+import logging
 import os
 import time
 from typing import Any
@@ -196,15 +198,11 @@ class VLLMBackend(Backend):
     @classmethod
     def from_run(cls, run: Any, *, parser: Any, renderer: Any) -> VLLMBackend:
         level = run.engine_log_level or ("info" if run.verbose else os.environ.get("VLLM_LOGGING_LEVEL", QUIET))
-        return cls(log_level=level, config=VLLMConfig(
-            model=run.model, revision=run.revision, dtype=run.resolved_dtype or run.dtype,
-            tensor_parallel_size=run.tensor_parallel_size, pipeline_parallel_size=run.pipeline_parallel_size,
-            max_model_len=run.max_model_len or run.default_max_model_len,
-            data_parallel_size=run.data_parallel_size,
-            distributed_executor_backend=run.distributed_executor_backend, gpu_memory_utilization=run.gpu_memory_utilization,
-            quantization=run.quantization, trust_remote_code=run.trust_remote_code,
-            max_num_seqs=run.max_num_seqs, max_num_batched_tokens=run.max_num_batched_tokens,
-            enable_prefix_caching=run.enable_prefix_caching, enforce_eager=run.enforce_eager, seed=run.seed))
+        # the declared engine options as they are (runner/setup/options.py, `Cli.engine`); what the run
+        # resolved beyond them: the dtype, the context window it chose, the seed
+        return cls(log_level=level, config=VLLMConfig(**{
+            **run.engine_settings(VLLMConfig), "dtype": run.resolved_dtype or run.dtype,
+            "max_model_len": run.max_model_len or run.default_max_model_len, "seed": run.seed}))
 
     def describe(self) -> dict[str, Any]:
         info: dict[str, Any] = {"backend": self.name, "settings": self.config.model_dump()}
@@ -255,21 +253,15 @@ def scheduler_settings(engine: Any) -> dict[str, Any]:
 
 def unsupported_engine_args(args: dict[str, Any], engine_args_class: Any) -> list[str]:
     """Names in `args` that this vLLM's engine arguments (a dataclass) do not have, sorted."""
-    import dataclasses
-
     known = {field.name for field in dataclasses.fields(engine_args_class)}
     return sorted(name for name in args if name not in known)
 
 
 def _level(name: str) -> int:
-    import logging
-
     return int(logging.getLevelName(name.upper()))
 
 
 def _fields(cls: Any) -> set[str]:
-    import dataclasses
-
     return {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
 
 
@@ -277,8 +269,6 @@ def quiet_engine_logs(level: str) -> None:
     """vLLM's log level, for this process and the engine processes it spawns (they inherit the environment).
     vLLM reads VLLM_LOGGING_LEVEL when it is first imported, so the level is also set on its logger in case
     it was imported before; a level the user set in VLLM_LOGGING_LEVEL is kept when the run gives none."""
-    import logging
-
     os.environ["VLLM_LOGGING_LEVEL"] = level.upper()
     logging.getLogger("vllm").setLevel(level.upper())
     if _level(level) > _level("warning"):

@@ -9,12 +9,14 @@ from typing import Any
 
 import click
 
+from wtb_local.faults import failed_request, masked, step_outputs
+
 
 def health_lines(outcome: Any, prefix: str = "") -> None:
     """What went wrong or was cut in a run, each line after `prefix` (a repeat names its seed): failed
     requests, steps cut at the token limit, calls in reasoning, calls outside the model's format."""
     from wtb_local.reports.health import format_deviations_line, reasoning_calls_line
-    from wtb_local.runner.loop.length_cuts import cuts_line, cuts_warning
+    from wtb_local.scoring.length_cuts import cuts_line, cuts_warning  # deferred: start-up (--help)
 
     examples: dict[str, str] = {}
     failed = failed_requests(outcome.result_rows, set(outcome.ran_sessions), examples)
@@ -53,8 +55,6 @@ def failed_requests(result_rows: list[dict[str, Any]], sessions: set[str],
 
 def _distinct_reasons(result_rows: list[dict[str, Any]], sessions: set[str]) -> dict[str, int]:
     """Per masked reason, how many different messages it groups (one per step when they name the step)."""
-    from wtb_local.faults import failed_request, masked, step_outputs
-
     seen: dict[str, set[str]] = {}
     for row in result_rows:
         if row.get("id") in sessions:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from wtb_local.dataset.blob import git_blob_sha1
 from wtb_local.dataset.verified import blob_sha1_cached, remember_sha1
+from wtb_local.resources import cache_dir
 
 RELEASE_COMMIT = "80a5f427fb26c9a14eb419ccb565675671650065"
 RELEASE_REPO_PATH = "wild-tool-bench/data/Wild-Tool-Bench.jsonl"
@@ -32,17 +33,6 @@ class FetchError(RuntimeError):
     def __init__(self, message: str, cause: str | None = None) -> None:
         super().__init__(message)
         self.cause = cause or message
-
-
-def cache_dir() -> Path:
-    """`$WTB_CACHE_DIR`, else `$XDG_CACHE_HOME/wtb_local`, else `~/.cache/wtb_local`."""
-    explicit = os.environ.get("WTB_CACHE_DIR")
-    if explicit:
-        return Path(explicit).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    if xdg:
-        return Path(xdg).expanduser() / "wtb_local"
-    return Path.home() / ".cache" / "wtb_local"
 
 
 def release_path() -> Path:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from wtb_local.reports.glossary import definition
 from wtb_local.reports.health import HEALTH_COLUMNS, format_deviation_counts, run_health
 from wtb_local.reports.paper import paper_name, paper_rows
 from wtb_local.reports.runs import Run
@@ -43,13 +44,11 @@ class Section:
     definitions: dict[str, str] = field(default_factory=dict)
 
     def definition(self, key: str) -> str | None:
-        from wtb_local.reports.glossary import definition
-
         return self.definitions.get(key) or definition(key)
 
 
 def _paper(run: Run, table: int) -> tuple[str, dict[str, float]] | None:
-    from wtb_local.reports.present import row_thinking
+    from wtb_local.reports.present import row_thinking  # deferred: start-up
 
     # the mode every command picks the row by (recorded, else the template's default)
     thinking = row_thinking(run.facts)[0] if run.facts is not None else run.thinking

@@ -144,9 +144,9 @@ class RichProgress(Progress):
 
     def __init__(self, stats: ProgressStats, stream: TextIO | None = None) -> None:
         super().__init__(stats)
-        from rich.console import Console
+        from rich.console import Console  # deferred: start-up
         from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
-        from rich.progress import Progress as RichBar
+        from rich.progress import Progress as RichBar  # deferred: start-up
 
         self._bar = RichBar(
             TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -194,7 +194,7 @@ class Loading:
         if self.mode == "none":
             return self
         if self.mode == "rich":
-            from rich.console import Console
+            from rich.console import Console  # deferred: start-up (rich only on a terminal)
 
             self._status = Console(file=self.stream).status(f"{self.what}  0s")
             self._status.start()  # type: ignore[attr-defined]
