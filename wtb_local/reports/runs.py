@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from wtb_local.contract.run_dir import ManifestError, load_manifest
 from wtb_local.scoring.files import (
     METRIC_FILE_NAME,
     RESULT_FILE_NAME,
@@ -128,7 +129,7 @@ def find_runs(path: str | Path) -> list[_Found]:
 
 def _is_shard(folder: Path, searched: Path) -> bool:
     """`<run dir>/shards/<I>-of-<N>` below the searched path (a shard named directly is reported)."""
-    from wtb_local.runner.setup.shards import SHARDS_DIR, parse_shard_dir
+    from wtb_local.contract.shard_dirs import SHARDS_DIR, parse_shard_dir  # deferred: start-up
 
     return folder != searched and folder.parent.name == SHARDS_DIR and parse_shard_dir(folder.name) is not None
 
@@ -166,8 +167,6 @@ def _from_file(path: Path) -> _Found:
 def _read_manifest(folder: Path) -> dict[str, Any] | None:
     """The run's manifest, checked against its model (contract/run_dir.py): one that is unreadable or does
     not validate stops the report with its one line."""
-    from wtb_local.contract.run_dir import ManifestError, load_manifest
-
     try:
         return load_manifest(folder / MANIFEST_NAME)
     except ManifestError as exc:
@@ -199,7 +198,7 @@ def load_runs(paths: Sequence[str | Path], dataset: str | None = None,
 def label_runs(runs: Sequence[Run]) -> None:
     """`name`, `name [protocol-checker]`; runs of one model from several run directories (sample vs
     release, two parsers) also say which: `name (run dir) ...`; a mean row says `(mean of K)`."""
-    from wtb_local.reports.present import row_label
+    from wtb_local.reports.present import row_label  # deferred: start-up
 
     bases: dict[str, set[Path]] = {}
     for run in runs:
@@ -216,8 +215,8 @@ def label_runs(runs: Sequence[Run]) -> None:
 
 def _mean_run(path: Path, thinking: bool | None) -> Run | None:
     """The mean row of a `--repeats` run directory (repeats.json), as `run --repeats` prints it."""
-    from wtb_local.commands.repeat_runs import read_summary
-    from wtb_local.reports.present import read_run_manifest, run_facts
+    from wtb_local.commands.repeat_runs import read_summary  # deferred: start-up
+    from wtb_local.reports.present import read_run_manifest, run_facts  # deferred: start-up
 
     summary = read_summary(path) if path.is_dir() else None
     if summary is None:
@@ -231,7 +230,7 @@ def _mean_run(path: Path, thinking: bool | None) -> Run | None:
 
 
 def _load(found: _Found, dataset: str | None, thinking: bool | None) -> Run:
-    from wtb_local.reports.present import run_facts
+    from wtb_local.reports.present import run_facts  # deferred: start-up
 
     if found.score is None and found.result is None:
         metric = read_metric(found.metric)  # type: ignore[arg-type]
@@ -245,7 +244,7 @@ def _load(found: _Found, dataset: str | None, thinking: bool | None) -> Run:
     sessions = _sessions(found, dataset)
     notes: list[str] = []  # an incomplete last line left by an interrupted run: dropped as `run` drops it
     result_rows = [row for _, row in read_jsonl(found.result, notes)] if found.result else None
-    from wtb_local.scoring import score_file
+    from wtb_local.protocols.checkers import score_file
 
     # a score file is re-counted (not scored twice); a result file alone is scored here, with the checker
     # the run records (a lenient run keeps the harness's buckets, AP and OP)

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from wtb_local.contract.run_dir import ManifestUnreadable, load_manifest
 from wtb_local.runner.record.manifest import MANIFEST_NAME
 
 # <hub cache>/models--Org--Name/snapshots/<commit>
@@ -37,8 +38,6 @@ def read_run_manifest(path: str | Path) -> dict[str, Any] | None:
     run_dir = run_dir_of(path)
     if run_dir is None:
         return None
-    from wtb_local.contract.run_dir import ManifestUnreadable, load_manifest
-
     try:  # a manifest that does not validate is refused, naming the field (ManifestError)
         return load_manifest(run_dir / MANIFEST_NAME)
     except ManifestUnreadable:

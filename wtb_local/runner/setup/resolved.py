@@ -7,6 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from wtb_local.contract.spec import engine_settings
+from wtb_local.runner.setup.options import engine_fields
 from wtb_local.schema import SamplingConfig
 
 
@@ -66,6 +68,8 @@ class ResolvedRun(BaseModel):
     verify_prompts: str | None = None
     on_prompt_mismatch: str | None = None
     progress: str = "auto"
+    engine_log_level: str | None = None  # vLLM's log level (None: error, info with --verbose); not hashed
+    verbose: bool = False
     protocol: str | None = None  # the protocol's hash value: None for release (left out of the hash)
     paper_family: str | None = None
     template_sha256: str | None = None
@@ -82,3 +86,9 @@ class ResolvedRun(BaseModel):
     @property
     def seed(self) -> int:
         return self.sampling.seed
+
+    def engine_settings(self, config: type[BaseModel]) -> dict[str, Any]:
+        """The keyword arguments of the engine config `config` (backends/config.py) that the run's options
+        decide, as their declarations say (`Cli.engine`, runner/setup/options.py)."""
+        declared = engine_fields()
+        return engine_settings(declared, {name: getattr(self, name) for name in declared}, config)
