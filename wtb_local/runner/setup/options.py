@@ -38,6 +38,9 @@ class Cli:
     help: str
     hashed: Literal["yes", "when set", "no"] = "no"
     hash_keys: tuple[str, ...] = ()
+    # resolved values this option decides that are hashed only when set (added after run directories
+    # had been written), whatever `hashed` says of the others
+    hash_keys_when_set: tuple[str, ...] = ()
     type: Any = None
     decl: str | None = None  # e.g. "--thinking/--no-thinking"; default: --field-name
     is_flag: bool = False
@@ -123,8 +126,9 @@ class RunOptions(BaseModel):
     served_model_name: Annotated[str | None, Cli(
         "openai, openai-chat: the model name sent in requests, as the server serves it (vLLM's "
         "--served-model-name); --model keeps naming the checkpoint or tokenizer (default: --model).")] = None
-    parser: Annotated[str | None, Cli("Tool-call parser (default: chosen from the template/model id).",
-                                      "yes")] = None
+    parser: Annotated[str | None, Cli(
+        "Tool-call parser (default: chosen from the template/model id); vllm:NAME: the installed vLLM's own "
+        "parser of that name.", "yes", hash_keys_when_set=("parser_version",))] = None
     chat_template: Annotated[str | None, Cli(
         "Chat template override: a name from chat_templates/ or a path.", "yes",
         ("chat_template", "template_sha256"))] = None
@@ -276,6 +280,10 @@ def hashed_keys() -> tuple[tuple[str, ...], frozenset[str]]:
                 keys.append(key)
             if cli.hashed == "when set":
                 when_set.add(key)
+        for key in cli.hash_keys_when_set:
+            if key not in keys:
+                keys.append(key)
+            when_set.add(key)
     return tuple(keys), frozenset(when_set)
 
 

@@ -9,10 +9,13 @@ from wtb_local.runner.setup.tokenizer import local_config
 
 
 def choose_parser(name: str | None, *, model: str | None, renderer: Any,
-                  options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+                  options: dict[str, Any] | None = None, revision: str | None = None,
+                  trust_remote_code: bool = False) -> tuple[Any, dict[str, Any]]:
     """The parser `name` (default: chosen from the template and model id) and the options it was built
-    with (`options` when given, else the reasoning pre-fill the prompts call for)."""
+    with (`options` when given, else the reasoning pre-fill the prompts call for). `vllm:NAME` is vLLM's
+    own parser, built with the run's tokenizer as vLLM loads it (parsers/vllm_native.py)."""
     from wtb_local.parsers import get_parser, select_parser
+    from wtb_local.parsers.vllm_native import VllmParserSetupError, is_vllm_parser, load_tokenizer
 
     if name and name.startswith("paper:"):  # a recorded paper-protocol run (replay): its family's parser
         from wtb_local.protocols.parse_rules import native_parser_name
@@ -28,7 +31,11 @@ def choose_parser(name: str | None, *, model: str | None, renderer: Any,
             raise RunError(str(exc)) from None
     chosen = dict(options or _prefill_options(renderer, name))
     try:
-        return get_parser(name, **chosen), chosen
+        tokenizer = (load_tokenizer(model, revision=revision, trust_remote_code=trust_remote_code)
+                     if is_vllm_parser(name) else None)
+        return get_parser(name, tokenizer=tokenizer, **chosen), chosen
+    except VllmParserSetupError as exc:
+        raise RunError(f"--parser {name}: {exc}") from None
     except ValueError as exc:
         raise RunError(f"--parser: {exc}") from None
 
@@ -42,8 +49,10 @@ def _prefill_options(renderer: Any, parser_name: str) -> dict[str, Any]:
 
     if renderer is None:
         return {}
-    try:
-        family_thinks = getattr(parser_class(parser_name), "thinking", None) is True
+    from wtb_local.parsers.vllm_native import vllm_name
+
+    try:  # vLLM's own parser: the family of ours that mirrors its name
+        family_thinks = getattr(parser_class(vllm_name(parser_name)), "thinking", None) is True
     except ValueError:
         family_thinks = False
     return {"thinking": PER_STEP} if family_thinks or prefills_reasoning(renderer) else {}
