@@ -41,6 +41,17 @@ def installed_version() -> str | None:
     return None
 
 
+# `doctor` and `plan` may run where the jobs' vLLM is not (a login node): this names the release they plan for.
+TARGET_VAR = "WTB_VLLM_VERSION"
+
+
+def target_version() -> str | None:
+    """The vLLM release `doctor` and `plan` size memory for: WTB_VLLM_VERSION, else the installed one."""
+    import os
+
+    return os.environ.get(TARGET_VAR) or installed_version()
+
+
 def version_tuple(text: str | None) -> tuple[int, ...]:
     """(major, minor, patch) of a version string such as `0.34.0`, `0.32.0+cpu`, `0.33.1rc1`; () if none."""
     found = re.match(r"(\d+)(?:\.(\d+))?(?:\.(\d+))?", text or "")
@@ -60,7 +71,7 @@ def default_gpu_memory_utilization(version: str | None, device: str) -> float:
 def share_note(version: str | None, device: str) -> str:
     """Where the default share comes from, for `doctor`, `plan` and the manifest."""
     share = default_gpu_memory_utilization(version, device)
-    which = f"vLLM {version}" if version else "vLLM not installed; the newest vLLM's rule"
+    which = f"vLLM {version}" if version else "vLLM not installed: the newest vLLM's rule"
     mode = " (its extensible KV cache)" if share == EXTENSIBLE_KV_SHARE else ""
     return f"{share:g}: the default of {which} on {device}{mode}"
 

@@ -182,6 +182,20 @@ class VLLMBackend(Backend):
         return {"identical": False, "why": BATCHED}
 
     @classmethod
+    def check(cls, options: Any) -> None:
+        """Besides the packages and the model: the settings the installed vLLM refuses at engine start,
+        refused here in one line (vllm_release.py)."""
+        from wtb_local import vllm_release
+        from wtb_local.backends.base import SetupError
+
+        refused = vllm_release.refused_setting(
+            vllm_release.installed_version(), distributed_executor_backend=options.distributed_executor_backend,
+            pipeline_parallel_size=options.pipeline_parallel_size)
+        if refused:  # before the hub is asked for the model: nothing to fetch for a run that cannot start
+            raise SetupError(refused)
+        super().check(options)
+
+    @classmethod
     def from_run(cls, run: Any, *, parser: Any, renderer: Any) -> VLLMBackend:
         return cls(VLLMConfig(
             model=run.model, revision=run.revision, dtype=run.resolved_dtype or run.dtype,
@@ -201,6 +215,8 @@ class VLLMBackend(Backend):
 
             info["vllm_version"] = vllm.__version__
             info["device"] = current_platform.device_name
+            info["gpu_memory_utilization"] = memory_share(self.config, vllm.__version__,
+                                                          current_platform.device_name)
             info["batch_invariant"] = batch_invariant()
             if current_platform.device_name != "cpu":
                 info["device_name"] = current_platform.get_device_name(0)
@@ -248,6 +264,20 @@ def unsupported_engine_args(args: dict[str, Any], engine_args_class: Any) -> lis
     return sorted(name for name in args if name not in known)
 
 
+def memory_share(config: VLLMConfig, version: str, device: str) -> dict[str, Any]:
+    """The memory share the engine took and where it came from (the manifest's record of it)."""
+    from wtb_local.vllm_release import default_gpu_memory_utilization, share_note
+
+    if config.gpu_memory_utilization is not None:
+        return {"value": config.gpu_memory_utilization, "from": "given"}
+    if device == "cpu":
+        return {"value": CPU_MEMORY_SHARE, "from": "wtb_local's default on vLLM's CPU build (share of host RAM)"}
+    return {"value": default_gpu_memory_utilization(version, device), "from": share_note(version, device)}
+
+
+CPU_MEMORY_SHARE = 0.2
+
+
 def _platform_engine_args(config: VLLMConfig) -> dict[str, Any]:
     """Engine arguments, with what vLLM's CPU build needs to start and to sample with seeds."""
     from vllm.platforms import current_platform
@@ -264,7 +294,7 @@ def _platform_engine_args(config: VLLMConfig) -> dict[str, Any]:
         raise ValueError(BATCH_INVARIANT_ON_CPU)
 
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")  # GiB; the CPU build's own default is too small
-    args.setdefault("gpu_memory_utilization", 0.2)
+    args.setdefault("gpu_memory_utilization", CPU_MEMORY_SHARE)
     if config.enable_chunked_prefill is None:
         args["enable_chunked_prefill"] = False
         if config.max_num_batched_tokens is None:

@@ -194,7 +194,8 @@ class RunOptions(BaseModel):
         "slurm/wtb_multinode.sbatch) [default: not passed, vLLM's choice].",
         type=click.Choice(["mp", "ray", "uni", "external_launcher"]))] = None
     gpu_memory_utilization: Annotated[float | None, Cli(
-        "vLLM: share of GPU memory to use [default: 0.9; 0.2 of host RAM on vLLM's CPU build].",
+        "vLLM: share of GPU memory to use [default: the installed vLLM's: 0.92, 1.0 on CUDA/ROCm from vLLM "
+        "0.34; 0.2 of host RAM on vLLM's CPU build].",
         type=click.FloatRange(min=0.0, max=1.0, min_open=True))] = None
     max_num_seqs: Annotated[int | None, Cli("vLLM: sequences per batch; openai: concurrent requests.",
                                             type=_POSITIVE)] = None
