@@ -11,8 +11,8 @@ import pytest
 
 from tests.runner.conftest import invoke
 from wtb_local import vllm_release
-from wtb_local.backends.vllm_engine import memory_share
 from wtb_local.backends.config import VLLMConfig
+from wtb_local.backends.vllm_engine import memory_share
 
 
 @pytest.mark.parametrize(("version", "device", "share"), [
@@ -59,10 +59,10 @@ def test_a_run_vllm_034_would_refuse_stops_at_set_up_in_one_line(tmp_path: Path,
             "--pipeline-parallel-size", "2", "--progress", "none"]
     result = invoke(args)
     assert result.exit_code != 0
-    assert result.stderr.strip().splitlines() == [
+    assert result.stderr.strip().splitlines() == [(
         "Error: --distributed-executor-backend external_launcher with --pipeline-parallel-size 2: vLLM 0.34.0 "
         "refuses it at engine start (\"The GPU model runner does not support: pipeline parallelism with "
-        "external_launcher\"); use mp or ray, or one pipeline stage"]
+        "external_launcher\"); use mp or ray, or one pipeline stage")]
     assert not (tmp_path / "run").exists()
     monkeypatch.setattr(vllm_release, "installed_version", lambda: "0.32.0")  # 0.32 starts it: no refusal
     assert "external_launcher" not in invoke(args).stderr
