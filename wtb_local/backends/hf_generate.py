@@ -75,6 +75,16 @@ class TransformersBackend(Backend):
         await asyncio.to_thread(self._load)
 
     @classmethod
+    def engine(cls) -> dict[str, Any]:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            installed = version("transformers")
+        except PackageNotFoundError:
+            installed = None
+        return {"name": "transformers", "version": installed, "constrained_decoding": "off"}
+
+    @classmethod
     def from_loaded(cls, model: Any, tokenizer: Any, config: TransformersConfig) -> TransformersBackend:
         """A started backend around a model already in memory (e.g. random weights built on the GPU for a
         throughput measurement, where saving and reloading 16 GB would dominate)."""

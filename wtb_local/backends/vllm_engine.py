@@ -182,6 +182,13 @@ class VLLMBackend(Backend):
         return {"identical": False, "why": BATCHED}
 
     @classmethod
+    def engine(cls) -> dict[str, Any]:
+        from wtb_local.vllm_release import installed_version
+
+        # wtb_local asks for no structured outputs and no strict tool calling (docs/reproducibility.md)
+        return {"name": "vllm", "version": installed_version(), "constrained_decoding": "off"}
+
+    @classmethod
     def check(cls, options: Any) -> None:
         """Besides the packages and the model: the settings the installed vLLM refuses at engine start,
         refused here in one line (vllm_release.py)."""

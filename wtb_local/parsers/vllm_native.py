@@ -112,6 +112,14 @@ def _variant(short: str, tokenizer: Any) -> type[VllmToolParser]:
                 {"name": PREFIX + short, "vllm_name": short, "tokenizer": tokenizer})
 
 
+def _openai_tool(tool: dict[str, Any]) -> dict[str, Any]:
+    """A tool in the chat API's shape, `{"type": "function", "function": {...}}` (a bare function
+    description, as some sources write tools, is wrapped)."""
+    if "function" in tool or "name" not in tool:
+        return tool
+    return {"type": "function", "function": tool}
+
+
 def _mirror(short: str) -> type[ToolParser] | None:
     from wtb_local.parsers import parser_aliases, parser_class
     from wtb_local.parsers.registry import parser_classes
@@ -150,7 +158,7 @@ class VllmToolParser(ToolParser):
             from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
 
             request = ChatCompletionRequest(model="wtb-local", messages=[{"role": "user", "content": ""}],
-                                            tools=tools or None)
+                                            tools=[_openai_tool(tool) for tool in tools or []] or None)
             parser = self.instance(request.tools)
             request = parser.adjust_request(request)
             extracted = parser.extract_tool_calls(rest, request)
