@@ -10,8 +10,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.parsers.test_vllm_parity import NAMED, NOT_RUN  # noqa: E402
-from wtb_local.testing import vllm_parity  # noqa: E402
+from tests.parsers.test_vllm_parity import NAMED, NOT_RUN
+from wtb_local.testing import vllm_parity
 
 
 def main() -> None:

@@ -17,7 +17,7 @@ import pytest
 pytestmark = pytest.mark.vllm
 pytest.importorskip("vllm")
 
-from wtb_local.testing import vllm_parity  # noqa: E402
+from wtb_local.testing import vllm_parity
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "parser-policies.md"
 
@@ -97,7 +97,7 @@ def test_every_difference_is_named(outcomes: list[vllm_parity.Outcome]) -> None:
 def test_the_docs_table_is_the_measured_one(outcomes: list[vllm_parity.Outcome]) -> None:
     table = vllm_parity.counts_table(outcomes, NAMED, NOT_RUN)
     text = DOCS.read_text(encoding="utf-8")
-    found = re.search(r"<!-- vllm-parity -->\n(.*?)<!-- /vllm-parity -->", text, re.S)
+    found = re.search(r"<!-- vllm-parity -->\n(.*?)<!-- /vllm-parity -->", text, re.DOTALL)
     assert found is not None and found.group(1) == table, table
 
 

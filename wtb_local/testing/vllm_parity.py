@@ -186,8 +186,8 @@ def counts_table(outcomes: list[Outcome], named: dict[str, str], not_run: dict[s
         row["not run"] += 1
     head = ("| our parser | vLLM parser | samples | same | differ: our policy | differ: vLLM bug | "
             "differ: vllm: adapter | differ: not yet traced | not run |")
-    lines = [f"Measured on vLLM {version()} by `tests/parsers/test_vllm_parity.py` (`scripts/vllm_parity.py` "
-             "prints it).", "", head, "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [(f"Measured on vLLM {version()} by `tests/parsers/test_vllm_parity.py` (`scripts/vllm_parity.py` "
+             "prints it)."), "", head, "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     total = dict.fromkeys(("samples", "same", *kinds, "not run"), 0)
     for (ours, theirs), row in sorted(rows.items()):
         lines.append(f"| {ours} | {theirs} | " + " | ".join(str(row[k]) for k in total) + " |")
