@@ -121,12 +121,14 @@ def _openai_tool(tool: dict[str, Any]) -> dict[str, Any]:
 
 
 def _mirror(short: str) -> type[ToolParser] | None:
-    from wtb_local.parsers import parser_aliases, parser_class
+    """Our parser of that vLLM name: the registry's own name, else the one parser mirroring it."""
     from wtb_local.parsers.registry import parser_classes
 
-    if short in parser_classes() or short in parser_aliases():
-        return parser_class(short)
-    return None
+    classes = parser_classes()
+    if short in classes:
+        return classes[short]
+    owners = [cls for cls in classes.values() if short in cls.vllm_names]
+    return owners[0] if len(owners) == 1 else None
 
 
 class VllmToolParser(ToolParser):
