@@ -111,3 +111,17 @@ def test_calls_content_and_reasoning_map_like_ours(qwen_tiny_dir: Path) -> None:
     # a tool given as a bare function description is wrapped in the chat API's shape
     bare = parse_completion(parser, text, tools=[TOOLS[0]["function"]], finish_reason="stop")
     assert bare.tool_calls == result.tool_calls
+
+
+def test_the_in_process_engine_is_set_up_with_vllms_parser(qwen_tiny_dir: Path, tmp_path: Path) -> None:
+    """`run --backend vllm --parser vllm:hermes` up to the engine start: the start-up template probe reads the
+    template's calls with our parser of that name, the run's parser is vLLM's, and its version is recorded."""
+    from wtb_local.runner.setup.options import RunOptions
+    from wtb_local.runner.setup.prepare import prepare
+
+    prepared = prepare(RunOptions(backend="vllm", model=str(qwen_tiny_dir), parser="vllm:hermes", dataset="sample",
+                                  sessions=("3",), out=str(tmp_path / "run"), progress="none"))
+    assert (prepared.run.parser, prepared.run.parser_version) == ("vllm:hermes", installed_version())
+    assert prepared.parser.name == "vllm:hermes" and prepared.parser.implementation == "vllm"
+    assert prepared.backend_class.engine() == {"name": "vllm", "version": installed_version(),
+                                               "constrained_decoding": "off"}
