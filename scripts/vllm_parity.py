@@ -1,5 +1,5 @@
 """Print the parity table of docs/parser-policies.md §4: our parsers against the installed vLLM's own parsers
-on every real model output the tests hold (wtb_local/testing/vllm_parity.py; the causes are named in
+on every real model output the tests hold (tests/helpers/vllm_parity.py; the causes are named in
 tests/parsers/test_vllm_parity.py). Usage: python scripts/vllm_parity.py"""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from tests.helpers import vllm_parity
 from tests.parsers.test_vllm_parity import NAMED, NOT_RUN
-from wtb_local.testing import vllm_parity
 
 
 def main() -> None:

@@ -1,5 +1,5 @@
 """Our parsers against the installed vLLM's own parsers on every real model output the tests hold
-(wtb_local/testing/vllm_parity.py): each difference is named here, as our documented policy
+(tests/helpers/vllm_parity.py): each difference is named here, as our documented policy
 (docs/parser-policies.md), a known vLLM bug with its upstream thread, or a difference not yet traced
 (pinned, so that a vLLM release that changes it shows). The test fails on a difference not named and on a
 named difference that is gone, so a new vLLM release shows exactly what it changed. Imports vLLM, starts no
@@ -17,7 +17,7 @@ import pytest
 pytestmark = pytest.mark.vllm
 pytest.importorskip("vllm")
 
-from wtb_local.testing import vllm_parity
+from tests.helpers import vllm_parity
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "parser-policies.md"
 

@@ -75,8 +75,8 @@ def get_parser(name: str, *, tokenizer: Any = None, **options: Any) -> ToolParse
     parser-specific, e.g. `thinking=True`; `thinking="per-step"`: the pre-fill is decided per step, see
     parsers/prefill.py). `vllm:NAME` is the installed vLLM's own parser, read with `tokenizer`
     (parsers/vllm_native.py)."""
-    from wtb_local.parsers.prefill import split_options
-    from wtb_local.parsers.vllm_native import build, is_vllm_parser
+    from wtb_local.parsers.prefill import split_options  # deferred: start-up
+    from wtb_local.parsers.vllm_native import build, is_vllm_parser  # deferred: start-up
 
     built, per_step = split_options(options)
     parser = build(name, tokenizer, **built) if is_vllm_parser(name) else parser_class(name)(**built)
@@ -223,7 +223,7 @@ def parse_completion(
             hidden = reasoning_calls(parser, result.reasoning, tools)
             if hidden:
                 result = result.model_copy(update={"calls_in_reasoning": len(hidden)})
-        from wtb_local.parsers.deviations import format_deviation
+        from wtb_local.parsers.deviations import format_deviation  # deferred: start-up
 
         deviation = format_deviation(parser, text, result, tools)  # docs/parser-policies.md §3
         if deviation is not None:

@@ -8,7 +8,7 @@ parsed JSON, a failed parse, content with whitespace collapsed). `tests/parsers/
 a difference that docs/parser-policies.md §4 does not name, and `scripts/vllm_parity.py` prints the table.
 
 vLLM's parsers look their special tokens up in the tokenizer's vocabulary: the samples are read with one
-tiny tokenizer (testing/tiny_model.py) whose special tokens are every special-token-shaped literal of the
+tiny tokenizer (tests/helpers/tiny_model.py) whose special tokens are every special-token-shaped literal of the
 fixtures' chat templates and samples, plus the tag-shaped markers vLLM's parsers ask for (`SPECIAL_TAGS`).
 """
 
@@ -100,7 +100,7 @@ def special_tokens() -> list[str]:
 def build_tokenizer(out_dir: Path) -> Any:
     from transformers import AutoTokenizer
 
-    from wtb_local.testing.tiny_model import build_tiny_tokenizer
+    from tests.helpers.tiny_model import build_tiny_tokenizer
 
     build_tiny_tokenizer(out_dir, "{{ messages }}", special_tokens=special_tokens(), vocab_size=2048)
     return AutoTokenizer.from_pretrained(out_dir)
