@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from wtb_local import vllm_release
+
 OK, WARNING, ERROR = "ok", "warning", "error"
 # The weights' share of the GPU memory vLLM takes (its default share: the installed release's,
 # vllm_release.py) that leaves room for a KV cache large enough for WildToolBench's multi-turn prompts.
@@ -193,7 +195,6 @@ def fit_check(model: str, config: dict[str, Any], gpu_rows: list[str]) -> Check:
     memories = [m for m in (gpu_memory_mib(row) for row in gpu_rows) if m]
     if not memories:
         return Check(WARNING, "fit", f"{gib:.1f} GiB of weights ({source}); no GPU visible to hold them")
-    from wtb_local import vllm_release
 
     version = vllm_release.target_version()
     share = vllm_release.default_gpu_memory_utilization(version, "cuda")

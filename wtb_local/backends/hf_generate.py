@@ -16,6 +16,7 @@ import hashlib
 import sys
 import time
 from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from wtb_local.backends.base import Backend, Capabilities
@@ -76,7 +77,6 @@ class TransformersBackend(Backend):
 
     @classmethod
     def engine(cls) -> dict[str, Any]:
-        from importlib.metadata import PackageNotFoundError, version
 
         try:
             installed = version("transformers")

@@ -17,7 +17,8 @@ import os
 import time
 from typing import Any
 
-from wtb_local.backends.base import Backend, Capabilities
+from wtb_local import vllm_release
+from wtb_local.backends.base import Backend, Capabilities, SetupError
 from wtb_local.backends.completions import error_completion, prompt_too_long
 from wtb_local.backends.config import VLLMConfig
 from wtb_local.backends.sampling_defaults import (
@@ -183,17 +184,13 @@ class VLLMBackend(Backend):
 
     @classmethod
     def engine(cls) -> dict[str, Any]:
-        from wtb_local.vllm_release import installed_version
-
         # wtb_local asks for no structured outputs and no strict tool calling (docs/reproducibility.md)
-        return {"name": "vllm", "version": installed_version(), "constrained_decoding": "off"}
+        return {"name": "vllm", "version": vllm_release.installed_version(), "constrained_decoding": "off"}
 
     @classmethod
     def check(cls, options: Any) -> None:
         """Besides the packages and the model: the settings the installed vLLM refuses at engine start,
         refused here in one line (vllm_release.py)."""
-        from wtb_local import vllm_release
-        from wtb_local.backends.base import SetupError
 
         refused = vllm_release.refused_setting(
             vllm_release.installed_version(), distributed_executor_backend=options.distributed_executor_backend,
@@ -268,13 +265,12 @@ def unsupported_engine_args(args: dict[str, Any], engine_args_class: Any) -> lis
 
 def memory_share(config: VLLMConfig, version: str, device: str) -> dict[str, Any]:
     """The memory share the engine took and where it came from (the manifest's record of it)."""
-    from wtb_local.vllm_release import default_gpu_memory_utilization, share_note
-
     if config.gpu_memory_utilization is not None:
         return {"value": config.gpu_memory_utilization, "from": "given"}
     if device == "cpu":
         return {"value": CPU_MEMORY_SHARE, "from": "wtb_local's default on vLLM's CPU build (share of host RAM)"}
-    return {"value": default_gpu_memory_utilization(version, device), "from": share_note(version, device)}
+    return {"value": vllm_release.default_gpu_memory_utilization(version, device),
+            "from": vllm_release.share_note(version, device)}
 
 
 CPU_MEMORY_SHARE = 0.2

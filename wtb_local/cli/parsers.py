@@ -45,7 +45,7 @@ def list_parsers() -> None:
 
 def _vllm_line() -> str:
     """vLLM's registered parser names (each usable as --parser vllm:NAME), marking those we implement."""
-    from wtb_local.parsers.vllm_native import installed, registered_names, version
+    from wtb_local.parsers.vllm_native import installed, registered_names, version  # deferred: start-up
 
     if not installed():
         return "vLLM's registry: vLLM is not installed (--parser vllm:NAME needs it)"

@@ -156,7 +156,7 @@ def _replay(result_file: Path, manifest: dict[str, Any], parser: str, options: d
 
 def _tokenizer(name: str, manifest: dict[str, Any]) -> Any:
     """The recorded run's tokenizer, for vLLM's own parsers (parsers/vllm_native.py); None for ours."""
-    from wtb_local.parsers.vllm_native import is_vllm_parser, load_tokenizer
+    from wtb_local.parsers.vllm_native import is_vllm_parser, load_tokenizer  # deferred: start-up
 
     if not is_vllm_parser(name):
         return None

@@ -55,7 +55,7 @@ def parser_aliases() -> dict[str, str]:
 
 def parser_class(name: str) -> type[ToolParser]:
     """The parser registered as `name`, or the one parser mirroring vLLM's parser of that name."""
-    from wtb_local.parsers.vllm_native import is_vllm_parser
+    from wtb_local.parsers.vllm_native import is_vllm_parser  # deferred: start-up
 
     if is_vllm_parser(name):
         raise ValueError(f"{name} is vLLM's own parser, built with the run's tokenizer (get_parser)")

@@ -21,11 +21,13 @@ from __future__ import annotations
 import inspect
 import json
 from functools import cache
+from importlib.util import find_spec
 from typing import Any, ClassVar
 
 from wtb_local.end_of_turn import strip_end_of_turn
 from wtb_local.parsers._common import split_reasoning
 from wtb_local.parsers.base import ToolParser
+from wtb_local.parsers.registry import parser_classes
 from wtb_local.schema import ParsedCall, ParseResult
 
 PREFIX = "vllm:"
@@ -49,7 +51,6 @@ def vllm_name(name: str) -> str:
 
 
 def installed() -> bool:
-    from importlib.util import find_spec
 
     return find_spec("vllm") is not None
 
@@ -63,7 +64,7 @@ def registered_names() -> tuple[str, ...]:
 
 
 def version() -> str | None:
-    from wtb_local.vllm_release import installed_version
+    from wtb_local.vllm_release import installed_version  # deferred: start-up
 
     return installed_version()
 
@@ -122,7 +123,6 @@ def _openai_tool(tool: dict[str, Any]) -> dict[str, Any]:
 
 def _mirror(short: str) -> type[ToolParser] | None:
     """Our parser of that vLLM name: the registry's own name, else the one parser mirroring it."""
-    from wtb_local.parsers.registry import parser_classes
 
     classes = parser_classes()
     if short in classes:

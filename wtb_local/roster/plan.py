@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from wtb_local import vllm_release
 from wtb_local.protocols import protocol_named
 from wtb_local.roster.file import WEIGHT_BYTES, Entry, Roster
 from wtb_local.roster.memory import Estimate, cached_config, estimate, kv_bytes_per_token, shape_from_config
@@ -180,7 +181,6 @@ def _memory(plan: EntryPlan, entry: Entry, roster: Roster, shape: dict[str, int]
     per_token = kv_bytes_per_token(shape, entry.tensor_parallel_size)
     share = entry.gpu_memory_utilization
     if share is None and res.gpus:  # the share vLLM takes by default, as the installed release decides it
-        from wtb_local import vllm_release
 
         version = vllm_release.target_version()
         share = vllm_release.default_gpu_memory_utilization(version, "cuda")
@@ -262,7 +262,6 @@ def format_plan(roster: Roster, plans: list[EntryPlan]) -> str:
 
 def _share_line(plans: list[EntryPlan]) -> str:
     """Where `usable` comes from: the entry's gpu_memory_utilization, else the vLLM release's default."""
-    from wtb_local import vllm_release
 
     note = vllm_release.share_note(vllm_release.target_version(), "cuda")
     given = sum(p.entry.gpu_memory_utilization is not None for p in plans)

@@ -15,7 +15,11 @@ def choose_parser(name: str | None, *, model: str | None, renderer: Any,
     with (`options` when given, else the reasoning pre-fill the prompts call for). `vllm:NAME` is vLLM's
     own parser, built with the run's tokenizer as vLLM loads it (parsers/vllm_native.py)."""
     from wtb_local.parsers import get_parser, select_parser
-    from wtb_local.parsers.vllm_native import VllmParserSetupError, is_vllm_parser, load_tokenizer
+    from wtb_local.parsers.vllm_native import (  # deferred: start-up
+        VllmParserSetupError,
+        is_vllm_parser,
+        load_tokenizer,
+    )
 
     if name and name.startswith("paper:"):  # a recorded paper-protocol run (replay): its family's parser
         from wtb_local.protocols.parse_rules import native_parser_name  # deferred: start-up
@@ -49,7 +53,7 @@ def _prefill_options(renderer: Any, parser_name: str) -> dict[str, Any]:
 
     if renderer is None:
         return {}
-    from wtb_local.parsers.vllm_native import vllm_name
+    from wtb_local.parsers.vllm_native import vllm_name  # deferred: start-up
 
     try:  # vLLM's own parser: the family of ours that mirrors its name
         family_thinks = getattr(parser_class(vllm_name(parser_name)), "thinking", None) is True
