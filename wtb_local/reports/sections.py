@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from wtb_local.reports.glossary import definition
 from wtb_local.reports.health import HEALTH_COLUMNS, format_deviation_counts, run_health
 from wtb_local.reports.paper import paper_name, paper_rows
 from wtb_local.reports.runs import Run
@@ -39,6 +40,11 @@ class Section:
     note: str = ""
     percent: bool = True  # values are percentages (two decimals; diffs signed)
     label_header: str = "model"  # the header of the rows' label column
+    # column key -> what it means, where the glossary (reports/glossary.py) has no sentence for it
+    definitions: dict[str, str] = field(default_factory=dict)
+
+    def definition(self, key: str) -> str | None:
+        return self.definitions.get(key) or definition(key)
 
 
 def _paper(run: Run, table: int) -> tuple[str, dict[str, float]] | None:
@@ -165,7 +171,7 @@ def format_deviation_section(runs: Sequence[Run]) -> Section:
                       note="Steps per kind: fenced_json (a ``` block holding a JSON call), bare_json (a JSON "
                       "call in the text), format:<parser> (another family's format, as that parser reads "
                       "it); calls: the calls written so, not executed (docs/parser-policies.md §3).",
-                      percent=False)
+                      percent=False, definitions={"steps": "steps with tool calls written outside the format"})
     if not kinds:
         return section
     for run, counts in counted:

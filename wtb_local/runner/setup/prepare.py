@@ -71,7 +71,7 @@ def _prepare(options: RunOptions, renderer: Any, err: Any, engine: bool) -> Prep
     values: dict[str, Any] = {name: getattr(options, name) for name in cli_fields()}
     sources = {name: options.source(name) for name in cli_fields()}
 
-    chosen = _backend_choice(options)
+    chosen = _backend_choice(options, err)
     _fold(values, sources, chosen)
     backend = chosen.backend
     caps = backend.capabilities
@@ -152,10 +152,12 @@ class BackendChoice:
         return {"backend": self.name}
 
 
-def _backend_choice(options: RunOptions) -> BackendChoice:
+def _backend_choice(options: RunOptions, err: Any) -> BackendChoice:
     name, said = options.backend, {}
     if name == "auto":
         name, said["backend"] = auto_backend(script=options.script, replay=options.replay)
+        if not (options.script or options.replay):  # an engine: say which and why before it loads
+            print(f"backend: {name}, {said['backend']}", file=err)
     if name not in backend_names():
         raise RunError(f"--backend: unknown backend {name!r}; choose auto or one of {', '.join(backend_names())}")
     return BackendChoice(backend_class(name), name, said)

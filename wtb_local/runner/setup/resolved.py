@@ -71,6 +71,8 @@ class ResolvedRun(BaseModel):
     verify_prompts: str | None = None
     on_prompt_mismatch: str | None = None
     progress: str = "auto"
+    engine_log_level: str | None = None  # vLLM's log level (None: error, info with --verbose); not hashed
+    verbose: bool = False
     protocol: str | None = None  # the protocol's hash value: None for release (left out of the hash)
     paper_family: str | None = None
     template_sha256: str | None = None
