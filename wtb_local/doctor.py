@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from wtb_local import vllm_release
+
 OK, WARNING, ERROR = "ok", "warning", "error"
-# Share of GPU memory vLLM takes by default, and the weights' share of it that leaves room for a KV cache
-# large enough for WildToolBench's multi-turn prompts.
-GPU_MEMORY_UTILIZATION = 0.9
+# The weights' share of the GPU memory vLLM takes (its default share: the installed release's,
+# vllm_release.py) that leaves room for a KV cache large enough for WildToolBench's multi-turn prompts.
 WEIGHTS_SHARE = 0.8
 MIN_PYTHON = (3, 11)  # pyproject's requires-python
 _DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1, "int8": 1}
@@ -210,15 +211,20 @@ def fit_check(model: str, config: dict[str, Any], gpu_rows: list[str]) -> Check:
     memories = [m for m in (gpu_memory_mib(row) for row in gpu_rows) if m]
     if not memories:
         return Check(WARNING, "fit", f"{gib:.1f} GiB of weights ({source}); no GPU visible to hold them")
-    per_gpu = min(memories) / 1024 * GPU_MEMORY_UTILIZATION * WEIGHTS_SHARE
+
+    version = vllm_release.target_version()
+    share = vllm_release.default_gpu_memory_utilization(version, "cuda")
+    per_gpu = min(memories) / 1024 * share * WEIGHTS_SHARE
+    shared = f"; vLLM's memory share {vllm_release.share_note(version, 'cuda')}"
     # tensor parallelism splits attention heads evenly: a power of two
     needed = 1 << max(0, math.ceil(math.log2(max(1.0, gib / per_gpu))))
     if needed <= len(memories):
         tp = f" with --tensor-parallel-size {needed}" if needed > 1 else ""
-        return Check(OK, "fit", f"{gib:.1f} GiB of weights ({source}) fit {needed} of {len(memories)} GPU(s){tp}")
+        return Check(OK, "fit", f"{gib:.1f} GiB of weights ({source}) fit {needed} of {len(memories)} GPU(s){tp}"
+                                f"{shared}")
     return Check(ERROR, "fit", f"{gib:.1f} GiB of weights ({source}) need about {needed} GPUs of "
                                f"{min(memories) / 1024:.0f} GiB, {len(memories)} visible: use more GPUs "
-                               "(--tensor-parallel-size) or a quantized checkpoint (--quantization)")
+                               "(--tensor-parallel-size) or a quantized checkpoint (--quantization)" + shared)
 
 
 def model_checks(model: str, gpu_rows: list[str], revision: str | None = None) -> list[Check]:

@@ -16,6 +16,7 @@ import hashlib
 import sys
 import time
 from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from wtb_local.backends.base import Backend, Capabilities
@@ -73,6 +74,15 @@ class TransformersBackend(Backend):
 
     async def start(self) -> None:
         await asyncio.to_thread(self._load)
+
+    @classmethod
+    def engine(cls) -> dict[str, Any]:
+
+        try:
+            installed = version("transformers")
+        except PackageNotFoundError:
+            installed = None
+        return {"name": "transformers", "version": installed, "constrained_decoding": "off"}
 
     @classmethod
     def from_loaded(cls, model: Any, tokenizer: Any, config: TransformersConfig) -> TransformersBackend:

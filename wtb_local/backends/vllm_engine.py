@@ -19,7 +19,8 @@ import os
 import time
 from typing import Any
 
-from wtb_local.backends.base import Backend, Capabilities
+from wtb_local import vllm_release
+from wtb_local.backends.base import Backend, Capabilities, SetupError
 from wtb_local.backends.completions import error_completion, prompt_too_long
 from wtb_local.backends.config import VLLMConfig
 from wtb_local.backends.leaked_memory import release_leaked, segments
@@ -203,6 +204,23 @@ class VLLMBackend(Backend):
         return {"identical": False, "why": BATCHED}
 
     @classmethod
+    def engine(cls) -> dict[str, Any]:
+        # wtb_local asks for no structured outputs and no strict tool calling (docs/reproducibility.md)
+        return {"name": "vllm", "version": vllm_release.installed_version(), "constrained_decoding": "off"}
+
+    @classmethod
+    def check(cls, options: Any) -> None:
+        """Besides the packages and the model: the settings the installed vLLM refuses at engine start,
+        refused here in one line (vllm_release.py)."""
+
+        refused = vllm_release.refused_setting(
+            vllm_release.installed_version(), distributed_executor_backend=options.distributed_executor_backend,
+            pipeline_parallel_size=options.pipeline_parallel_size)
+        if refused:  # before the hub is asked for the model: nothing to fetch for a run that cannot start
+            raise SetupError(refused)
+        super().check(options)
+
+    @classmethod
     def from_run(cls, run: Any, *, parser: Any, renderer: Any) -> VLLMBackend:
         level = run.engine_log_level or ("info" if run.verbose else os.environ.get("VLLM_LOGGING_LEVEL", QUIET))
         # the declared engine options as they are (runner/setup/options.py, `Cli.engine`); what the run
@@ -219,6 +237,8 @@ class VLLMBackend(Backend):
 
             info["vllm_version"] = vllm.__version__
             info["device"] = current_platform.device_name
+            info["gpu_memory_utilization"] = memory_share(self.config, vllm.__version__,
+                                                          current_platform.device_name)
             info["batch_invariant"] = batch_invariant()
             if current_platform.device_name != "cpu":
                 info["device_name"] = current_platform.get_device_name(0)
@@ -264,6 +284,19 @@ def unsupported_engine_args(args: dict[str, Any], engine_args_class: Any) -> lis
     return sorted(name for name in args if name not in known)
 
 
+def memory_share(config: VLLMConfig, version: str, device: str) -> dict[str, Any]:
+    """The memory share the engine took and where it came from (the manifest's record of it)."""
+    if config.gpu_memory_utilization is not None:
+        return {"value": config.gpu_memory_utilization, "from": "given"}
+    if device == "cpu":
+        return {"value": CPU_MEMORY_SHARE, "from": "wtb_local's default on vLLM's CPU build (share of host RAM)"}
+    return {"value": vllm_release.default_gpu_memory_utilization(version, device),
+            "from": vllm_release.share_note(version, device)}
+
+
+CPU_MEMORY_SHARE = 0.2
+
+
 def _level(name: str) -> int:
     return int(logging.getLevelName(name.upper()))
 
@@ -300,7 +333,7 @@ def _platform_engine_args(config: VLLMConfig) -> dict[str, Any]:
         raise ValueError(BATCH_INVARIANT_ON_CPU)
 
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")  # GiB; the CPU build's own default is too small
-    args.setdefault("gpu_memory_utilization", 0.2)
+    args.setdefault("gpu_memory_utilization", CPU_MEMORY_SHARE)
     if config.enable_chunked_prefill is None:
         args["enable_chunked_prefill"] = False
         if config.max_num_batched_tokens is None:

@@ -155,6 +155,17 @@ def _replay(result_file: Path, manifest: dict[str, Any], parser: str, options: d
     return _task_verdicts(outcome.score_rows, outcome.result_rows)
 
 
+def _tokenizer(name: str, manifest: dict[str, Any]) -> Any:
+    """The recorded run's tokenizer, for vLLM's own parsers (parsers/vllm_native.py); None for ours."""
+    from wtb_local.parsers.vllm_native import is_vllm_parser, load_tokenizer  # deferred: start-up
+
+    if not is_vllm_parser(name):
+        return None
+    config, settings = manifest.get("config") or {}, manifest.get("settings") or {}
+    return load_tokenizer(config.get("model"), revision=config.get("revision") or settings.get("revision"),
+                          trust_remote_code=bool(config.get("trust_remote_code", settings.get("trust_remote_code"))))
+
+
 def compare_parsers(run_dir: str | Path, parser_names: list[str], *, dataset: str | None = None,
                     keep: str | Path | None = None) -> dict[str, Any]:
     """The comparison as a JSON-ready dict. `keep`: write each parser's replayed run under keep/<parser>."""
@@ -172,7 +183,7 @@ def compare_parsers(run_dir: str | Path, parser_names: list[str], *, dataset: st
     recorded, options = recorded_parser(result_file)
     chosen = {name: replay_parser(result_file, name)[1] for name in parser_names}  # as `run --backend replay`
     try:
-        parsers = [get_parser(name, **chosen[name]) for name in parser_names]
+        parsers = [get_parser(name, tokenizer=_tokenizer(name, manifest), **chosen[name]) for name in parser_names]
     except ValueError as exc:
         raise RunError(f"--parsers: {exc}") from None
     dataset = dataset or (manifest.get("dataset") or {}).get("path")

@@ -134,6 +134,19 @@ def _parser(r: RunRecords) -> str:
     return _text(parser) + (f" {_text(options)}" if options else "")
 
 
+def _parser_implementation(r: RunRecords) -> str:
+    """Whose code read the replies, and which version: wtb_local's own parsers or vLLM's (`vllm:NAME`)."""
+    parser = _dict(_dict(r.manifest.get("versions")).get("parser"))
+    version = parser.get("version") or _config(r.manifest).get("parser_version")
+    if not parser and not version:
+        return "unknown"
+    return f"{_text(parser.get('implementation'))} {_text(version)}"
+
+
+def _constrained(r: RunRecords) -> str:
+    return _text(_dict(_dict(r.generation.get("versions")).get("engine")).get("constrained_decoding"))
+
+
 def _checker(r: RunRecords) -> str:
     return r.checker
 
@@ -188,11 +201,13 @@ FACTORS: tuple[Factor, ...] = (
            "settings.resolved_dtype (else backend.settings.dtype, config.dtype), config.quantization", _dtype),
     Factor("engine", "completion", "config.backend", _engine),
     Factor("engine version", "completion", "backend.*_version, backend.device", _engine_version),
+    Factor("constrained decoding", "completion", "versions.engine.constrained_decoding", _constrained),
     Factor("sampling", "completion", "sampling_used (else config.sampling)", _sampling),
     Factor("max new tokens", "completion", "config.sampling.max_new_tokens", _max_new_tokens),
     Factor("seed", "completion", "config.sampling.seed", _seed),
     Factor("context window", "completion", "context_length.value (else config.max_model_len)", _context),
     Factor("parser", "parse", "config.parser, parser_options", _parser),
+    Factor("parser implementation", "parse", "versions.parser (else config.parser_version)", _parser_implementation),
     Factor("checker", "verdict", "protocol.checker (a re-scoring's own)", _checker),
     Factor("evaluator", "verdict", "wtb_local.version, wtb_local.git_commit", _evaluator),
 )

@@ -56,6 +56,10 @@ def parser_aliases() -> dict[str, str]:
 
 def parser_class(name: str) -> type[ToolParser]:
     """The parser registered as `name`, or the one parser mirroring vLLM's parser of that name."""
+    from wtb_local.parsers.vllm_native import is_vllm_parser  # deferred: start-up
+
+    if is_vllm_parser(name):
+        raise ValueError(f"{name} is vLLM's own parser, built with the run's tokenizer (get_parser)")
     if name in _registry():
         return _registry()[name]
     owners = _vllm_owners().get(name, ())
@@ -67,14 +71,16 @@ def parser_class(name: str) -> type[ToolParser]:
     raise ValueError(f"unknown parser {name!r}; known parsers: {', '.join(parser_names())}")
 
 
-def get_parser(name: str, **options: Any) -> ToolParser:
+def get_parser(name: str, *, tokenizer: Any = None, **options: Any) -> ToolParser:
     """An instance of the named parser, or of the one mirroring that vLLM parser name (`options` are
     parser-specific, e.g. `thinking=True`; `thinking="per-step"`: the pre-fill is decided per step, see
-    parsers/prefill.py)."""
+    parsers/prefill.py). `vllm:NAME` is the installed vLLM's own parser, read with `tokenizer`
+    (parsers/vllm_native.py)."""
     from wtb_local.parsers.prefill import split_options  # deferred: start-up
+    from wtb_local.parsers.vllm_native import build, is_vllm_parser  # deferred: start-up
 
     built, per_step = split_options(options)
-    parser = parser_class(name)(**built)
+    parser = build(name, tokenizer, **built) if is_vllm_parser(name) else parser_class(name)(**built)
     parser.per_step_prefill = per_step
     return parser
 

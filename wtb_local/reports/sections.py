@@ -182,6 +182,33 @@ def format_deviation_section(runs: Sequence[Run]) -> Section:
     return section
 
 
+VERSION_COLUMNS = (("engine", "engine"), ("engine_version", "engine version"),
+                   ("constrained", "constrained decoding"), ("parser", "parser"),
+                   ("parser_implementation", "parser implementation"), ("parser_version", "parser version"))
+
+
+def versions_section(runs: Sequence[Run]) -> Section:
+    """What a score depends on besides the model: the engine and its version, whether decoding was
+    constrained, the parser, whose code it is and its version (the manifest's `versions`); rows only for
+    runs whose manifest records them."""
+    section = Section("versions", "Versions a score depends on", list(VERSION_COLUMNS),
+                      note="From each run's manifest (`versions`); n/a: not recorded. A score moves with the "
+                      "parser's implementation and version: vllm:NAME is the installed vLLM's own parser "
+                      "(docs/parsers-and-templates.md, \"vLLM's own parsers\").", percent=False,
+                      label_header="run")
+    for run in runs:
+        versions = (run.manifest or {}).get("versions")
+        if not isinstance(versions, dict):
+            continue
+        engine, parser = versions.get("engine") or {}, versions.get("parser") or {}
+        section.rows.append({"label": run.label, "kind": "ours", "engine": engine.get("name"),
+                             "engine_version": engine.get("version"),
+                             "constrained": engine.get("constrained_decoding"), "parser": parser.get("name"),
+                             "parser_implementation": parser.get("implementation"),
+                             "parser_version": parser.get("version")})
+    return section
+
+
 def _detailed(runs: Sequence[Run]) -> list[Run]:
     return [run for run in runs if run.detailed]
 
@@ -190,7 +217,7 @@ def build_sections(runs: Sequence[Run], paper: bool = True) -> list[Section]:
     """Every table of the report, in reading order; sections with no rows are left out."""
     sections = [table_section(runs, 6, paper), table_section(runs, 7, paper), subtype_section(runs),
                 transition_section(runs), paper_error_section(runs, paper), error_section(runs),
-                health_section(runs), format_deviation_section(runs)]
+                health_section(runs), format_deviation_section(runs), versions_section(runs)]
     return [section for section in sections if section.rows]
 
 

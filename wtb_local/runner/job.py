@@ -100,9 +100,21 @@ def _new_manifest(prep: PreparedRun, paths: RunPaths, config: dict[str, Any],
         "machine": machine(),
         "invocations": list((previous or {}).get("invocations", [])),
         "protocol": prep.applied.section,
+        "versions": run_versions(prep),
         "context_length": prep.context_length,
         "sources": dict(sorted(settings.sources.items())),  # where each value came from (prepare.py)
     }
+
+
+def run_versions(prep: PreparedRun) -> dict[str, Any]:
+    """The versions and constraints a score depends on: the engine and its version, the parser's
+    implementation and version, whether decoding was constrained (docs/reproducibility.md)."""
+    settings = prep.run
+    implementation = getattr(prep.parser, "implementation", "wtb_local") if prep.parser is not None else None
+    parser_version = settings.parser_version or (package_versions().get("wtb-local")
+                                                 if implementation == "wtb_local" else None)
+    return {"engine": prep.backend_class.engine(),
+            "parser": {"name": settings.parser, "implementation": implementation, "version": parser_version}}
 
 
 @dataclass

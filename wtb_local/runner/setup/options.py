@@ -101,8 +101,9 @@ class RunOptions(BaseModel):
     served_model_name: Annotated[str | None, Cli(
         "openai, openai-chat: the model name sent in requests, as the server serves it (vLLM's "
         "--served-model-name); --model keeps naming the checkpoint or tokenizer (default: --model).", engine=("served_model_name",))] = None
-    parser: Annotated[str | None, Cli("Tool-call parser (default: chosen from the template/model id).",
-                                      "yes")] = None
+    parser: Annotated[str | None, Cli(
+        "Tool-call parser (default: chosen from the template/model id); vllm:NAME: the installed vLLM's own "
+        "parser of that name.", "yes", hash_keys_when_set=("parser_version",))] = None
     chat_template: Annotated[str | None, Cli(
         "Chat template override: a name from chat_templates/ or a path.", "yes",
         ("chat_template", "template_sha256"))] = None
@@ -168,7 +169,8 @@ class RunOptions(BaseModel):
         "slurm/wtb_multinode.sbatch) [default: not passed, vLLM's choice].",
         type=click.Choice(["mp", "ray", "uni", "external_launcher"]), engine=("distributed_executor_backend",))] = None
     gpu_memory_utilization: Annotated[float | None, Cli(
-        "vLLM: share of GPU memory to use [default: 0.9; 0.2 of host RAM on vLLM's CPU build].",
+        "vLLM: share of GPU memory to use [default: the installed vLLM's: 0.92, 1.0 on CUDA/ROCm from vLLM "
+        "0.34; 0.2 of host RAM on vLLM's CPU build].",
         type=click.FloatRange(min=0.0, max=1.0, min_open=True), engine=("gpu_memory_utilization",))] = None
     max_num_seqs: Annotated[int | None, Cli("vLLM: sequences per batch; openai: concurrent requests.",
                                             type=_POSITIVE, engine=("max_num_seqs", "max_concurrency"))] = None
@@ -268,6 +270,10 @@ def hashed_keys() -> tuple[tuple[str, ...], frozenset[str]]:
                 keys.append(key)
             if cli.hashed == "when set":
                 when_set.add(key)
+        for key in cli.hash_keys_when_set:
+            if key not in keys:
+                keys.append(key)
+            when_set.add(key)
     return tuple(keys), frozenset(when_set)
 
 

@@ -9,12 +9,19 @@ from wtb_local.runner.setup.tokenizer import local_config
 
 
 def choose_parser(name: str | None, *, model: str | None, renderer: Any,
-                  options: dict[str, Any] | None = None,
+                  options: dict[str, Any] | None = None, revision: str | None = None,
+                  trust_remote_code: bool = False,
                   fallbacks: dict[str, str] | None = None) -> tuple[Any, dict[str, Any]]:
     """The parser `name` (default: chosen from the template and model id) and the options it was built
-    with (`options` when given, else the reasoning pre-fill the prompts call for). `fallbacks` gets
+    with (`options` when given, else the reasoning pre-fill the prompts call for). `vllm:NAME` is vLLM's
+    own parser, built with the run's tokenizer as vLLM loads it (parsers/vllm_native.py). `fallbacks` gets
     {option: why} for an option decided without the evidence it is normally decided from."""
     from wtb_local.parsers import get_parser, select_parser
+    from wtb_local.parsers.vllm_native import (  # deferred: start-up
+        VllmParserSetupError,
+        is_vllm_parser,
+        load_tokenizer,
+    )
 
     if name and name.startswith("paper:"):  # a recorded paper-protocol run (replay): its family's parser
         from wtb_local.protocols.parse_rules import native_parser_name  # deferred: start-up
@@ -30,7 +37,11 @@ def choose_parser(name: str | None, *, model: str | None, renderer: Any,
             raise RunError(str(exc)) from None
     chosen = dict(options or _prefill_options(renderer, name, fallbacks))
     try:
-        return get_parser(name, **chosen), chosen
+        tokenizer = (load_tokenizer(model, revision=revision, trust_remote_code=trust_remote_code)
+                     if is_vllm_parser(name) else None)
+        return get_parser(name, tokenizer=tokenizer, **chosen), chosen
+    except VllmParserSetupError as exc:
+        raise RunError(f"--parser {name}: {exc}") from None
     except ValueError as exc:
         raise RunError(f"--parser: {exc}") from None
 
@@ -44,8 +55,10 @@ def _prefill_options(renderer: Any, parser_name: str, fallbacks: dict[str, str] 
 
     if renderer is None:
         return {}
-    try:
-        family_thinks = getattr(parser_class(parser_name), "thinking", None) is True
+    from wtb_local.parsers.vllm_native import vllm_name  # deferred: start-up
+
+    try:  # vLLM's own parser: the family of ours that mirrors its name
+        family_thinks = getattr(parser_class(vllm_name(parser_name)), "thinking", None) is True
     except ValueError:
         family_thinks = False
     if family_thinks:

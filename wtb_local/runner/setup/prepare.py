@@ -293,6 +293,7 @@ class ParserAndThinking:
 
     def resolved(self) -> dict[str, Any]:
         return {"parser_options": self.parser_options, "parser": getattr(self.parser, "name", None),
+                "parser_version": getattr(self.parser, "version", None),  # vLLM's own parsers: vLLM's
                 **({"max_new_tokens": self.max_new_tokens} if self.max_new_tokens is not None else {})}
 
 
@@ -308,7 +309,9 @@ def _parser_and_thinking(values: dict[str, Any], sources: dict[str, str], backen
             said["parser"] = f"protocol {protocol.name}"
         fallbacks: dict[str, str] = {}
         parser, parser_options = choose_parser(name, model=values["model"], renderer=renderer,
-                                               options=parser_options, fallbacks=fallbacks)
+                                               options=parser_options, revision=values["revision"],
+                                               trust_remote_code=values["trust_remote_code"],
+                                               fallbacks=fallbacks)
         said.update(fallbacks)  # recorded in the manifest's sources, and said at start (_prepare)
         if said.get("parser", sources["parser"]) == "default":
             said["parser"] = "chosen from the template and model id"
