@@ -13,7 +13,7 @@ engine stops before them), and a leading reasoning block is split off with the m
 separate reasoning parser; `<think>` where we mirror no parser of that name), honouring the run's `thinking`
 option. vLLM is imported only when such a parser is built (docs/parsers-and-templates.md, "vLLM's own
 parsers"). A vLLM parser that raises is an error of the parser, never a model outcome: `VllmParserCrash`
-carries it to the one place parse exceptions are handled (`parsers.parse_completion`).
+reaches the step driver through `parsers.parse_reply`, which makes it an internal error (docs/reliability.md).
 """
 
 from __future__ import annotations
