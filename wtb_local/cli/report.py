@@ -133,8 +133,7 @@ def _warn_length_cuts(runs: list) -> None:
     for run in runs:
         if run.result_rows is None:
             continue
-        manifest = run.manifest or {}
-        sampling = (manifest.get("config") or {}).get("sampling") or manifest.get("sampling") or {}  # older
+        sampling = run.manifest.sampling if run.manifest is not None else {}
         budget = sampling.get("max_new_tokens")
         warning = cuts_warning(length_cuts(run.result_rows), budget)
         if warning:

@@ -11,10 +11,14 @@ Imports only the scorer (no torch, vllm or transformers): scoring a 1,024-task f
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from wtb_local.resources import DEFAULT_DATASET
+
+if TYPE_CHECKING:  # the model is imported where a manifest is read, not at --help
+    from wtb_local.contract.manifest import Manifest
 
 
 @click.command(name="score")
@@ -70,8 +74,7 @@ def score(
     if manifest is not None and model_name is None:
         model_name = recorded_model(manifest)[1]
     if dataset is None:
-        recorded = (manifest or {}).get("dataset") or {}
-        dataset = recorded.get("source") or recorded.get("path") if isinstance(recorded, dict) else None
+        dataset = (manifest.dataset_source or manifest.dataset_path) if manifest is not None else None
         dataset = dataset or DEFAULT_DATASET
     try:
         dataset_path = resolve_dataset(dataset)
@@ -132,11 +135,10 @@ def _result_file(path: str, model_name: str | None) -> str:
         raise click.ClickException(str(exc)) from None
 
 
-def _check_recorded_dataset(result_file: str, manifest: dict, sha256: str, dataset: str) -> None:
+def _check_recorded_dataset(result_file: str, manifest: Manifest, sha256: str, dataset: str) -> None:
     """Refuse a result file of a run directory whose manifest records another dataset: session ids match
     across datasets (wild_tool_bench_N), so scoring against the wrong one gives wrong labels silently."""
-    config = manifest.get("config") if isinstance(manifest.get("config"), dict) else {}
-    recorded = config.get("dataset_sha256")
+    recorded = manifest.section("config").get("dataset_sha256")
     if isinstance(recorded, str) and recorded != sha256:
         raise click.ClickException(
             f"{result_file}: its run's manifest records dataset sha256 {recorded[:12]}..., but --dataset "

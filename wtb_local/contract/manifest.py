@@ -52,6 +52,72 @@ class Manifest(BaseModel):
     invocations: list[Invocation] = []
     summary: dict[str, Any] | None = None
 
+    # Readers' shorthands for values several commands read; each says where older manifests kept it.
+    def section(self, name: str) -> dict[str, Any]:
+        """A top-level object (`config`, `protocol`, `versions` ...); {} when absent or not an object."""
+        value = getattr(self, name, None) if name in type(self).model_fields else (self.model_extra or {}).get(name)
+        return value if isinstance(value, dict) else {}
+
+    def extra(self, name: str) -> Any:
+        """A top-level field the model does not check, as written (None when absent)."""
+        return (self.model_extra or {}).get(name)
+
+    @property
+    def model_id(self) -> str | None:
+        """The model as asked (`config.model`; `model.id` in older manifests)."""
+        value = self.section("config").get("model") or self.section("model").get("id")
+        return value if isinstance(value, str) and value else None
+
+    @property
+    def model_name(self) -> str | None:
+        """The model's name (`config.model_name`; `model.name` in older manifests)."""
+        value = self.section("config").get("model_name") or self.section("model").get("name")
+        return value if isinstance(value, str) and value else None
+
+    @property
+    def protocol_name(self) -> str | None:
+        """The protocol (`protocol.name`, else `config.protocol`)."""
+        value = self.section("protocol").get("name") or self.section("config").get("protocol")
+        return str(value) if value else None
+
+    @property
+    def parser(self) -> Any:
+        """The tool-call parser (`config.parser`; a top-level `parser` in older manifests)."""
+        return self.section("config").get("parser") or (self.model_extra or {}).get("parser")
+
+    @property
+    def sampling(self) -> dict[str, Any]:
+        """The sampling settings (`config.sampling`; a top-level `sampling` in older manifests)."""
+        value = self.section("config").get("sampling") or (self.model_extra or {}).get("sampling")
+        return value if isinstance(value, dict) else {}
+
+    @property
+    def dataset_path(self) -> str | None:
+        """The dataset file the run read (`dataset.path`), as recorded (it may no longer exist)."""
+        value = self.section("dataset").get("path")
+        return value if isinstance(value, str) and value else None
+
+    @property
+    def dataset_source(self) -> str | None:
+        """`sample`, `release` or a file (`dataset.source`)."""
+        value = self.section("dataset").get("source")
+        return str(value) if value else None
+
+    @property
+    def dataset_sha256(self) -> str | None:
+        """The dataset's sha256 (`config.dataset_sha256`, else `dataset.sha256`)."""
+        value = self.section("config").get("dataset_sha256") or self.section("dataset").get("sha256")
+        return value if isinstance(value, str) and value else None
+
+    @property
+    def first_started(self) -> str | None:
+        """When the run's first command started."""
+        return next((i.started for i in self.invocations if i.started), None)
+
+    def as_written(self) -> dict[str, Any]:
+        """The manifest as its JSON holds it (no defaults added): for exports that copy parts of it."""
+        return self.model_dump(exclude_unset=True)
+
 
 class ResultRow(BaseModel):
     """One line of a result file: a finished session (`result`: its tasks, or the reference's error string

@@ -52,9 +52,23 @@ def check_manifest(data: Any, path: str | Path) -> Manifest:
         raise ManifestError(f"{path}: field {where}: {error['msg'].lower()} (got {got})") from None
 
 
-def load_manifest(path: str | Path) -> dict[str, Any] | None:
-    """The manifest at `path` (a manifest.json or its run directory), checked against its model; None when
-    there is none. ManifestError (one line) when it is not JSON or does not validate."""
+def as_manifest(value: Manifest | dict[str, Any] | None) -> Manifest | None:
+    """A manifest a run built in memory (a dict, validated at every write) or one read, as its model."""
+    if value is None or isinstance(value, Manifest):
+        return value
+    return check_manifest(value, MANIFEST_NAME)
+
+
+def load_manifest(path: str | Path) -> Manifest | None:
+    """The manifest at `path` (a manifest.json or its run directory) as its model; None when there is
+    none. ManifestError (one line) when it is not JSON or does not validate. Every reader reads it so."""
+    data = load_manifest_data(path)
+    return None if data is None else Manifest.model_validate(data)
+
+
+def load_manifest_data(path: str | Path) -> dict[str, Any] | None:
+    """The manifest at `path`, checked against its model, as the dict it is: for the writers that update
+    it (resume, merge, rescore) and write it back byte for byte (docs/architecture.md)."""
     path = Path(path)
     if path.is_dir():
         path = path / MANIFEST_NAME

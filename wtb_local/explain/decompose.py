@@ -55,14 +55,13 @@ def _registered(parser: str | None) -> bool:
 
 
 def _parser_of(run: ExplainRun) -> str | None:
-    config = run.manifest.get("config") if isinstance(run.manifest.get("config"), dict) else {}
-    parser = config.get("parser") or run.manifest.get("parser")
+    parser = run.manifest.parser
     return str(parser) if parser else None
 
 
 def _protocol_of(run: ExplainRun) -> str | None:
-    section = run.manifest.get("protocol") if isinstance(run.manifest.get("protocol"), dict) else {}
-    return section.get("name") if isinstance(section.get("name"), str) else None
+    name = run.manifest.section("protocol").get("name")
+    return name if isinstance(name, str) else None
 
 
 def _has_raw(run: ExplainRun) -> bool:
@@ -82,8 +81,8 @@ def reparse(run: ExplainRun, parser: str) -> list[dict[str, Any]]:
     from wtb_local.runner.job import run_job_async  # deferred: start-up
     from wtb_local.runner.setup.options import RunOptions  # deferred: start-up
 
-    config = run.manifest.get("config") if isinstance(run.manifest.get("config"), dict) else {}
-    dataset = run.dataset_path or str((run.manifest.get("dataset") or {}).get("source") or "release")
+    config = run.manifest.section("config")
+    dataset = run.dataset_path or (run.manifest.dataset_source or "release")
     with tempfile.TemporaryDirectory(prefix="wtb-explain-") as scratch:
         options = RunOptions(backend="replay", replay=str(run.result_file), model=config.get("model"),
                              model_name=config.get("model_name") or run.model_name, parser=parser,

@@ -22,6 +22,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from wtb_local.contract.manifest import Manifest
+from wtb_local.contract.run_dir import as_manifest
+
 STAGES = ("tasks", "prompt", "completion", "parse", "verdict")
 _SHORT = 12  # hashes are shown by their first 12 hex digits
 
@@ -30,9 +33,13 @@ _SHORT = 12  # hashes are shown by their first 12 hex digits
 class RunRecords:
     """The records a run's factors are read from."""
 
-    manifest: dict[str, Any]  # the run's own manifest
-    generation: dict[str, Any]  # the manifest of the run whose completions these are (itself unless a replay)
+    manifest: Manifest  # the run's own manifest
+    generation: Manifest  # the manifest of the run whose completions these are (itself unless a replay)
     checker: str  # the argument checker of the verdicts compared
+
+    def __post_init__(self) -> None:  # a manifest given as the dict a run wrote is read through its model
+        for name in ("manifest", "generation"):
+            object.__setattr__(self, name, as_manifest(getattr(self, name)) or Manifest())
 
 
 @dataclass(frozen=True)
@@ -45,10 +52,6 @@ class Factor:
 
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
-
-
-def _config(manifest: dict[str, Any]) -> dict[str, Any]:
-    return _dict(manifest.get("config"))
 
 
 def _short(value: Any) -> str:
@@ -66,34 +69,34 @@ def _text(value: Any) -> str:
 
 
 def _model(r: RunRecords) -> str:
-    return _text(_config(r.generation).get("model"))
+    return _text(r.generation.section("config").get("model"))
 
 
 def _revision(r: RunRecords) -> str:
-    config = _config(r.generation)
+    config = r.generation.section("config")
     return _text(config.get("resolved_revision") or config.get("revision"))
 
 
 def _tokenizer(r: RunRecords) -> str:
-    return _short(_config(r.generation).get("tokenizer_sha256"))
+    return _short(r.generation.section("config").get("tokenizer_sha256"))
 
 
 def _dtype(r: RunRecords) -> str:
     """The dtype the weights ran in, as recorded: `settings.resolved_dtype` (what `--dtype auto` became,
     docs/real-model.md §3), else the backend's own record, else the dtype as asked (older manifests)."""
-    config = _config(r.generation)
+    config = r.generation.section("config")
     quantization = config.get("quantization")
-    ran = (_dict(r.generation.get("settings")).get("resolved_dtype")
-           or _dict(_dict(r.generation.get("backend")).get("settings")).get("dtype") or config.get("dtype"))
+    ran = (r.generation.section("settings").get("resolved_dtype")
+           or _dict(r.generation.section("backend").get("settings")).get("dtype") or config.get("dtype"))
     return _text(ran) + (f", {quantization}" if quantization else "")
 
 
 def _engine(r: RunRecords) -> str:
-    return _text(_config(r.generation).get("backend"))
+    return _text(r.generation.section("config").get("backend"))
 
 
 def _engine_version(r: RunRecords) -> str:
-    described = _dict(r.generation.get("backend"))
+    described = r.generation.section("backend")
     parts = [f"{key.removesuffix('_version')} {value}" for key, value in sorted(described.items())
              if key.endswith("_version")]
     if described.get("device"):
@@ -102,7 +105,7 @@ def _engine_version(r: RunRecords) -> str:
 
 
 def _template(r: RunRecords) -> str:
-    config, template = _config(r.generation), _dict(r.generation.get("template"))
+    config, template = r.generation.section("config"), r.generation.section("template")
     sha = config.get("template_sha256") or template.get("sha256")
     if not sha:
         return "none"
@@ -111,40 +114,40 @@ def _template(r: RunRecords) -> str:
 
 
 def _template_kwargs(r: RunRecords) -> str:
-    return _text(_config(r.generation).get("template_kwargs"))
+    return _text(r.generation.section("config").get("template_kwargs"))
 
 
 def _thinking(r: RunRecords) -> str:
-    effective = _dict(r.generation.get("thinking")).get("effective")
+    effective = r.generation.section("thinking").get("effective")
     if not isinstance(effective, bool):
         return "unknown"
     return "on" if effective else "off"
 
 
 def _protocol(r: RunRecords) -> str:
-    section = _dict(r.generation.get("protocol"))
-    name = section.get("name") or _config(r.generation).get("protocol") or "release"
+    section = r.generation.section("protocol")
+    name = section.get("name") or r.generation.section("config").get("protocol") or "release"
     family = _dict(section.get("family")).get("name")
     return f"{name} ({family})" if family else str(name)
 
 
 def _parser(r: RunRecords) -> str:
-    options = r.manifest.get("parser_options")
-    parser = _config(r.manifest).get("parser") or r.manifest.get("parser")
+    options = r.manifest.extra("parser_options")
+    parser = r.manifest.parser
     return _text(parser) + (f" {_text(options)}" if options else "")
 
 
 def _parser_implementation(r: RunRecords) -> str:
     """Whose code read the replies, and which version: wtb_local's own parsers or vLLM's (`vllm:NAME`)."""
-    parser = _dict(_dict(r.manifest.get("versions")).get("parser"))
-    version = parser.get("version") or _config(r.manifest).get("parser_version")
+    parser = _dict(r.manifest.section("versions").get("parser"))
+    version = parser.get("version") or r.manifest.section("config").get("parser_version")
     if not parser and not version:
         return "unknown"
     return f"{_text(parser.get('implementation'))} {_text(version)}"
 
 
 def _constrained(r: RunRecords) -> str:
-    return _text(_dict(_dict(r.generation.get("versions")).get("engine")).get("constrained_decoding"))
+    return _text(_dict(r.generation.section("versions").get("engine")).get("constrained_decoding"))
 
 
 def _checker(r: RunRecords) -> str:
@@ -152,35 +155,35 @@ def _checker(r: RunRecords) -> str:
 
 
 def _sampling(r: RunRecords) -> str:
-    used = {k: v for k, v in _dict(r.generation.get("sampling_used")).items()
+    used = {k: v for k, v in r.generation.section("sampling_used").items()
             if k not in ("max_new_tokens", "seed")}
     if set(used) <= {"source"}:
         if used.get("source"):
             return str(used["source"])
-        sampling = _dict(_config(r.generation).get("sampling"))
+        sampling = _dict(r.generation.section("config").get("sampling"))
         return _text({k: sampling.get(k) for k in ("temperature", "top_p")})
     return ", ".join(f"{k} {_text(v)}" for k, v in used.items())
 
 
 def _max_new_tokens(r: RunRecords) -> str:
-    return _text(_dict(_config(r.generation).get("sampling")).get("max_new_tokens"))
+    return _text(_dict(r.generation.section("config").get("sampling")).get("max_new_tokens"))
 
 
 def _seed(r: RunRecords) -> str:
-    return _text(_dict(_config(r.generation).get("sampling")).get("seed"))
+    return _text(_dict(r.generation.section("config").get("sampling")).get("seed"))
 
 
 def _context(r: RunRecords) -> str:
-    chosen = _dict(r.generation.get("context_length")).get("value")
-    return _text(chosen if chosen is not None else _config(r.generation).get("max_model_len"))
+    chosen = r.generation.section("context_length").get("value")
+    return _text(chosen if chosen is not None else r.generation.section("config").get("max_model_len"))
 
 
 def _dataset(r: RunRecords) -> str:
-    return _short(_config(r.manifest).get("dataset_sha256"))
+    return _short(r.manifest.section("config").get("dataset_sha256"))
 
 
 def _evaluator(r: RunRecords) -> str:
-    record = _dict(r.manifest.get("wtb_local"))
+    record = r.manifest.section("wtb_local")
     commit = record.get("git_commit")
     text = _text(record.get("version"))
     if commit:

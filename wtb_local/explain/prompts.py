@@ -44,8 +44,8 @@ def run_renderer(run: ExplainRun) -> tuple[Any, str | None]:
     from wtb_local.protocols import find_protocol  # deferred: start-up
 
     manifest = run.records.generation
-    config, settings = _dict(manifest.get("config")), _dict(manifest.get("settings"))
-    protocol = find_protocol(_dict(manifest.get("protocol")).get("name") or config.get("protocol"))
+    config, settings = manifest.section("config"), manifest.section("settings")
+    protocol = find_protocol(manifest.protocol_name)
     if protocol is None or getattr(protocol, "reproduces_paper", False):
         return None, "the protocol renders with its own prompt builder"
     model = config.get("model")

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wtb_local.contract.manifest import Manifest
+from wtb_local.contract.run_dir import as_manifest
 from wtb_local.explain.factors import RunRecords, read_factors
 
 TaskKey = tuple[str, int]  # (session id, task index)
@@ -30,7 +32,7 @@ class ExplainError(ValueError):
 class ExplainRun:
     label: str
     path: Path
-    manifest: dict[str, Any]
+    manifest: Manifest
     records: RunRecords
     factors: dict[str, str]
     model_name: str
@@ -44,16 +46,15 @@ class ExplainRun:
 
     @property
     def dataset_path(self) -> str | None:
-        dataset = self.manifest.get("dataset")
-        path = dataset.get("path") if isinstance(dataset, dict) else None
-        return path if isinstance(path, str) and Path(path).is_file() else None
+        path = self.manifest.dataset_path
+        return path if path is not None and Path(path).is_file() else None
 
 
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def generation_manifest(manifest: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def generation_manifest(manifest: Manifest) -> tuple[Manifest, list[str]]:
     """The manifest of the run whose completions `manifest`'s run holds: itself, or for a backend that
     replays recorded completions, the recorded run's (followed through replays of replays); with a note
     when a replayed run's manifest cannot be found."""
@@ -62,29 +63,29 @@ def generation_manifest(manifest: dict[str, Any]) -> tuple[dict[str, Any], list[
 
     current = manifest
     for _ in range(_REPLAY_DEPTH):
-        name = _dict(current.get("config")).get("backend")
+        name = current.section("config").get("backend")
         try:
             replays = backend_class(str(name)).capabilities.replays
         except ValueError:
             return current, []
-        source = _dict(current.get("settings")).get("replay")  # the recorded source (`--replay`)
+        source = current.section("settings").get("replay")  # the recorded source (`--replay`)
         if not replays or not isinstance(source, str) or not source:  # fixed replies of its own (a script)
             return current, []
         recorded = recorded_manifest(source)
         if recorded is None:
             return current, [(f"the replayed run's manifest ({source}) is not readable: generation factors "
                               "are the replay's own")]
-        current = recorded
+        current = as_manifest(recorded)
     return current, []
 
 
-def _result_file(path: Path, manifest: dict[str, Any], model_dir: str) -> Path | None:
+def _result_file(path: Path, manifest: Manifest, model_dir: str) -> Path | None:
     from wtb_local.scoring.files import RESULT_FILE_NAME  # deferred: start-up
 
-    recorded = _dict(manifest.get("files")).get("result")
+    recorded = manifest.section("files").get("result")
     candidates = [Path(recorded)] if isinstance(recorded, str) and recorded else []
     candidates.append(path / "result" / model_dir / RESULT_FILE_NAME)
-    base = _dict(manifest.get("protocol")).get("rescore_of")
+    base = manifest.section("protocol").get("rescore_of")
     if isinstance(base, str) and base:
         candidates.append(Path(base) / "result" / model_dir / RESULT_FILE_NAME)
     return next((c for c in candidates if c.is_file()), None)

@@ -170,8 +170,7 @@ def _task_dicts(run: ExportRun) -> dict[tuple[str, int], dict[str, Any]]:
 
 
 def _created(run: ExportRun) -> str:
-    started = next((i.get("started") for i in run.manifest.get("invocations") or []
-                    if isinstance(i, dict) and i.get("started")), None)
+    started = run.manifest.first_started
     if started:
         return str(started)
     return dt.datetime.fromtimestamp(run.folder.stat().st_mtime, dt.UTC).isoformat(timespec="seconds")
@@ -216,7 +215,7 @@ def build_log(run: ExportRun) -> Any:
     tasks = _task_dicts(run)
     samples = [_sample(run, record, tasks.get((record.session_id, record.task_idx)), model)
                for record in run.run.tasks]
-    sampling = run.config.get("sampling") or run.manifest.get("sampling") or {}
+    sampling = run.manifest.sampling
     versions = run.section("wtb_local")
     packages = {name: str(v) for name, v in sorted(run.section("packages").items()) if v}
     if versions.get("version"):
@@ -242,11 +241,11 @@ def build_log(run: ExportRun) -> Any:
         metadata={"wtb_local_run_key": key, "run_dir": str(run.folder), "label": run.label,
                   "status": status, "protocol": run.section("protocol") or {"name": facts.protocol,
                                                                              "checker": facts.checker},
-                  "config_hash": run.manifest.get("config_hash"), "config": run.config,
+                  "config_hash": run.manifest.config_hash, "config": run.config,
                   "settings": run.settings, "sources": run.section("sources"), "wtb_local": versions,
                   "packages": run.section("packages"), "machine": run.section("machine"),
                   "sampling_used": run.section("sampling_used"), "dataset": dataset,
-                  "thinking": run.section("thinking"), "invocations": run.manifest.get("invocations"),
+                  "thinking": run.section("thinking"), "invocations": run.manifest.as_written().get("invocations"),
                   "health": run.health(), "not_carried": missing},
     )
 
@@ -269,10 +268,8 @@ def build_log(run: ExportRun) -> Any:
         ],
         metadata={"sessions": run.sessions_scored, "tasks": run.tasks_scored},
     )
-    ended = next((i.get("finished") for i in reversed(run.manifest.get("invocations") or [])
-                  if isinstance(i, dict) and i.get("finished")), None)
-    failure = next((i.get("failure") for i in reversed(run.manifest.get("invocations") or [])
-                    if isinstance(i, dict) and i.get("failure")), None)
+    ended = next((i.finished for i in reversed(run.manifest.invocations) if i.finished), None)
+    failure = next((i.failure for i in reversed(run.manifest.invocations) if i.failure), None)
     return EvalLog(
         status=_STATUS.get(status, "started"), eval=spec, results=results,
         stats=EvalStats(started_at=created, completed_at=str(ended or created)),

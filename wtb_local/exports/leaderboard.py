@@ -42,7 +42,7 @@ def differences(run: ExportRun) -> list[str]:
     """What keeps the run from being a standard row (empty: standard)."""
     facts = run.facts
     differs = []
-    if not run.run.manifest:
+    if run.run.manifest is None:
         differs.append("no run manifest (protocol, checker and dataset unknown)")
     protocol, checker = default_scoring()  # the benchmark's released evaluator: the leaderboard's rows
     if facts.protocol != protocol:
@@ -50,7 +50,7 @@ def differences(run: ExportRun) -> list[str]:
     if facts.checker != checker or facts.rescore:
         differs.append(f"checker {facts.checker}{' (a re-scoring)' if facts.rescore else ''} (standard: {checker})")
     dataset = run.section("dataset")
-    if run.run.manifest and dataset.get("source") != "release":
+    if run.run.manifest is not None and dataset.get("source") != "release":
         differs.append(f"dataset {dataset.get('source') or facts.dataset or 'unknown'} (standard: the pinned "
                        "release)")
     if (run.sessions_scored, run.tasks_scored) != (RELEASE_SESSIONS, RELEASE_TASKS):
@@ -78,7 +78,7 @@ def leaderboard_row(run: ExportRun) -> dict[str, Any]:
         "row": row, "submission": "custom" if differs else "standard", "differs": differs,
         "run_dir": str(run.folder), "label": run.label, "protocol": run.facts.protocol,
         "checker": run.facts.checker, "sessions": run.sessions_scored, "tasks": run.tasks_scored,
-        "wtb_local": run.section("wtb_local").get("version"), "config_hash": run.manifest.get("config_hash"),
+        "wtb_local": run.section("wtb_local").get("version"), "config_hash": run.manifest.config_hash,
         "not_carried": [f"{', '.join(empty)}: no task in the bucket (null)"] if empty else [],
     }
 

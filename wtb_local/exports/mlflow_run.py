@@ -90,9 +90,9 @@ def _time_ms(text: Any) -> int | None:
 
 
 def _times(run: ExportRun) -> tuple[int | None, int | None]:
-    invocations = [i for i in run.manifest.get("invocations") or [] if isinstance(i, dict)]
-    started = next((_time_ms(i.get("started")) for i in invocations if i.get("started")), None)
-    ended = next((_time_ms(i.get("finished")) for i in reversed(invocations) if i.get("finished")), None)
+    invocations = run.manifest.invocations
+    started = next((_time_ms(i.started) for i in invocations if i.started), None)
+    ended = next((_time_ms(i.finished) for i in reversed(invocations) if i.finished), None)
     return started, ended
 
 

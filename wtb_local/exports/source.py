@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wtb_local.contract.manifest import Manifest
 from wtb_local.reports.runs import ReportError, Run, load_runs
 from wtb_local.reports.table import COLUMNS, metric_values
 
@@ -30,8 +31,8 @@ class ExportRun:
     tables: dict[int, dict[str, float | None]] = field(default_factory=dict)  # Table 6/7 in %, None: no tasks
 
     @property
-    def manifest(self) -> dict[str, Any]:
-        return self.run.manifest or {}
+    def manifest(self) -> Manifest:
+        return self.run.manifest or Manifest()
 
     @property
     def metric(self) -> dict[str, Any]:
@@ -51,8 +52,7 @@ class ExportRun:
         return self.run.base
 
     def section(self, name: str) -> dict[str, Any]:
-        value = self.manifest.get(name)
-        return value if isinstance(value, dict) else {}
+        return self.manifest.section(name)
 
     @property
     def config(self) -> dict[str, Any]:
@@ -80,10 +80,9 @@ class ExportRun:
         """A stable identity of the run: sha256 of its config hash and the moment its first invocation
         started (both survive moving or copying the folder); a run without a manifest (the harness's own
         files): sha256 of its scored file's bytes."""
-        started = next((i.get("started") for i in self.manifest.get("invocations") or []
-                        if isinstance(i, dict) and i.get("started")), None)
-        if self.manifest.get("config_hash") and started:
-            identity = json.dumps([self.manifest["config_hash"], started, self.run.model_name])
+        started = self.manifest.first_started
+        if self.manifest.config_hash and started:
+            identity = json.dumps([self.manifest.config_hash, started, self.run.model_name])
             return hashlib.sha256(identity.encode()).hexdigest()
         digest = hashlib.sha256(self.run.model_name.encode() + b"\0")
         for name in ("score", "result"):
@@ -124,13 +123,14 @@ def load_export_runs(paths: Sequence[str | Path], dataset: str | None = None) ->
 def run_status(run: ExportRun) -> str:
     """The manifest's status; a re-scoring's (`rescore`) is its run's; `complete` for the harness's own files
     (they hold finished sessions only)."""
-    if not run.run.manifest:
+    if run.run.manifest is None:
         return "complete"
-    status = str(run.manifest.get("status") or "complete")
+    status = str(run.manifest.status or "complete")
     if run.facts.rescore and status == "rescored":
         from wtb_local.reports.present import read_run_manifest  # deferred: start-up (--help)
 
-        status = str((read_run_manifest(run.folder) or {}).get("status") or status)
+        own = read_run_manifest(run.folder)
+        status = str((own.status if own is not None else None) or status)
     return status
 
 

@@ -15,6 +15,8 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+from wtb_local.contract.manifest import Manifest
+from wtb_local.contract.run_dir import as_manifest
 from wtb_local.faults import failed_request, masked
 from wtb_local.scoring.length_cuts import cut_in_reasoning
 
@@ -65,8 +67,9 @@ def _percentile(values: list[float], share: float) -> float:
 
 
 def run_health(result_rows: list[dict[str, Any]] | None, score_rows: list[dict[str, Any]] | None,
-               manifest: dict[str, Any] | None) -> dict[str, Any]:
+               manifest: Manifest | dict[str, Any] | None) -> dict[str, Any]:
     """The health figures of one run (None where the files do not say)."""
+    manifest = as_manifest(manifest)
     rows = result_rows if result_rows is not None else (score_rows or [])
     steps = list(_steps(rows))
     tasks = list(_tasks(rows))
@@ -84,8 +87,7 @@ def run_health(result_rows: list[dict[str, Any]] | None, score_rows: list[dict[s
     prompt = [sum(_numbers(t, "input_token_count")) for t in tasks]
     generated = [sum(_numbers(t, "output_token_count")) for t in tasks]
     latency = [v for t in tasks for v in _numbers(t, "latency") if v > 0]
-    invocations = (manifest or {}).get("invocations")
-    walls = [i.get("wall_s") for i in invocations if isinstance(i, dict)] if isinstance(invocations, list) else []
+    walls = [getattr(i, "wall_s", None) for i in manifest.invocations] if manifest is not None else []
     walls = [float(w) for w in walls if isinstance(w, int | float)]
     return {
         "tasks": len(tasks),
@@ -105,7 +107,7 @@ def run_health(result_rows: list[dict[str, Any]] | None, score_rows: list[dict[s
         "latency_mean_s": sum(latency) / len(latency) if latency else None,
         "latency_p95_s": _percentile(latency, 0.95) if latency else None,
         "wall_s": sum(walls) if walls else None,
-        "status": str((manifest or {}).get("status") or "n/a"),
+        "status": str((manifest.status if manifest is not None else None) or "n/a"),
     }
 
 

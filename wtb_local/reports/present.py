@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from wtb_local.contract.run_dir import ManifestUnreadable, load_manifest
+from wtb_local.contract.manifest import Manifest
+from wtb_local.contract.run_dir import ManifestUnreadable, as_manifest, load_manifest
 from wtb_local.protocols import find_protocol
 from wtb_local.reports.table import ReportRow, metric_row, paper_row
 
@@ -44,7 +45,7 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def read_run_manifest(path: str | Path) -> dict[str, Any] | None:
+def read_run_manifest(path: str | Path) -> Manifest | None:
     """The manifest of a run directory (or of the first repeat of a `--repeats` run); None if unreadable."""
     folder = Path(path)
     for candidate in (folder / "manifest.json", folder / "repeats" / "0" / "manifest.json"):
@@ -57,7 +58,7 @@ def read_run_manifest(path: str | Path) -> dict[str, Any] | None:
     return None
 
 
-def run_facts(manifest: dict[str, Any] | None, *, name: str | None = None, checker: str | None = None,
+def run_facts(manifest: Manifest | dict[str, Any] | None, *, name: str | None = None, checker: str | None = None,
               thinking: bool | None = None) -> RunFacts:
     """The facts of a run from its manifest. `name` stands in for a run without one (a harness output
     folder, a loose file); `checker` is the checker that scored what is shown when it is not the run's
@@ -65,21 +66,19 @@ def run_facts(manifest: dict[str, Any] | None, *, name: str | None = None, check
     from wtb_local.reports.thinking_labels import recorded_thinking  # deferred: start-up
     from wtb_local.scoring.files import model_dir_name
 
-    manifest = manifest or {}
-    config, settings = _dict(manifest.get("config")), _dict(manifest.get("settings"))
-    model = _dict(manifest.get("model"))  # older manifests
-    section = _dict(manifest.get("protocol"))
-    model_id = str(config.get("model") or model.get("id") or name or "model")
-    recorded_name = config.get("model_name") or model.get("name")
+    manifest = as_manifest(manifest) or Manifest()
+    settings, section = manifest.section("settings"), manifest.section("protocol")
+    model_id = str(manifest.model_id or name or "model")
+    recorded_name = manifest.model_name
     shown_name = model_dir_name(str(recorded_name)) if recorded_name else str(name or model_id)
-    protocol = str(section.get("name") or config.get("protocol") or "release")
+    protocol = manifest.protocol_name or "release"
     own_checker = str(section.get("checker") or (find_protocol(protocol) or find_protocol(None)).checker)
     mode = recorded_thinking(manifest)
     if mode is None:
         mode = settings.get("thinking") if isinstance(settings.get("thinking"), bool) else thinking
-    dataset = _dict(manifest.get("dataset")).get("source")
+    dataset = manifest.dataset_source
     family = section.get("family") if isinstance(section.get("family"), dict) else None
-    evidence = _dict(manifest.get("thinking")).get("evidence")
+    evidence = manifest.section("thinking").get("evidence")
     return RunFacts(model_id=model_id, name=shown_name, protocol=protocol, checker=checker or own_checker,
                     thinking=mode, dataset=str(dataset) if dataset else None,
                     rescore=bool(section.get("rescore_of")) or (checker is not None),
@@ -199,13 +198,14 @@ class Presentation:
             stream.write(line + "\n")
 
 
-def present(run_dir: str | Path | None, metric: dict[str, Any], *, manifest: dict[str, Any] | None = None,
+def present(run_dir: str | Path | None, metric: dict[str, Any], *, manifest: Manifest | dict[str, Any] | None = None,
             name: str | None = None, checker: str | None = None, thinking: bool | None = None,
             paper: bool = True) -> Presentation:
     """A run directory (its manifest) and the metric shown for it -> label, rows and notes. A `--repeats`
     run (`repeats.json`) is shown as the mean of its repeats, with the ± line."""
     from wtb_local.commands.repeat_runs import error_bar_line, read_summary  # deferred: start-up
 
+    manifest = as_manifest(manifest)  # a run's own (a dict it wrote) or one read
     if manifest is None and run_dir is not None:
         manifest = read_run_manifest(run_dir)
     facts = run_facts(manifest, name=name or str(metric.get("model_name") or "") or None, checker=checker,

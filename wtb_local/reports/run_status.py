@@ -6,12 +6,15 @@ from pathlib import Path
 from typing import Any
 
 from wtb_local.contract.lock_file import live_holder
+from wtb_local.contract.manifest import Manifest
+from wtb_local.contract.run_dir import as_manifest
 
 
-def status_note(run_dir: str | Path, manifest: dict[str, Any] | None) -> str | None:
+def status_note(run_dir: str | Path, manifest: Manifest | dict[str, Any] | None) -> str | None:
     """What a reader must know about a run whose manifest says `running`: that it is still running (the
     live holder of its lock), or that its process died, since nothing holds the lock."""
-    if not isinstance(manifest, dict) or manifest.get("status") != "running":
+    manifest = as_manifest(manifest)
+    if manifest is None or manifest.status != "running":
         return None
     holder = live_holder(run_dir)
     if holder is not None:

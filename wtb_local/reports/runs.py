@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from wtb_local.contract.manifest import Manifest
 from wtb_local.contract.run_dir import ManifestError, load_manifest
 from wtb_local.scoring.files import (
     METRIC_FILE_NAME,
@@ -64,7 +65,7 @@ class Run:
     source: Path
     metric: dict[str, Any]
     thinking: bool | None = None
-    manifest: dict[str, Any] | None = None
+    manifest: Manifest | None = None
     score_rows: list[dict[str, Any]] | None = None
     result_rows: list[dict[str, Any]] | None = None
     sessions: list[Any] | None = None
@@ -97,7 +98,7 @@ class _Found:
     score: Path | None = None
     result: Path | None = None
     metric: Path | None = None
-    manifest: dict[str, Any] | None = None
+    manifest: Manifest | None = None
 
 
 def find_runs(path: str | Path) -> list[_Found]:
@@ -164,7 +165,7 @@ def _from_file(path: Path) -> _Found:
     return found
 
 
-def _read_manifest(folder: Path) -> dict[str, Any] | None:
+def _read_manifest(folder: Path) -> Manifest | None:
     """The run's manifest, checked against its model (contract/run_dir.py): one that is unreadable or does
     not validate stops the report with its one line."""
     try:
@@ -260,12 +261,11 @@ def _load(found: _Found, dataset: str | None, thinking: bool | None) -> Run:
 def _sessions(found: _Found, dataset: str | None) -> list[Any]:
     from wtb_local.dataset import DatasetError, dataset_sha256, read_dataset, resolve_dataset
 
-    recorded = (found.manifest or {}).get("dataset")
-    recorded = recorded if isinstance(recorded, dict) else {}
+    manifest = found.manifest or Manifest()
     choice = dataset
-    if choice is None and recorded:
-        path = recorded.get("path")
-        choice = path if isinstance(path, str) and Path(path).is_file() else recorded.get("source")
+    if choice is None and manifest.section("dataset"):
+        path = manifest.dataset_path
+        choice = path if path is not None and Path(path).is_file() else manifest.section("dataset").get("source")
     where = found.score or found.result
     if choice is None:
         raise ReportError(f"{where}: which dataset were these sessions run on? pass --dataset "
@@ -275,9 +275,8 @@ def _sessions(found: _Found, dataset: str | None) -> list[Any]:
         sessions, _ = read_dataset(path)
     except DatasetError as exc:
         raise ReportError(str(exc)) from None
-    config = (found.manifest or {}).get("config")
-    sha = (config.get("dataset_sha256") if isinstance(config, dict) else None) or recorded.get("sha256")
-    if isinstance(sha, str) and sha != dataset_sha256(path):
+    sha = manifest.dataset_sha256
+    if sha is not None and sha != dataset_sha256(path):
         raise ReportError(f"{where}: its run's manifest records dataset sha256 {sha[:12]}..., but {path} "
                           "differs; pass the dataset the run used with --dataset")
     return sessions

@@ -197,8 +197,8 @@ def versions_section(runs: Sequence[Run]) -> Section:
                       "(docs/parsers-and-templates.md, \"vLLM's own parsers\").", percent=False,
                       label_header="run")
     for run in runs:
-        versions = (run.manifest or {}).get("versions")
-        if not isinstance(versions, dict):
+        versions = run.manifest.section("versions") if run.manifest is not None else None
+        if not versions:
             continue
         engine, parser = versions.get("engine") or {}, versions.get("parser") or {}
         section.rows.append({"label": run.label, "kind": "ours", "engine": engine.get("name"),

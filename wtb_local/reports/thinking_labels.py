@@ -4,15 +4,14 @@ the one its model family's chat template has by default."""
 from __future__ import annotations
 
 import re
-from typing import Any
 
+from wtb_local.contract.manifest import Manifest
 from wtb_local.model_ids import normalize_model_id
 
 
-def recorded_thinking(manifest: dict[str, Any] | None) -> bool | None:
+def recorded_thinking(manifest: Manifest | None) -> bool | None:
     """The effective mode a run directory's manifest records (None for older manifests)."""
-    entry = (manifest or {}).get("thinking")
-    value = entry.get("effective") if isinstance(entry, dict) else None
+    value = manifest.section("thinking").get("effective") if manifest is not None else None
     return value if isinstance(value, bool) else None
 
 

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from wtb_local.contract.run_dir import ManifestError, ManifestUnreadable, check_manifest, load_manifest
+from wtb_local.contract.run_dir import ManifestError, ManifestUnreadable, check_manifest, load_manifest_data
 
 __all__ = ["MANIFEST_NAME", "ManifestError", "manifest_near", "read_manifest", "write_manifest"]
 
@@ -25,7 +25,7 @@ def read_manifest(run_dir: str | Path) -> dict[str, Any] | None:
     when there is none. ManifestError (one line naming the field) when it cannot be used."""
     path = Path(run_dir) / MANIFEST_NAME
     try:
-        data = load_manifest(path)
+        data = load_manifest_data(path)
     except ManifestError as exc:
         raise ManifestError(f"{exc}; use --overwrite to start afresh") from None
     if data is not None and not isinstance(data.get("config"), dict):
@@ -57,7 +57,7 @@ def manifest_near(path: str | Path) -> dict[str, Any] | None:
         candidates.append(path.parents[2] / MANIFEST_NAME)
     for candidate in candidates:
         try:  # checked against its model: one that does not validate is refused, naming the field
-            data = load_manifest(candidate)
+            data = load_manifest_data(candidate)
         except ManifestUnreadable:
             continue
         if data is not None:

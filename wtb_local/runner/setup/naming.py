@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
+from wtb_local.contract.manifest import Manifest
 from wtb_local.contract.run_dir import ManifestUnreadable, load_manifest
 from wtb_local.runner.record.manifest import MANIFEST_NAME
 
@@ -34,7 +34,7 @@ def run_dir_of(path: str | Path) -> Path | None:
     return None
 
 
-def read_run_manifest(path: str | Path) -> dict[str, Any] | None:
+def read_run_manifest(path: str | Path) -> Manifest | None:
     run_dir = run_dir_of(path)
     if run_dir is None:
         return None
@@ -44,9 +44,9 @@ def read_run_manifest(path: str | Path) -> dict[str, Any] | None:
         return None  # not JSON: read as a folder without a manifest, as before
 
 
-def recorded_model(manifest: dict[str, Any]) -> tuple[str | None, str | None]:
+def recorded_model(manifest: Manifest) -> tuple[str | None, str | None]:
     """(model id, model name) a manifest records, from its hashed config (every manifest has one)."""
-    config = manifest.get("config") if isinstance(manifest.get("config"), dict) else {}
+    config = manifest.section("config")
     model = config.get("model")
     name = config.get("model_name") or model
     return (model if isinstance(model, str) else None, name if isinstance(name, str) else None)
