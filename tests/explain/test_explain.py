@@ -13,11 +13,11 @@ from tests.explain.conftest import cli
 from wtb_local.commands.repeat_runs import mean_and_stderr, repeat_seed
 from wtb_local.explain.build import explain_runs
 from wtb_local.explain.divergence import first_divergence
-from wtb_local.explain.runs import load_run, load_runs
+from wtb_local.explain.runs import load_run, runs_to_explain
 
 
 def _explain(*paths: Path) -> dict:
-    return explain_runs(load_runs([str(p) for p in paths]))
+    return explain_runs(runs_to_explain([str(p) for p in paths]))
 
 
 def _differing(data: dict) -> list[str]:

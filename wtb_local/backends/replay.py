@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from wtb_local.backends.base import Backend, Capabilities, SetupError, file_sha256
-from wtb_local.contract.run_dir import incomplete_last, numbered_lines
+from wtb_local.contract.manifest import Manifest
+from wtb_local.contract.run_dir import ManifestError, incomplete_last, load_manifest, numbered_lines
 from wtb_local.schema import Completion, GenerationRequest
 from wtb_local.scoring.files import RESULT_FILE_NAME, model_dir_name
 
@@ -70,41 +71,39 @@ def find_result_file(path: str | Path, model_name: str | None = None) -> Path:
     raise ReplayError(f"{path}: several result files ({models}); give the result file itself")
 
 
-def recorded_manifest(path: str | Path) -> dict[str, Any] | None:
-    """The manifest of the run a replay source (run directory or result file) belongs to, if any."""
+def recorded_manifest(path: str | Path) -> Manifest | None:
+    """The manifest of the run a replay source (run directory or result file) belongs to, read through its
+    model; None when there is none or it cannot be read (the replay then goes by its flags alone)."""
     path = Path(path).resolve()
     for candidate in (path, *path.parents[:3]):
         file = candidate / MANIFEST_NAME
         if file.is_file():
             try:
-                data = json.loads(file.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
+                return load_manifest(file)
+            except (OSError, ManifestError):
                 return None
-            return data if isinstance(data, dict) else None
     return None
 
 
-def recorded_dataset(manifest: dict[str, Any]) -> str | None:
+def recorded_dataset(manifest: Manifest) -> str | None:
     """The dataset a recorded run read: its file when that is still there, else the name it was given."""
-    dataset = manifest.get("dataset") if isinstance(manifest.get("dataset"), dict) else {}
-    path, source = dataset.get("path"), dataset.get("source")
-    if isinstance(path, str) and path and Path(path).is_file():
+    path = manifest.dataset_path
+    if path is not None and Path(path).is_file():
         return path
-    return source if isinstance(source, str) and source else None
+    return manifest.dataset_source
 
 
 def recorded_parser(result_file: str | Path) -> tuple[str | None, dict[str, Any]]:
     """The parser the recorded run used and its options (e.g. thinking pre-filled by the template), from
     the manifest of its run directory; (None, {}) when unknown."""
-    manifest = Path(result_file).resolve().parents[2] / MANIFEST_NAME
     try:
-        data = json.loads(manifest.read_text(encoding="utf-8"))
-    except (OSError, ValueError, IndexError):
+        manifest = load_manifest(Path(result_file).resolve().parents[2] / MANIFEST_NAME)
+    except (OSError, IndexError, ManifestError):
         return None, {}
-    if not isinstance(data, dict):
+    if manifest is None:
         return None, {}
-    parser = data.get("parser")
-    options = data.get("parser_options")
+    parser = manifest.extra("parser")
+    options = manifest.extra("parser_options")
     return (parser if isinstance(parser, str) and parser else None,
             options if isinstance(options, dict) else {})
 
@@ -303,7 +302,7 @@ class ReplayBackend(Backend):
             raise SetupError("--backend replay needs --replay RUN_DIR_OR_RESULT_FILE")
         manifest = recorded_manifest(source)
         if manifest is not None:
-            config = manifest.get("config") if isinstance(manifest.get("config"), dict) else {}
+            config = manifest.section("config")
             if not values.get("model") and isinstance(config.get("model"), str):
                 values["model"], sources["model"] = config["model"], "recorded run"
                 name = config.get("model_name") or config["model"]
@@ -342,8 +341,7 @@ class ReplayBackend(Backend):
     @classmethod
     def recorded_thinking(cls, values: dict[str, Any]) -> bool | None:
         manifest = recorded_manifest(values["replay"]) if values.get("replay") else None
-        thinking = (manifest or {}).get("thinking")
-        effective = thinking.get("effective") if isinstance(thinking, dict) else None
+        effective = manifest.section("thinking").get("effective") if manifest is not None else None
         return effective if isinstance(effective, bool) else None
 
     @classmethod

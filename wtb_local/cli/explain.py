@@ -54,7 +54,7 @@ def explain(ctx: click.Context, run_dirs: tuple[str, ...], plan_model: str | Non
         raise click.UsageError("give two or more RUN_DIRs (or one --repeats run directory), or --plan MODEL")
     from wtb_local.explain.build import explain_runs  # deferred: start-up (--help)
     from wtb_local.explain.render import plain, write_explanation  # deferred: start-up (--help)
-    from wtb_local.explain.runs import ExplainError, load_runs  # deferred: start-up (--help)
+    from wtb_local.explain.runs import ExplainError, runs_to_explain  # deferred: start-up (--help)
     from wtb_local.reports.build import parse_formats, png_refused  # deferred: start-up (--help)
     from wtb_local.runner.errors import RunError  # deferred: start-up (--help)
 
@@ -68,7 +68,7 @@ def explain(ctx: click.Context, run_dirs: tuple[str, ...], plan_model: str | Non
     if refused:
         raise click.ClickException(refused)
     try:
-        data = explain_runs(load_runs(run_dirs, dataset))
+        data = explain_runs(runs_to_explain(run_dirs, dataset))
     except (ExplainError, RunError) as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(plain(data), nl=False)

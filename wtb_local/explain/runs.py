@@ -132,8 +132,9 @@ def load_run(path: str | Path, dataset: str | None = None, *, label: str | None 
         sessions=sessions, verdicts=verdicts, group=group, notes=notes)
 
 
-def load_runs(paths: Sequence[str | Path], dataset: str | None = None) -> list[ExplainRun]:
-    """Every RUN_DIR argument as runs, in the order given; a `--repeats` run directory as its repeats."""
+def runs_to_explain(paths: Sequence[str | Path], dataset: str | None = None) -> list[ExplainRun]:
+    """Every RUN_DIR argument as runs, in the order given; a `--repeats` run directory as its repeats.
+    Each is loaded by `load_run`, through the one loader of runs (`reports.runs.load_runs`)."""
     from wtb_local.commands.repeat_runs import read_summary  # deferred: start-up
 
     runs: list[ExplainRun] = []

@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wtb_local.contract.run_dir import MANIFEST_NAME, ManifestError, load_manifest
 from wtb_local.protocols.families import FamilyRule, build_prompt
 from wtb_local.protocols.history import paper_episodes
 
@@ -90,10 +90,10 @@ class PaperSetup:
 def recorded_special_tokens(result_file: str) -> list[str]:
     """The special tokens a recorded paper run removed before parsing (its manifest), for its replay."""
     try:
-        manifest = json.loads((Path(result_file).resolve().parents[2] / "manifest.json").read_text(encoding="utf-8"))
-        tokens = manifest["protocol"]["special_tokens"]
-    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        manifest = load_manifest(Path(result_file).resolve().parents[2] / MANIFEST_NAME)
+    except (OSError, IndexError, ManifestError):
         return []
+    tokens = manifest.section("protocol").get("special_tokens") if manifest is not None else None
     return [t for t in tokens if isinstance(t, str)] if isinstance(tokens, list) else []
 
 
