@@ -410,7 +410,7 @@ DEFERRED_LEFT: dict[str, int] = {
     "wtb_local/cli/rescore.py": 3,
     "wtb_local/cli/score.py": 3,
     "wtb_local/commands/merge_runs.py": 7,
-    "wtb_local/commands/parser_comparison.py": 7,
+    "wtb_local/commands/parser_comparison.py": 6,
     "wtb_local/commands/repeat_runs.py": 4,
     "wtb_local/dataset/loader.py": 2,
     "wtb_local/doctor.py": 4,
@@ -532,3 +532,50 @@ def test_start_up_reasons_hold() -> None:
     done = subprocess.run([sys.executable, "-c", _STARTUP_PROBE, *names], capture_output=True, text=True,
                           check=True, cwd=ROOT, timeout=120)
     assert json.loads(done.stdout) == {}, "these modules are loaded anyway: import them at module level"
+
+
+# --- the manifest is read through its model ------------------------------------------------------------
+# docs/architecture.md, "The run directory": `contract/run_dir.py` is the one module that parses a
+# manifest.json; every other reads it through `load_manifest` (its model) or, to update and write it back,
+# `load_manifest_data`.
+MANIFEST_PARSER = "wtb_local/contract/run_dir.py"
+
+
+def _parses_manifest(source: str) -> list[str]:
+    """Functions (and the module body) that name the manifest file and call json.load or json.loads."""
+    tree = ast.parse(source)
+    scopes: list[tuple[str, ast.AST]] = [("<module>", tree)]
+    scopes += [(node.name, node) for node in ast.walk(tree) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)]
+    found = []
+    for name, scope in scopes:
+        nodes = list(ast.walk(scope)) if name != "<module>" else [
+            n for stmt in tree.body if not isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+            for n in ast.walk(stmt)]
+        names_file = any((isinstance(n, ast.Constant) and n.value == "manifest.json")
+                         or (isinstance(n, ast.Name) and n.id == "MANIFEST_NAME")
+                         or (isinstance(n, ast.Attribute) and n.attr == "MANIFEST_NAME") for n in nodes)
+        parses = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("load", "loads")
+                     and isinstance(n.func.value, ast.Name) and n.func.value.id == "json" for n in nodes)
+        if names_file and parses:
+            found.append(name)
+    return found
+
+
+def test_only_the_contract_parses_a_manifest() -> None:
+    found = {path.relative_to(ROOT).as_posix(): _parses_manifest(path.read_text(encoding="utf-8"))
+             for path in sorted(PACKAGE.rglob("*.py"))}
+    assert {path: names for path, names in found.items() if names and path != MANIFEST_PARSER} == {}, (
+        "manifest.json parsed outside contract/run_dir.py: read it with load_manifest")
+    assert found[MANIFEST_PARSER] == ["load_manifest_data"]
+
+
+def test_the_manifest_rule_sees_a_direct_parse() -> None:
+    direct = ("import json\nfrom pathlib import Path\n"
+              "def recorded(run_dir):\n    return json.loads((Path(run_dir) / 'manifest.json').read_text())\n")
+    by_name = ("import json\nMANIFEST_NAME = 'manifest.json'\n"
+               "def recorded(run_dir):\n    with open(run_dir / MANIFEST_NAME) as handle:\n        return json.load(handle)\n")
+    other = ("import json\ndef rows(path):\n    return [json.loads(line) for line in open(path)]\n"
+             "def manifest(run_dir):\n    return load_manifest(run_dir / 'manifest.json')\n")
+    assert _parses_manifest(direct) == ["recorded"]
+    assert _parses_manifest(by_name) == ["recorded"]
+    assert _parses_manifest(other) == []

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from wtb_local.contract.run_dir import as_manifest
 from wtb_local.protocols import CHECKERS, score_with
 
 
@@ -49,15 +50,16 @@ def _rescore(run_dir: str, checker: str, dataset: str | None) -> None:
         raise click.ClickException(str(exc)) from None
     if manifest is None:
         raise click.ClickException(f"{run_dir}: no manifest.json; rescore reads a run directory written by `run`")
-    config = manifest.get("config") or {}
-    model_name = str(config.get("model_name") or (manifest.get("model") or {}).get("name") or "")
+    recorded_run = as_manifest(manifest)  # read through its model; the dict is what is updated and written
+    config = recorded_run.section("config")
+    model_name = str(recorded_run.model_name or "")
     # the run directory's own result file: the manifest's path names where the run was written, which a
     # copied or moved directory no longer is
     result_file = Path(run_dir) / "result" / model_name.replace("/", "_") / "Wild-Tool-Bench_result.jsonl"
     if not result_file.exists():
-        result_file = Path(str((manifest.get("files") or {}).get("result", "")))
+        result_file = Path(str(recorded_run.section("files").get("result", "")))
     try:
-        source = dataset or (manifest.get("dataset") or {}).get("path") or "release"
+        source = dataset or recorded_run.dataset_path or "release"
         dataset_path = resolve_dataset(source)
         sessions, _warnings = read_dataset(dataset_path)
         recorded = config.get("dataset_sha256")

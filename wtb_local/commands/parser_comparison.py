@@ -27,6 +27,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from wtb_local.contract.manifest import Manifest
+from wtb_local.contract.run_dir import ManifestError, load_manifest
 from wtb_local.parsers.prefill import STEP_FIELD, step_parser
 from wtb_local.runner.errors import RunError
 
@@ -141,12 +143,12 @@ def _task_verdicts(score_rows: list[dict[str, Any]], result_rows: list[dict[str,
     return verdicts
 
 
-def _replay(result_file: Path, manifest: dict[str, Any], parser: str, options: dict[str, Any],
+def _replay(result_file: Path, manifest: Manifest, parser: str, options: dict[str, Any],
             dataset: str, out: Path) -> dict[str, str]:
     from wtb_local.runner.job import run_job_async
     from wtb_local.runner.setup.options import RunOptions
 
-    config = manifest.get("config") or {}
+    config = manifest.section("config")
     # the replay keeps the recorded options that still apply to `parser` (`options`, backends/replay.py)
     run = RunOptions(backend="replay", replay=str(result_file), model=config.get("model"),
                      model_name=config.get("model_name") or result_file.parent.name, parser=parser,
@@ -155,13 +157,13 @@ def _replay(result_file: Path, manifest: dict[str, Any], parser: str, options: d
     return _task_verdicts(outcome.score_rows, outcome.result_rows)
 
 
-def _tokenizer(name: str, manifest: dict[str, Any]) -> Any:
+def _tokenizer(name: str, manifest: Manifest) -> Any:
     """The recorded run's tokenizer, for vLLM's own parsers (parsers/vllm_native.py); None for ours."""
     from wtb_local.parsers.vllm_native import is_vllm_parser, load_tokenizer  # deferred: start-up
 
     if not is_vllm_parser(name):
         return None
-    config, settings = manifest.get("config") or {}, manifest.get("settings") or {}
+    config, settings = manifest.section("config"), manifest.section("settings")
     return load_tokenizer(config.get("model"), revision=config.get("revision") or settings.get("revision"),
                           trust_remote_code=bool(config.get("trust_remote_code", settings.get("trust_remote_code"))))
 
@@ -171,7 +173,6 @@ def compare_parsers(run_dir: str | Path, parser_names: list[str], *, dataset: st
     """The comparison as a JSON-ready dict. `keep`: write each parser's replayed run under keep/<parser>."""
     from wtb_local.backends.replay import ReplayError, find_result_file, recorded_parser, replay_parser
     from wtb_local.parsers import get_parser
-    from wtb_local.runner.record.manifest import read_manifest
 
     if not parser_names:
         raise RunError("--parsers: name at least one parser (see `parsers list`)")
@@ -179,14 +180,17 @@ def compare_parsers(run_dir: str | Path, parser_names: list[str], *, dataset: st
         result_file = find_result_file(run_dir)
     except ReplayError as exc:
         raise RunError(str(exc)) from None
-    manifest = read_manifest(result_file.parents[2]) or {}
+    try:
+        manifest = load_manifest(result_file.parents[2]) or Manifest()
+    except ManifestError as exc:
+        raise RunError(str(exc)) from None
     recorded, options = recorded_parser(result_file)
     chosen = {name: replay_parser(result_file, name)[1] for name in parser_names}  # as `run --backend replay`
     try:
         parsers = [get_parser(name, tokenizer=_tokenizer(name, manifest), **chosen[name]) for name in parser_names]
     except ValueError as exc:
         raise RunError(f"--parsers: {exc}") from None
-    dataset = dataset or (manifest.get("dataset") or {}).get("path")
+    dataset = dataset or manifest.dataset_path
     if not dataset:
         raise RunError(f"{run_dir}: its manifest names no dataset file; pass --dataset PATH")
     notes: list[str] = []  # an incomplete last line left by an interrupted run, dropped as `run` does

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from wtb_local.contract.manifest import Manifest
-from wtb_local.contract.run_dir import as_manifest
+from wtb_local.contract.run_dir import ManifestError, as_manifest, load_manifest
 from wtb_local.explain.factors import RunRecords, read_factors
 
 TaskKey = tuple[str, int]  # (session id, task index)
@@ -94,7 +94,6 @@ def _result_file(path: Path, manifest: Manifest, model_dir: str) -> Path | None:
 def load_run(path: str | Path, dataset: str | None = None, *, label: str | None = None,
              group: str | None = None) -> ExplainRun:
     """One run directory (or re-scoring directory) with its verdicts, as `report` counts them."""
-    from wtb_local.contract.run_dir import ManifestError, load_manifest  # deferred: start-up
     from wtb_local.reports.runs import ReportError, load_runs  # deferred: start-up
     from wtb_local.scoring.files import ScoringError, model_dir_name, read_jsonl  # deferred: start-up
 
