@@ -315,19 +315,28 @@ def test_transformers_pipeline_on_the_real_model(runs: dict[str, Any], transform
     assert {c.finish_reason for c in completions} == {"stop", "length"}
 
 
-def test_transformers_against_vllm_agreement_is_reported(runs: dict[str, Any],
-                                                         transformers_wave: dict[str, Any]) -> None:
-    """The numerics differ (another attention and GEMM order, left padding): the agreement is reported, not
-    asserted; where the texts agree, the finish reason and the token counts agree too."""
+def test_transformers_agrees_with_vllm_where_both_saw_the_same_prompt(runs: dict[str, Any],
+                                                                       transformers_wave: dict[str, Any]) -> None:
+    """The numerics differ (another attention and GEMM order, left padding), so a greedy pick between two
+    near-tied tokens may flip and the rest of the reply with it; in float32 on the same prompt that is rare.
+    Bound: at least 3 of every 4 first steps whose prompt both backends saw are identical (CI's run had 8 of
+    8, docs/real-model.md §2), and where the texts agree, the finish reason and the token count agree too."""
     in_process = _steps(runs["vllm"])
     counts = {(row["id"], t["inference_log"]["task_idx"]): t["output_token_count"][0]
               for row in _rows(runs["vllm"], RESULT) for t in row["result"]}
-    agree = 0
+    same_prompt, agree = 0, 0
     for request, completion in zip(transformers_wave["requests"], transformers_wave["completions"], strict=True):
         key = (request.session_id, request.task_idx)
-        step = in_process[(*key, 0)]["inference_output"]
-        if step["raw"] == completion.text:
+        step = in_process[(*key, 0)]
+        if step["inference_input"] != {"messages": request.messages, "tools": request.tools}:
+            continue
+        same_prompt += 1
+        if step["inference_output"]["raw"] == completion.text:
             agree += 1
-            assert (step["finish_reason"], counts[key]) == (completion.finish_reason, completion.completion_tokens)
+            assert (step["inference_output"]["finish_reason"], counts[key]) == (
+                completion.finish_reason, completion.completion_tokens)
     total = len(transformers_wave["requests"])
-    print(f"\ntransformers vs vLLM, first steps: {agree} of {total} completions identical")
+    print(f"\ntransformers vs vLLM, first steps: {agree} of {same_prompt} with the same prompt identical "
+          f"({total} first steps)")
+    assert same_prompt == total  # every task's first prompt holds the dataset's history only
+    assert 4 * agree >= 3 * same_prompt, f"{agree} of {same_prompt} identical"
