@@ -24,7 +24,9 @@ import pytest
 
 from tests.tiers import needs_vllm
 
-pytestmark = [pytest.mark.vllm, needs_vllm]
+# An engine or server start in the module fixture (vLLM's CPU build) counts in the first test's limit:
+# well under a minute on 2 idle cores, several minutes when they are shared.
+pytestmark = [pytest.mark.vllm, needs_vllm, pytest.mark.timeout(900)]
 
 ROOT = Path(__file__).resolve().parents[2]
 BOS = "<|begin_of_text|>"

@@ -21,7 +21,8 @@ from tests.runner.conftest import RESULT_NAME, read_jsonl, run_files, without_ti
 from tests.runner.test_signals import _children
 from tests.tiers import needs_vllm
 
-pytestmark = [pytest.mark.vllm, pytest.mark.slow, needs_vllm]
+# Two engine starts (the killed run and its rerun), minutes on 2 shared cores.
+pytestmark = [pytest.mark.vllm, pytest.mark.slow, needs_vllm, pytest.mark.timeout(900)]
 
 
 def _engine_core(pid: int) -> int:

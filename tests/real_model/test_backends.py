@@ -24,7 +24,10 @@ import pytest
 
 from tests.tiers import needs_vllm
 
-pytestmark = [pytest.mark.vllm, pytest.mark.slow, needs_vllm]
+# The module's fixtures run the model three times through vLLM (one of them a server start) and once through
+# transformers before the first tests that use them end: 1,033 s and 1,328 s of setup on 2 cores shared at
+# a load of 10 and more (docs/testing.md §4).
+pytestmark = [pytest.mark.vllm, pytest.mark.slow, needs_vllm, pytest.mark.timeout(2400)]
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULT = "Wild-Tool-Bench_result.jsonl"
@@ -34,7 +37,7 @@ SESSIONS = "3,6"
 NEW_TOKENS = 64
 MAX_MODEL_LEN = 4096
 SERVED = "wtb-real"
-RUN_TIMEOUT_S = 1800
+RUN_TIMEOUT_S = 1200  # one run of two sessions; the test limit above bounds the three together
 # The engine settings both sides run with (the server's flags spell the in-process engine's on the CPU build:
 # vllm_engine._platform_engine_args turns chunked prefill off and batches up to the context window).
 ENGINE = ["--max-num-seqs", "1", "--no-enable-prefix-caching", "--max-model-len", str(MAX_MODEL_LEN),
