@@ -11,7 +11,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from tests.conftest import BY_FIXTURE, BY_PATH, TIERS
+from tests.conftest import BY_FIXTURE, BY_PATH, SLOW, TIERS
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTEST = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["pytest"]["ini_options"]
@@ -49,3 +49,10 @@ def test_plain_pytest_deselects_a_heavy_file_and_its_marker_selects_it() -> None
     assert _collected("tests/test_wheel_install.py") == []
     assert _collected("-m", "wheel", "tests/test_wheel_install.py") == wheel
     assert _collected("-m", "", "tests/test_wheel_install.py") == wheel
+
+
+def test_every_test_measured_slow_is_still_there() -> None:
+    """A renamed or moved test leaves its SLOW entry naming nothing: the entry must follow it."""
+    for name in SLOW:
+        path, *_, function = name.split("::")
+        assert f"def {function}(" in (ROOT / "tests" / path).read_text(encoding="utf-8"), name
