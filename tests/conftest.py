@@ -16,8 +16,10 @@ TIERS = ("vllm", "real_model", "cluster", "faults", "wheel", "browser", "export"
 BY_PATH = {
     "slurm/": "cluster",  # a private single-node Slurm cluster, and Ray
     "faults/": "faults",  # kills, signals, full disks against real runs in subprocesses
+    "runner/test_signals.py": "faults",  # signals sent to real runs in subprocesses
     "test_wheel_install.py": "wheel",  # builds the sdist and wheel, installs them into a clean venv
     "test_report_html.py": "browser",  # headless Chromium
+    "rendering/test_render_pool.py": "slow",  # render worker processes, each loading a tokenizer: 6-20 s a test
 }
 
 # A fixture -> the tier every test using it needs.
@@ -30,7 +32,6 @@ BY_FIXTURE = {
 # its parameters. `slow` on them keeps the fast tier within minutes (docs/testing.md §4).
 SLOW = {
     "protocols/test_paper_run.py::test_values_the_protocol_replaces_are_named_in_one_line_and_recorded": 75.6,
-    "rendering/test_render_pool.py::test_every_prompt_of_the_sample_equals_in_process_rendering": 67.0,
     "rendering/test_cli_probe.py::test_render_refuses_and_the_override_serves": 52.5,
     "protocols/test_render.py::test_render_command_prints_the_paper_prompt": 35.2,
     "explain/test_explain.py::test_a_checker_only_difference_is_wholly_the_checker": 24.5,
