@@ -11,6 +11,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import BY_FIXTURE, BY_PATH, SLOW, TIERS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,6 +44,7 @@ def _collected(*args: str) -> list[str]:
     return sorted(line for line in done.stdout.splitlines() if "::" in line)
 
 
+@pytest.mark.slow  # three pytest collections in subprocesses
 def test_plain_pytest_deselects_a_heavy_file_and_its_marker_selects_it() -> None:
     wheel = ["tests/test_wheel_install.py::test_the_installed_wheel_runs_the_quickstart_from_outside_the_checkout",
              "tests/test_wheel_install.py::test_the_sdist_and_the_wheel_carry_the_shipped_files",
