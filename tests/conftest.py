@@ -49,6 +49,8 @@ SLOW = {
     "protocols/test_paper_run.py::test_report_splits_the_gap_to_the_paper_into_the_checkers_part_and_the_rest": 7.0,
 }
 
+SLOW_LIMIT_S = 300
+
 TESTS = Path(__file__).resolve().parent
 
 
@@ -61,6 +63,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 item.add_marker(tier)
         if item.nodeid.split("[", 1)[0].removeprefix("tests/") in SLOW:  # every parameter of a function
             item.add_marker("slow")
+            if item.get_closest_marker("timeout") is None:  # up to 76 s measured: 120 s is no headroom
+                item.add_marker(pytest.mark.timeout(SLOW_LIMIT_S))
         for fixture, tier in BY_FIXTURE.items():
             if fixture in getattr(item, "fixturenames", ()):
                 item.add_marker(tier)
