@@ -28,8 +28,8 @@ BY_FIXTURE = {
 }
 
 # Tests that need nothing heavy but take seconds each (subprocess runs, the render pool, whole reports),
-# measured with --durations on 2 cores shared at a load of 8 to 14: seconds there, per test or summed over
-# its parameters. `slow` on them keeps the fast tier within minutes (docs/testing.md §4).
+# measured with --durations on 2 cores shared at a load of 4 to 14 (2 workers): seconds there, per test or
+# summed over its parameters. `slow` on them keeps the fast tier within minutes (docs/testing.md §4).
 SLOW = {
     "protocols/test_paper_run.py::test_values_the_protocol_replaces_are_named_in_one_line_and_recorded": 75.6,
     "rendering/test_cli_probe.py::test_render_refuses_and_the_override_serves": 52.5,
@@ -47,6 +47,33 @@ SLOW = {
     "protocols/test_harness_scoring.py::test_wrong_arguments_fail_the_task_but_not_the_action": 7.6,
     "explain/test_explain.py::test_seed_repeats_give_the_spread_and_gaps_are_tested_against_it": 7.5,
     "protocols/test_paper_run.py::test_report_splits_the_gap_to_the_paper_into_the_checkers_part_and_the_rest": 7.0,
+    "runner/test_requeue.py::test_requeued_run_resumes_after_the_first_run_downloaded_the_model": 82.8,
+    "runner/test_thinking_mode.py::test_qwen3_without_flag_records_thinking_and_picks_the_thinking_row": 63.1,
+    "runner/test_never_strand.py::test_a_failed_start_says_failed_and_the_corrected_command_runs": 40.6,
+    "test_presenter.py::test_repeats_and_merge_take_the_paper_row_of_the_recorded_thinking_mode": 36.7,
+    "test_presenter.py::test_report_on_a_repeats_folder_shows_the_mean_row_run_printed": 28.4,
+    "runner/test_repeats.py::test_repeats_of_a_greedy_generation_config_are_refused": 27.3,
+    "runner/test_shards.py::test_merged_sharded_run_equals_the_one_process_run": 26.5,
+    "test_presenter.py::test_the_gap_line_sees_every_run_of_the_report": 26.0,
+    "runner/test_thinking_mode.py::test_steps_cut_inside_reasoning_are_counted_and_warned_about": 24.0,
+    "runner/test_repeats.py::test_repeats_run_report_and_resume": 23.1,
+    "runner/test_repeats.py::test_repeats_of_greedy_decoding_are_refused": 21.8,
+    "runner/test_replay.py::test_replay_with_the_recorded_parser_gives_the_same_files": 21.1,
+    "runner/test_failed_requests.py::test_one_failed_request_count_in_progress_warning_manifest_report_and_result_file":
+        20.5,
+    "runner/test_step_prefill.py::test_replay_parses_each_step_as_recorded_with_or_without_parser": 19.6,
+    "runner/test_openai_run.py::test_resume_after_a_kill_gives_the_same_files": 18.1,
+    "test_fail_fast.py::test_offline_with_a_cached_model_passes_the_check": 16.1,
+    "rendering/test_cli_render.py::test_prints_the_exact_prompt_of_step_zero": 15.9,
+    "test_report_full.py::test_benchmark_harness_layout_from_the_vectors": 15.2,
+    "test_report_full.py::test_without_matplotlib_the_default_skips_png_and_an_asked_png_is_an_error": 14.1,
+    "test_report_full.py::test_plots_are_drawn_and_not_blank": 10.8,
+    "test_presenter.py::test_a_paper_run_has_one_label_and_paper_row_in_every_command": 9.7,
+    "runner/test_throughput.py::test_cli_instant_backend_runs_every_stage_and_records_the_runner_ceiling":
+        9.2,
+    "runner/test_reproducibility.py::test_a_replay_rerun_is_byte_identical_but_for_runner_ms": 8.8,
+    "test_report_full.py::test_a_folder_of_runs_keeps_runs_of_one_model_apart": 8.7,
+    "runner/test_openai_run.py::test_text_prompts_on_request_and_recorded": 8.2,
 }
 
 SLOW_LIMIT_S = 300
