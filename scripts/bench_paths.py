@@ -11,11 +11,15 @@ and the candidates of every step along the first optimal path (what one episode 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's tests/ helpers and wtb_local
+
+from tests.helpers.reference_paths import enumerate_paths
 from wtb_local.evaluator.paths import TaskGraph
-from wtb_local.testing.reference_paths import enumerate_paths
 
 Step = tuple[int, ...]
 

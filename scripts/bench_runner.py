@@ -251,9 +251,9 @@ def main() -> None:
         return
 
     sys.path.insert(0, str(REPO))
+    from tests.helpers import build_tiny_tokenizer
+    from tests.helpers.workload import replicated_dataset
     from wtb_local.resources import sample_dataset_path
-    from wtb_local.testing import build_tiny_tokenizer
-    from wtb_local.testing.workload import replicated_dataset
 
     work = Path(tempfile.mkdtemp(prefix="wtb-bench-runner-"))
     sample = sample_dataset_path()

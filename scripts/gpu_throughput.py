@@ -5,7 +5,7 @@ No model hub access is needed: the model is Qwen3-8B's published shape (config.j
 dummy weights (vLLM's `load_format="dummy"`, random values, nothing read from disk), and its tokenizer is
 a BPE trained here on the dataset's own text (token counts close to a real tokenizer's). Every step
 generates exactly the length of its gold reply in the native (Hermes) format, `--lengths thinking` adds a
-seeded reasoning length (wtb_local/testing/workload.py), and is then answered with the gold reply, so every
+seeded reasoning length (tests/helpers/workload.py), and is then answered with the gold reply, so every
 task runs the benchmark's real number of steps. Decoding is greedy.
 
 Workload: the release file when it is in the wtb_local cache (`python -m wtb_local data fetch`), else
@@ -92,9 +92,9 @@ def engine_settings(tiny: bool) -> dict[str, Any]:
 
 def workload(dataset: Path | None, sessions: int, work: Path) -> tuple[Path, str]:
     """(dataset file, what it is). The release when given or cached, else the sample repeated."""
+    from tests.helpers.workload import replicated_dataset
     from wtb_local.dataset.fetch import release_path
     from wtb_local.resources import sample_dataset_path
-    from wtb_local.testing.workload import replicated_dataset
 
     source = dataset if dataset is not None else release_path()
     if source.is_file():
@@ -110,7 +110,7 @@ def build_model(work: Path, dataset: Path, shape: dict[str, Any], dtype: str) ->
     weights (vLLM's dummy loader makes them)."""
     from transformers import Qwen3Config
 
-    from wtb_local.testing import build_tiny_model
+    from tests.helpers import build_tiny_model
 
     template = json.loads((ROOT / "tests" / "fixtures" / "runner" / "chat_templates.json")
                           .read_text(encoding="utf-8"))["Qwen/Qwen2.5-7B-Instruct"]["chat_template"]
@@ -224,10 +224,10 @@ async def _run(label: str, settings: Any, backend: Any, renderer: Any, total_tas
 
 async def in_process(model_dir: Path, dataset: Path, work: Path, args: Any, engine: dict[str, Any],
                      report: dict[str, Any], save: Any) -> None:
+    from tests.helpers.workload import ExactLengthVLLM, GoldSteered, OneAtATime, StepLengths
     from wtb_local.backends.config import VLLMConfig
     from wtb_local.backends.oracle import OracleBackend
     from wtb_local.runner.setup.tokenizer import load_renderer
-    from wtb_local.testing.workload import ExactLengthVLLM, GoldSteered, OneAtATime, StepLengths
 
     backend = ExactLengthVLLM(VLLMConfig(model=str(model_dir), **engine))
     started = time.perf_counter()
@@ -281,10 +281,10 @@ def _wait_for_server(proc: subprocess.Popen, base_url: str, log_path: Path, limi
 
 async def _server_phase(model_dir: Path, dataset: Path, work: Path, args: Any, base_url: str,
                         engine: dict[str, Any], total: int) -> dict[str, Any]:
+    from tests.helpers.workload import ExactLengthOpenAI, GoldSteered, StepLengths
     from wtb_local.backends.config import OpenAIConfig
     from wtb_local.backends.oracle import OracleBackend
     from wtb_local.runner.setup.tokenizer import load_renderer
-    from wtb_local.testing.workload import ExactLengthOpenAI, GoldSteered, StepLengths
 
     settings = _settings(model_dir, dataset, work / "server", "openai", args.sessions, base_url)
     renderer = load_renderer(settings.model)

@@ -95,7 +95,7 @@ def reset_prefix_cache(base_url: str) -> None:
 
 
 def generate(model: Path, out: Path, sessions: str, skip: set[str]) -> None:
-    from wtb_local.testing.vllm_server import vllm_server
+    from tests.helpers.vllm_server import vllm_server
 
     engine = ("--enforce-eager",)
     if "vllm" not in skip:
@@ -283,7 +283,7 @@ def main() -> int:
     if args.tables_from:
         out = Path(args.tables_from)
     else:
-        from wtb_local.testing.real_model import RealModelError, default_dir, fetch_real_model
+        from tests.helpers.real_model import RealModelError, default_dir, fetch_real_model
 
         try:
             model = fetch_real_model(default_dir(), say=say)

@@ -24,7 +24,10 @@ from __future__ import annotations
 
 import ast
 import importlib
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -288,3 +291,244 @@ def test_the_name_rules_catch_each_form(code: str, names: set[str], subject: obj
 def test_the_name_rules_leave_other_strings_alone(code: str) -> None:
     assert name_checks(code, BACKENDS, _names_backend, "backend") == []
     assert name_checks(code, PROTOCOLS, _names_protocol, "protocol") == []
+
+
+# --- folders: the two halves and the core ---------------------------------------------------------------------
+# A first-level folder (or a first-level module) is a "room". The reader half works on finished run
+# directories, the writer half makes them; they meet only at the run directory (docs/architecture.md, "Two
+# halves and a core"). Every import counts, deferred ones and `if TYPE_CHECKING:` ones included.
+
+READER = frozenset({"reports", "explain", "roster", "commands"})
+WRITER = frozenset({"runner", "backends"})
+CORE = frozenset({"dataset", "evaluator", "scoring", "protocols", "contract"})
+# Reader modules that still import the writer half, by name: the ones that start runs themselves (`run
+# --repeats`, `parsers compare`, `explain --decompose`) or share the merge's locking. None may be added;
+# one that stops importing the writer half must leave this list (the test says so).
+READER_TO_WRITER_LEFT = frozenset({
+    ("wtb_local/commands/merge_runs.py", "runner"),
+    ("wtb_local/commands/parser_comparison.py", "backends"),
+    ("wtb_local/commands/parser_comparison.py", "runner"),
+    ("wtb_local/commands/repeat_runs.py", "runner"),
+    ("wtb_local/explain/decompose.py", "runner"),
+    ("wtb_local/explain/plan.py", "backends"),
+    ("wtb_local/explain/prompts.py", "runner"),
+    ("wtb_local/explain/runs.py", "backends"),
+})
+
+
+def _rooms(root: Path) -> set[str]:
+    rooms = {p.name for p in root.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    return rooms | {p.stem for p in root.glob("*.py") if p.stem not in {"__init__", "__main__"}}
+
+
+def _room_imports(root: Path) -> list[tuple[str, str, str]]:
+    """(room, file relative to root's parent, room it imports) for every import of another room."""
+    rooms = _rooms(root)
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(root).with_suffix("").parts
+        here, package = parts[0], [root.name, *parts[:-1]]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = package[:len(package) - (node.level - 1)] if node.level else []
+                module = ".".join([*base, *([node.module] if node.module else [])]) if node.level else node.module or ""
+                names = [module, *(f"{module}.{alias.name}" for alias in node.names)]
+            else:
+                continue
+            for name in names:
+                bits = name.split(".")
+                if len(bits) > 1 and bits[0] == root.name and bits[1] in rooms and bits[1] != here:
+                    found.append((here, path.relative_to(root.parent).as_posix(), bits[1]))
+    return found
+
+
+def _room_edges(root: Path) -> dict[tuple[str, str], str]:
+    """(room, room it imports) -> the first file that does."""
+    edges: dict[tuple[str, str], str] = {}
+    for here, path, there in _room_imports(root):
+        edges.setdefault((here, there), path)
+    return edges
+
+
+def _mutual(edges: dict[tuple[str, str], str]) -> list[str]:
+    return sorted(f"{a} <-> {b} ({edges[(a, b)]} / {edges[(b, a)]})" for a, b in edges if a < b and (b, a) in edges)
+
+
+def _file_edges(root: Path, sources: frozenset[str], targets: frozenset[str]) -> set[tuple[str, str]]:
+    """(file, target room) for every file of a `sources` room importing a `targets` room."""
+    return {(path, there) for here, path, there in _room_imports(root) if here in sources and there in targets}
+
+
+def test_no_two_first_level_folders_import_each_other() -> None:
+    assert _mutual(_room_edges(PACKAGE)) == []
+
+
+def test_the_reader_half_never_imports_the_writer_half() -> None:
+    found = _file_edges(PACKAGE, READER, WRITER)
+    assert sorted(found - READER_TO_WRITER_LEFT) == [], "a reader module imports the runner or a backend"
+    assert sorted(READER_TO_WRITER_LEFT - found) == [], "no longer imports the writer half: drop it from the list"
+
+
+def test_the_core_imports_neither_half() -> None:
+    assert sorted(_file_edges(PACKAGE, CORE, READER | WRITER | {"cli"})) == []
+
+
+def test_the_folder_rules_see_deferred_imports_and_folders(tmp_path: Path) -> None:
+    """A pair made only by an import inside a function, through a subpackage, is found; so is a reader
+    module importing the writer half."""
+    root = tmp_path / "pkg"
+    for folder, source in {"a": "from pkg.b.deep import x\n", "b": "", "b/deep": "def f():\n    import pkg.a\n",
+                           "reports": "def g():\n    from pkg.runner.job import run\n", "runner": ""}.items():
+        (root / folder).mkdir(parents=True)
+        (root / folder / "__init__.py").write_text(source)
+    (root / "__init__.py").write_text("")
+    assert _mutual(_room_edges(root)) == ["a <-> b (pkg/a/__init__.py / pkg/b/deep/__init__.py)"]
+    assert _file_edges(root, READER, WRITER) == {("pkg/reports/__init__.py", "runner")}
+
+
+# --- deferred imports --------------------------------------------------------------------------------------
+# An import inside a function is for an optional heavy dependency, or says why on its line:
+# `from wtb_local.x import y  # deferred: <reason>` (start-up time of a command that does not need it, ...).
+
+OPTIONAL_HEAVY = frozenset({"torch", "vllm", "transformers", "tokenizers", "huggingface_hub", "accelerate",
+                            "safetensors", "numpy", "matplotlib", "ray", "inspect_ai", "mlflow"})
+DEFERRED_REASON = re.compile(r"#.*\bdeferred: \S")
+STARTUP = "deferred: start-up"
+# Files whose imports inside functions were neither heavy nor explained when this rule came, and how many:
+# a count may only go down (each such import moved to module level or given its reason).
+DEFERRED_LEFT: dict[str, int] = {
+    "wtb_local/backends/__init__.py": 1,
+    "wtb_local/backends/base.py": 1,
+    "wtb_local/backends/openai_server.py": 2,
+    "wtb_local/backends/vllm_engine.py": 2,
+    "wtb_local/cli/health.py": 2,
+    "wtb_local/cli/parsers.py": 1,
+    "wtb_local/cli/render.py": 1,
+    "wtb_local/cli/report.py": 1,
+    "wtb_local/cli/rescore.py": 3,
+    "wtb_local/cli/score.py": 3,
+    "wtb_local/commands/merge_runs.py": 7,
+    "wtb_local/commands/parser_comparison.py": 7,
+    "wtb_local/commands/repeat_runs.py": 4,
+    "wtb_local/dataset/loader.py": 2,
+    "wtb_local/doctor.py": 4,
+    "wtb_local/explain/plan.py": 2,
+    "wtb_local/explain/render.py": 1,
+    "wtb_local/explain/runs.py": 2,
+    "wtb_local/install_command.py": 1,
+    "wtb_local/protocols/base.py": 1,
+    "wtb_local/protocols/lenient.py": 1,
+    "wtb_local/protocols/paper.py": 5,
+    "wtb_local/protocols/parse_rules.py": 1,
+    "wtb_local/protocols/setup.py": 1,
+    "wtb_local/rendering/probe.py": 2,
+    "wtb_local/rendering/renderer.py": 1,
+    "wtb_local/rendering/templates.py": 1,
+    "wtb_local/reports/build.py": 2,
+    "wtb_local/reports/health.py": 2,
+    "wtb_local/reports/html.py": 1,
+    "wtb_local/reports/present.py": 2,
+    "wtb_local/reports/runs.py": 4,
+    "wtb_local/roster/plan.py": 4,
+    "wtb_local/roster/report.py": 6,
+    "wtb_local/runner/job.py": 6,
+    "wtb_local/runner/loop/progress.py": 1,
+    "wtb_local/runner/loop/steps.py": 1,
+    "wtb_local/runner/record/run_record.py": 3,
+    "wtb_local/runner/setup/dtype.py": 1,
+    "wtb_local/runner/setup/parser_choice.py": 3,
+    "wtb_local/runner/setup/paths.py": 2,
+    "wtb_local/runner/setup/prepare.py": 3,
+    "wtb_local/runner/setup/thinking.py": 2,
+    "wtb_local/scoring/taxonomy.py": 1,
+}
+
+
+def _unexplained_deferred(source: str) -> list[int]:
+    """Line numbers of imports inside functions that name no optional heavy dependency and give no reason."""
+    lines = source.splitlines()
+    found = []
+    for function in ast.walk(ast.parse(source)):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(function):
+            if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                continue
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            if node_level_relative := getattr(node, "level", 0):
+                modules = [f"relative{node_level_relative}"]
+            if all(m.split(".")[0] in OPTIONAL_HEAVY for m in modules):
+                continue
+            statement = lines[node.lineno - 1:node.end_lineno]
+            if not any(DEFERRED_REASON.search(line) for line in statement):
+                found.append(node.lineno)
+    return sorted(set(found))
+
+
+def test_deferred_imports_are_heavy_or_say_why() -> None:
+    counts = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        unexplained = _unexplained_deferred(path.read_text(encoding="utf-8"))
+        if unexplained:
+            counts[path.relative_to(ROOT).as_posix()] = len(unexplained)
+    grown = {path: (count, DEFERRED_LEFT.get(path, 0)) for path, count in counts.items()
+             if count > DEFERRED_LEFT.get(path, 0)}
+    assert grown == {}, "imports inside functions with no `# deferred: <reason>` (found, allowed)"
+    shrunk = {path: (counts.get(path, 0), left) for path, left in DEFERRED_LEFT.items() if counts.get(path, 0) < left}
+    assert shrunk == {}, "fewer unexplained deferred imports than listed: lower DEFERRED_LEFT"
+
+
+def test_the_deferred_rule_sees_each_form() -> None:
+    source = ("import os\n"
+              "def f():\n"
+              "    import torch\n"
+              "    from vllm.engine import x\n"
+              "    from wtb_local.scoring import score  # deferred: start-up of `--help`\n"
+              "    from wtb_local.reports import (  # deferred: start-up\n"
+              "        a, b)\n"
+              "    import json\n"
+              "    async def g():\n"
+              "        from wtb_local.runner import job\n")
+    assert _unexplained_deferred(source) == [8, 10]
+
+
+_STARTUP_PROBE = """
+import ast, importlib, importlib.util, json, os, pathlib, sys
+found = {}
+for name in sys.argv[1:]:
+    lines = pathlib.Path(importlib.util.find_spec(name).origin).read_text(encoding="utf-8").splitlines()
+    targets = []
+    for function in ast.walk(ast.parse("\\n".join(lines))):
+        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for node in ast.walk(function):
+                said = "STARTUP" in " ".join(lines[node.lineno - 1:node.end_lineno]) if hasattr(node, "end_lineno") else False
+                if isinstance(node, ast.ImportFrom) and not node.level and said:
+                    targets.append((node.lineno, node.module))
+                elif isinstance(node, ast.Import) and said:
+                    targets += [(node.lineno, alias.name) for alias in node.names]
+    read, write = os.pipe()
+    if os.fork() == 0:  # a fresh import of `name` alone, in a child of this bare interpreter
+        importlib.import_module(name)
+        os.write(write, json.dumps([[line, module] for line, module in targets if module in sys.modules]).encode())
+        os._exit(0)
+    os.close(write)
+    data = b""
+    while chunk := os.read(read, 1 << 16):
+        data += chunk
+    os.wait()
+    if json.loads(data):
+        found[name] = json.loads(data)
+print(json.dumps(found))
+""".replace("STARTUP", STARTUP)
+
+
+@pytest.mark.slow
+def test_start_up_reasons_hold() -> None:
+    """An import deferred for start-up time keeps its module out of the importing module's own import:
+    importing the module alone (a fresh interpreter) does not load it already."""
+    names = sorted(name for name, path in MODULES.items() if STARTUP in path.read_text(encoding="utf-8"))
+    done = subprocess.run([sys.executable, "-c", _STARTUP_PROBE, *names], capture_output=True, text=True,
+                          check=True, cwd=ROOT, timeout=120)
+    assert json.loads(done.stdout) == {}, "these modules are loaded anyway: import them at module level"

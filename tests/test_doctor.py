@@ -103,8 +103,8 @@ def test_fit_is_estimated_from_the_config(tmp_path: Path) -> None:
 @pytest.fixture
 def qwen_tiny_dir_for_doctor(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("transformers")
+    from tests.helpers import build_tiny_model
     from tests.runner.conftest import chat_template
-    from wtb_local.testing import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("doctor") / "qwen", chat_template("Qwen/Qwen2.5-7B-Instruct"),
                             special_tokens=["<tool_call>", "</tool_call>"])

@@ -442,7 +442,7 @@ def test_make_call_id_styles() -> None:
 
 
 def test_gold_reply_follows_what_was_accepted() -> None:
-    from wtb_local.backends.gold_replies import gold_reply
+    from wtb_local.evaluator.gold_replies import gold_reply
 
     episode = _episode(PARALLEL)
     first = gold_reply(episode)

@@ -8,10 +8,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.helpers.reference_paths import enumerate_paths as brute_force_paths
 from wtb_local.evaluator.episode import Episode
 from wtb_local.evaluator.paths import TaskGraph
 from wtb_local.schema import ASK_ACTION, PREPARE_ACTION, PSEUDO_ACTIONS
-from wtb_local.testing.reference_paths import enumerate_paths as brute_force_paths
 
 TOOLS = [
     {"type": "function", "function": {"name": n, "parameters": {"type": "object", "properties": {}}}}

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.helpers.reference_paths import enumerate_paths as brute_force_paths
 from wtb_local.evaluator.paths import TaskGraph
-from wtb_local.testing.reference_paths import enumerate_paths as brute_force_paths
 
 FIXTURES = Path(__file__).parent / "fixtures" / "vectors"
 GRAPH_FILES = [FIXTURES / "sessions" / "graph.jsonl", FIXTURES / "special_graphs.jsonl"]

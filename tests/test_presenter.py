@@ -83,7 +83,7 @@ def test_a_paper_run_has_one_label_and_paper_row_in_every_command(tmp_path: Path
 @pytest.fixture(scope="module")
 def qwen3_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny model named like Qwen3-8B with Qwen3's real template: it thinks unless told not to."""
-    from wtb_local.testing import build_tiny_model
+    from tests.helpers import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("qwen3") / "Qwen3-8B", chat_template("Qwen/Qwen3-0.6B"),
                             special_tokens=["<tool_call>", "</tool_call>", "<think>", "</think>"], arch="qwen3",

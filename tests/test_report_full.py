@@ -215,8 +215,8 @@ def test_report_of_a_tiny_model_run(tmp_path: Path) -> None:
     """A real generation run (tiny random-weight model, transformers backend): every table, the health
     figures it records (raw completions, cut by the 8-token limit, tokens, latency) and the browser."""
     pytest.importorskip("transformers", reason="transformers is not installed (pip install -e .[hf])")
+    from tests.helpers import build_tiny_model
     from tests.runner.conftest import chat_template
-    from wtb_local.testing import build_tiny_model
 
     model = build_tiny_model(tmp_path / "qwen", chat_template("Qwen/Qwen2.5-7B-Instruct"),
                              special_tokens=["<tool_call>", "</tool_call>"], max_position_embeddings=8192)

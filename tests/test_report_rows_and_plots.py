@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from tests.runner.conftest import invoke
 from tests.runner.test_thinking_mode import DEFAULT_MODE
 from wtb_local.reports.sections import transition_section
-from wtb_local.runner.setup.thinking import template_default
+from wtb_local.reports.thinking_labels import template_default
 
 
 def _cli(*args: str) -> str:

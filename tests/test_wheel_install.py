@@ -105,6 +105,7 @@ def test_the_sdist_and_the_wheel_carry_the_shipped_files(built: tuple[Path, Path
     package = {str(p.relative_to(ROOT)) for p in (ROOT / "wtb_local").rglob("*.py")}
     assert package <= names, sorted(package - names)  # every module ships (setup.py's package list)
     assert not any(name.startswith(("tests/", "chat_templates/", "data/")) for name in names)
+    assert not any(name.startswith("wtb_local/testing/") for name in names)  # test helpers live in tests/helpers/
 
 
 def test_the_installed_wheel_runs_the_quickstart_from_outside_the_checkout(venv: Path, tmp_path: Path) -> None:
@@ -173,7 +174,7 @@ def test_the_installed_wheel_runs_the_quickstart_from_outside_the_checkout(venv:
 def _assert_render_worker_runs(venv: Path, tmp_path: Path, env: dict[str, str]) -> None:
     """A run whose prompts are rendered in a render worker process (docs/runner-speed.md §6): the worker
     imports this same installed (or zipped) wtb_local, and every task gets its gold reply."""
-    from wtb_local.testing import build_tiny_tokenizer
+    from tests.helpers import build_tiny_tokenizer
 
     model = build_tiny_tokenizer(tmp_path / "qwen3-tokenizer", real_templates()["Qwen/Qwen3-0.6B"]["chat_template"],
                                  special_tokens=["<tool_call>", "</tool_call>"], vocab_size=1024,

@@ -48,7 +48,7 @@ _SHOWN_PACKAGES = ("wtb-local", "torch", "transformers", "tokenizers", "vllm", "
 
 
 def packages_check() -> Check:
-    from wtb_local.runner.setup.environment import package_versions
+    from wtb_local.backends.environment import package_versions  # deferred: start-up
 
     versions = package_versions()
     shown = ", ".join(f"{name} {version}" for name, version in versions.items()
@@ -72,8 +72,8 @@ def gpu_check(rows: list[str]) -> Check:
 
 def backend_checks(has_gpu: bool) -> list[Check]:
     from wtb_local.backends import auto_backend, backend_class, engine_backends
-    from wtb_local.install_command import install_command
-    from wtb_local.runner.setup.preflight import missing
+    from wtb_local.backends.preflight import missing  # deferred: start-up
+    from wtb_local.install_command import install_command  # deferred: start-up
 
     checks = []
     for backend in engine_backends():
@@ -93,8 +93,8 @@ def backend_checks(has_gpu: bool) -> list[Check]:
 
 def release_check() -> Check:
     from wtb_local.dataset import DatasetError
-    from wtb_local.dataset.fetch import RELEASE_BLOB_SHA1, release_path
-    from wtb_local.dataset.verified import verify_release
+    from wtb_local.dataset.fetch import RELEASE_BLOB_SHA1, release_path  # deferred: start-up
+    from wtb_local.dataset.verified import verify_release  # deferred: start-up
 
     path = release_path()
     if not path.is_file():
@@ -206,7 +206,7 @@ def fit_check(model: str, config: dict[str, Any], gpu_rows: list[str]) -> Check:
 
 
 def model_checks(model: str, gpu_rows: list[str], revision: str | None = None) -> list[Check]:
-    from wtb_local.runner.setup import preflight
+    from wtb_local.backends import preflight
 
     checks = []
     hub_id = not preflight.looks_local(model)
@@ -254,14 +254,16 @@ def model_checks(model: str, gpu_rows: list[str], revision: str | None = None) -
 
 
 def _template_checks(model: str, config: dict[str, Any]) -> list[Check]:
-    missing = __import__("wtb_local.runner.setup.preflight", fromlist=["missing"]).missing(("transformers",))
+    from wtb_local.backends import preflight
+
+    missing = preflight.missing(("transformers",))
     if missing:
-        from wtb_local.install_command import install_command
+        from wtb_local.install_command import install_command  # deferred: start-up
 
         return [Check(WARNING, "template",
                       f"transformers not installed, template not probed: {install_command('hf')}"),
                 _parser_check(model, None, config)]
-    from wtb_local.rendering.renderer import PromptRenderer
+    from wtb_local.rendering.renderer import PromptRenderer  # deferred: start-up
 
     try:
         from transformers import AutoTokenizer
@@ -280,7 +282,7 @@ def _template_checks(model: str, config: dict[str, Any]) -> list[Check]:
 
 
 def _parser_check(model: str, template: str | None, config: dict[str, Any]) -> Check:
-    from wtb_local.parsers import select_parser
+    from wtb_local.parsers import select_parser  # deferred: start-up
 
     try:
         name = select_parser(model, chat_template=template, config=config)
@@ -291,7 +293,7 @@ def _parser_check(model: str, template: str | None, config: dict[str, Any]) -> C
 
 
 def run_checks(model: str | None = None) -> list[Check]:
-    from wtb_local.runner.setup.environment import gpus
+    from wtb_local.backends.environment import gpus  # deferred: start-up
 
     rows = gpus()
     checks = [python_check(), packages_check(), gpu_check(rows), *backend_checks(bool(rows)), release_check()]

@@ -59,3 +59,9 @@ def is_closed_block(text: str) -> bool:
             return True
     tag = _TAG.match(stripped)
     return bool(tag) and stripped.endswith(f"</{tag.group('tag')}>")
+
+
+def ends_in_open_reasoning(prompt: str) -> bool:
+    """Whether a generation prompt ends inside an opened reasoning block: the completion starts as
+    reasoning, so one cut at the token limit before `</think>` is not a final text answer."""
+    return open_at_end(prompt) is not None

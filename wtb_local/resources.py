@@ -71,6 +71,17 @@ def chat_templates_dir() -> Traversable:
     return _shipped("chat_templates")
 
 
+def cache_dir() -> Path:
+    """`$WTB_CACHE_DIR`, else `$XDG_CACHE_HOME/wtb_local`, else `~/.cache/wtb_local`."""
+    explicit = os.environ.get("WTB_CACHE_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg:
+        return Path(xdg).expanduser() / "wtb_local"
+    return Path.home() / ".cache" / "wtb_local"
+
+
 def sample_dataset_path() -> Path:
     """The embedded sample dataset, `data/sample.jsonl`, as a file on disk (runs record and hash its
     path). Imported from a zip, the bytes are copied once into the cache, named by their sha256."""
@@ -81,8 +92,6 @@ def sample_dataset_path() -> Path:
 
 
 def _on_disk(content: bytes, name: str) -> Path:
-    from wtb_local.dataset.fetch import cache_dir
-
     folder = cache_dir() / "shipped" / hashlib.sha256(content).hexdigest()[:16]
     path = folder / name
     if path.is_file() and path.read_bytes() == content:

@@ -12,7 +12,7 @@ from tests.backends.helpers import CHATML, MIXED_GENERATION, MIXED_LOGITS
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A plain random-weight model: output depends on the input, text is noise."""
-    from wtb_local.testing import build_tiny_model
+    from tests.helpers import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", CHATML,
                             special_tokens=["<tool_call>", "</tool_call>"])
@@ -21,7 +21,7 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def mixed_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Samples `<tool_call>` often and stops (EOS) now and then: both finish reasons, markers in text."""
-    from wtb_local.testing import build_tiny_model
+    from tests.helpers import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("mixed") / "model", CHATML,
                             special_tokens=["<tool_call>", "</tool_call>"],
@@ -31,7 +31,7 @@ def mixed_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def stop_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Always emits EOS first."""
-    from wtb_local.testing import build_tiny_model
+    from tests.helpers import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("stop") / "model", CHATML,
                             fixed_logits={"<|im_end|>": 50.0})

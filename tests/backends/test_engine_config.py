@@ -59,7 +59,7 @@ def test_eos_helpers() -> None:
 
 def test_backend_modules_import_light() -> None:
     code = ("import sys, wtb_local.backends.vllm_engine, wtb_local.backends.hf_generate, "
-            "wtb_local.backends.openai_server, wtb_local.testing; "
+            "wtb_local.backends.openai_server, tests.helpers; "
             "print(sorted(m for m in ('torch', 'transformers', 'vllm', 'tokenizers') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

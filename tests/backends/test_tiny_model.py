@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.backends.helpers import CHATML, chat_prompt
-from wtb_local.testing import build_tiny_model, template_special_tokens
+from tests.helpers import build_tiny_model, template_special_tokens
 
 DEEPSEEK_LIKE = "{{ '<｜User｜>' }}{{ x }}<｜tool▁calls▁begin｜><｜tool▁sep｜>{{ '<｜Assistant｜>' }}"
 MISTRAL_LIKE = "[INST]{{ m }}[/INST][TOOL_CALLS]{{ c }}[ARGS]{{ a }} [not_special] [A]"

@@ -82,8 +82,8 @@ def _serve(backend: Any, requests: list[Any]) -> list[Any]:
 
 @pytest.fixture(scope="module")
 def llama_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.helpers import build_tiny_model
     from wtb_local.resources import chat_templates_dir
-    from wtb_local.testing import build_tiny_model
 
     template = (chat_templates_dir() / "llama3_json.jinja").read_text(encoding="utf-8")
     return build_tiny_model(tmp_path_factory.mktemp("llama-bos") / "model", template, arch="llama",

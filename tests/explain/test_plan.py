@@ -107,7 +107,7 @@ def test_a_model_with_a_template_override_plans_a_run_with_it(tmp_path: Path) ->
 
 
 def test_a_greedy_local_model_has_no_seed_runs(tmp_path: Path) -> None:
-    from wtb_local.testing import build_tiny_tokenizer
+    from tests.helpers import build_tiny_tokenizer
 
     model = build_tiny_tokenizer(tmp_path / "greedy model", chat_template("Qwen/Qwen2.5-7B-Instruct"),
                                  special_tokens=["<tool_call>", "</tool_call>"])

@@ -31,7 +31,7 @@ def _accuracy(run_dir: Path) -> tuple[float, float]:
 def test_the_script_runs_the_plan_and_explains_it(tmp_path: Path) -> None:
     pytest.importorskip("transformers")
     pytest.importorskip("vllm")
-    from wtb_local.testing import build_tiny_model
+    from tests.helpers import build_tiny_model
 
     model = build_tiny_model(tmp_path / "model" / "tiny-qwen", chat_template("Qwen/Qwen2.5-7B-Instruct"),
                              special_tokens=["<tool_call>", "</tool_call>"], max_position_embeddings=8192,

@@ -32,7 +32,7 @@ RUN_TIMEOUT_S = 300
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A random-weight tiny model with Qwen2.5's chat template (hermes tool calls)."""
-    from wtb_local.testing import build_tiny_model
+    from tests.helpers import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("faults") / "qwen", chat_template("Qwen/Qwen2.5-7B-Instruct"),
                             special_tokens=["<tool_call>", "</tool_call>"], max_position_embeddings=8192)

@@ -210,7 +210,7 @@ def test_making_the_episodes_that_raises_stops_the_loop(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("transformers")
-    from wtb_local.testing import build_tiny_tokenizer
+    from tests.helpers import build_tiny_tokenizer
 
     templates = ROOT / "tests" / "fixtures" / "rendering" / "chat_templates.json"
     template = json.loads(templates.read_text(encoding="utf-8"))["Qwen/Qwen3-0.6B"]["chat_template"]

@@ -153,7 +153,7 @@ def test_tiny_model_through_transformers_with_the_qwen_rules(tmp_path: Path) -> 
     """A tiny Qwen2.5-templated model that stops at once: the paper renderer, the family's 512 tokens and
     checkpoint sampling, special tokens skipped before parsing (an empty answer is a step error)."""
     pytest.importorskip("transformers")
-    from wtb_local.testing import build_tiny_model
+    from tests.helpers import build_tiny_model
 
     model_dir = build_tiny_model(tmp_path / "tiny-model", chat_template(QWEN), special_tokens=["<tool_call>"],
                                  max_position_embeddings=8192, fixed_logits={"<|im_end|>": 50.0})
@@ -270,8 +270,8 @@ def test_values_the_protocol_replaces_are_named_in_one_line_and_recorded(tmp_pat
     assert manifest["sources"]["sampling.max_new_tokens"] == manifest["max_new_tokens_from"]
     assert manifest["sources"]["sampling.temperature"] == "protocol paper (family qwen)"
 
+    from tests.helpers import build_tiny_model
     from tests.runner.fake_openai import fake_openai_server
-    from wtb_local.testing import build_tiny_model
 
     model = build_tiny_model(tmp_path / "Qwen2.5-tiny", chat_template(QWEN),
                              special_tokens=["<tool_call>", "</tool_call>"], max_position_embeddings=8192)

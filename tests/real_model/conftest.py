@@ -24,7 +24,7 @@ def in_ci() -> bool:
 
 @pytest.fixture(scope="session")
 def real_model_dir() -> Path:
-    from wtb_local.testing.real_model import EXIT_INDEX_UNREACHABLE, default_dir, is_complete
+    from tests.helpers.real_model import EXIT_INDEX_UNREACHABLE, default_dir, is_complete
 
     target = default_dir()
     if is_complete(target):

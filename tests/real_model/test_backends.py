@@ -74,7 +74,7 @@ def _post(url: str, body: dict[str, Any]) -> dict[str, Any]:
 def runs(real_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """The in-process run, then one server for the completions and the chat runs; the chat steps' prompts as
     the server renders them (its /tokenize), asked while it is up."""
-    from wtb_local.testing.vllm_server import vllm_server
+    from tests.helpers.vllm_server import vllm_server
 
     root = tmp_path_factory.mktemp("real-model-runs")
     found: dict[str, Any] = {"model": real_model_dir}

@@ -1,4 +1,4 @@
-"""scripts/fetch_real_model.py: the trained model as a Hugging Face folder (wtb_local/testing/real_model.py)."""
+"""scripts/fetch_real_model.py: the trained model as a Hugging Face folder (tests/helpers/real_model.py)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import real_model
 from tests.real_model.conftest import SCRIPT
-from wtb_local.testing import real_model
 
 # The chat template the GGUF carries (Qwen2.5's hermes tool-call template), byte for byte.
 TEMPLATE_SHA256 = "cd8e9439f0570856fd70470bf8889ebd8b5d1107207f67a5efb46e342330527f"

@@ -46,7 +46,7 @@ def make_tokenizer(chat_template: str | None, *, bos: str = "<s>", eos: str = "<
     from tokenizers import processors
     from transformers import PreTrainedTokenizerFast
 
-    from wtb_local.testing.tiny_model import template_special_tokens
+    from tests.helpers.tiny_model import template_special_tokens
 
     backend = copy.deepcopy(_backend())
     specials = sorted({bos, eos, *template_special_tokens(chat_template or "")})

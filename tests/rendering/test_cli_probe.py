@@ -20,7 +20,7 @@ PROBLEM = ('history turn 2 (probe_weather, probe_weather, probe_convert) reads b
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from wtb_local.testing import build_tiny_model
+    from tests.helpers import build_tiny_model
 
     # a directory name no override serves, so nothing rescues the template silently
     return build_tiny_model(tmp_path_factory.mktemp("cli-probe") / "acme" / "tool-model",

@@ -18,7 +18,7 @@ QWEN = "Qwen/Qwen2.5-7B-Instruct"
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory) -> Path:
-    from wtb_local.testing.tiny_model import build_tiny_model
+    from tests.helpers.tiny_model import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny"), real_templates()[QWEN]["chat_template"])
 

@@ -43,7 +43,7 @@ class RecordingInstant(InstantBackend):
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from wtb_local.testing import build_tiny_tokenizer
+    from tests.helpers import build_tiny_tokenizer
 
     template = json.loads(TEMPLATES.read_text(encoding="utf-8"))[MODEL_ID]["chat_template"]
     return build_tiny_tokenizer(tmp_path_factory.mktemp("tokenizer"), template,

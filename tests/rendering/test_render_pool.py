@@ -206,7 +206,7 @@ def test_a_run_with_render_workers_writes_the_same_results(tmp_path: Path) -> No
     """The real CLI, instant backend (every step rendered, tokenised, parsed, judged): `--render-workers 2`
     (given as its WTB_ twin) and `--render-workers 0` write the same result lines; the manifest records the
     value with its source, and the throughput block the workers' share."""
-    from wtb_local.testing import build_tiny_tokenizer
+    from tests.helpers import build_tiny_tokenizer
 
     template = real_templates()["Qwen/Qwen3-0.6B"]["chat_template"]
     model = build_tiny_tokenizer(tmp_path / "tokenizer", template, special_tokens=["<tool_call>", "</tool_call>"],
@@ -267,8 +267,8 @@ def test_a_worker_killed_mid_run_stops_the_run_in_one_line_and_the_rerun_resumes
     fault (`render_worker_died`, docs/reliability.md), so the run stops with one line naming it (exit 1, no
     traceback), keeps its finished sessions, and the same command resumes to the files of an uninterrupted
     run."""
+    from tests.helpers import build_tiny_tokenizer
     from tests.runner.test_signals import _children, replicated_sample
-    from wtb_local.testing import build_tiny_tokenizer
 
     template = real_templates()["Qwen/Qwen3-0.6B"]["chat_template"]
     model = build_tiny_tokenizer(tmp_path / "tokenizer", template, special_tokens=["<tool_call>", "</tool_call>"],

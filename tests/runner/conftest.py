@@ -75,7 +75,7 @@ def chat_template(model_id: str) -> str:
 def qwen_tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A random-weight tiny model with Qwen2.5's real chat template (hermes tool calls); a context long
     enough for the sample's prompts (a few thousand tiny-vocabulary tokens)."""
-    from wtb_local.testing import build_tiny_model
+    from tests.helpers import build_tiny_model
 
     return build_tiny_model(
         tmp_path_factory.mktemp("runner-tiny") / "qwen",

@@ -27,9 +27,9 @@ COPIES = 8  # 64 sessions: far more than are finished when the kill lands
 
 @pytest.fixture(scope="module")
 def workload(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    from tests.helpers import build_tiny_tokenizer
+    from tests.helpers.workload import replicated_dataset
     from wtb_local.resources import sample_dataset_path
-    from wtb_local.testing import build_tiny_tokenizer
-    from wtb_local.testing.workload import replicated_dataset
 
     work = tmp_path_factory.mktemp("durable")
     template = json.loads((ROOT / "tests" / "fixtures" / "rendering" / "chat_templates.json")

@@ -68,3 +68,61 @@ def test_sources_say_given_on_the_command_line_in_the_environment_or_default(mon
     ctx = run.make_context("run", ["--model", "m"])
     from_env = options_from_click(ctx, ctx.params)
     assert (from_env.top_p, from_env.source("top_p"), from_env.given) == (0.5, "given (WTB_TOP_P)", {"model", "top_p"})
+
+
+# --- the engine settings come from the declarations ----------------------------------------------------------
+
+
+def test_each_engine_setting_is_declared_on_a_resolved_field_and_names_a_config_field() -> None:
+    from wtb_local.backends.config import OpenAIConfig, TransformersConfig, VLLMConfig
+    from wtb_local.runner.setup.options import engine_fields
+
+    configs = set(VLLMConfig.model_fields) | set(TransformersConfig.model_fields) | set(OpenAIConfig.model_fields)
+    declared = engine_fields()
+    assert set(declared) <= set(ResolvedRun.model_fields)
+    assert {name for names in declared.values() for name in names} <= configs
+    assert declared["max_num_seqs"] == ("max_num_seqs", "max_concurrency")
+
+
+def test_the_backends_build_their_engine_configs_from_the_declarations() -> None:
+    """`--max-num-seqs 3` reaches vLLM's `max_num_seqs` and the OpenAI client's `max_concurrency`; unset, each
+    config keeps its own default (vLLM's choice, 64 concurrent requests)."""
+    from wtb_local.backends.hf_generate import TransformersBackend
+    from wtb_local.backends.openai_server import OpenAIBackend
+    from wtb_local.backends.vllm_engine import VLLMBackend
+
+    given = ResolvedRun(backend="vllm", model="org/m", max_num_seqs=3, max_num_batched_tokens=512, revision="r1",
+                        enforce_eager=True, tensor_parallel_size=2, default_max_model_len=4096, resolved_dtype="float32",
+                        base_url="http://127.0.0.1:9/v1", request_timeout=5.0, server_prompt="text", batch_size=4,
+                        sampling=SamplingConfig(seed=11))
+    vllm = VLLMBackend.from_run(given, parser=None, renderer=None).config
+    assert (vllm.model, vllm.max_num_seqs, vllm.max_num_batched_tokens, vllm.revision, vllm.enforce_eager,
+            vllm.tensor_parallel_size, vllm.max_model_len, vllm.dtype, vllm.seed) == (
+        "org/m", 3, 512, "r1", True, 2, 4096, "float32", 11)
+    server = OpenAIBackend.from_run(given, parser=None, renderer=None).config
+    assert (server.model, server.max_concurrency, server.timeout_s, server.prompt_format, server.revision,
+            server.base_url) == ("org/m", 3, 5.0, "text", "r1", "http://127.0.0.1:9/v1")
+    hf = TransformersBackend.from_run(given, parser=None, renderer=None).config
+    assert (hf.model, hf.batch_size, hf.revision, hf.dtype, hf.max_model_len) == ("org/m", 4, "r1", "float32", None)
+    unset = ResolvedRun(backend="openai", model="org/m", base_url="http://127.0.0.1:9/v1")
+    assert OpenAIBackend.from_run(unset, parser=None, renderer=None).config.max_concurrency == 64
+    assert OpenAIBackend.from_run(unset, parser=None, renderer=None).config.prompt_format == "token-ids"
+    assert VLLMBackend.from_run(unset, parser=None, renderer=None).config.max_num_seqs is None
+
+
+def test_a_value_no_resolved_field_holds_is_an_error_not_dropped() -> None:
+    from wtb_local.runner.setup.prepare import _resolved_values
+
+    assert _resolved_values({"backend": "oracle", "temperature": 0.5}) == {"backend": "oracle"}
+    with pytest.raises(RuntimeError, match="prepare: max_num_seq set by a stage"):
+        _resolved_values({"backend": "oracle", "max_num_seq": 2})
+
+
+def test_the_docs_options_table_is_the_declarations() -> None:
+    from pathlib import Path
+
+    from wtb_local.runner.setup.options import options_table
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "options.md").read_text(encoding="utf-8")
+    assert text.endswith(options_table()), "docs/options.md is stale: python scripts/options_table.py"
+    assert "| `--max-num-seqs` | `WTB_MAX_NUM_SEQS` |  |  | `max_num_seqs`, `max_concurrency` |" in text

@@ -126,8 +126,8 @@ def test_oracle_writes_through_the_chat_template(qwen_tiny_dir: Path, tmp_path: 
 
 @pytest.mark.parametrize("model_id", ["Qwen/Qwen3-0.6B", "moonshotai/Kimi-K2-Instruct"])
 def test_oracle_through_other_real_templates(model_id: str, tmp_path: Path) -> None:
+    from tests.helpers import build_tiny_model
     from wtb_local.runner import RunOptions, run_job_async
-    from wtb_local.testing import build_tiny_model
 
     model_dir = build_tiny_model(tmp_path / "model", chat_template(model_id))
     parser = select_parser(model_id)

@@ -9,8 +9,9 @@ import os
 import time
 from pathlib import Path
 
+from wtb_local.reports.run_status import status_note
 from wtb_local.runner.record.lock import RunLock
-from wtb_local.runner.record.record import _stop_children, mark_killed, status_note
+from wtb_local.runner.record.record import _stop_children, mark_killed
 
 
 def test_open_invocations_are_marked_killed_and_closed_ones_kept() -> None:

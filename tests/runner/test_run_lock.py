@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from wtb_local.runner.record.lock import LOCK_NAME, Holder, RunDirLocked, RunLock, live_holder, locked
+from wtb_local.contract.lock_file import LOCK_NAME, Holder, live_holder
+from wtb_local.runner.record.lock import RunDirLocked, RunLock, locked
 
 ROOT = Path(__file__).resolve().parents[2]
 

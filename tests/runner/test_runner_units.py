@@ -314,8 +314,7 @@ def test_make_progress_modes() -> None:
 
 
 def test_default_backend_needs_vllm_and_a_visible_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
-    from wtb_local.backends import auto_backend
-    from wtb_local.runner.setup import environment
+    from wtb_local.backends import auto_backend, environment
 
     monkeypatch.setattr(environment.importlib.util, "find_spec", lambda _name: object())
     monkeypatch.setattr(environment, "gpus", lambda: ["NVIDIA H100, 81559 MiB, 550.54"])
@@ -327,7 +326,7 @@ def test_default_backend_needs_vllm_and_a_visible_gpu(monkeypatch: pytest.Monkey
 
 
 def test_hidden_gpus_are_not_listed(monkeypatch: pytest.MonkeyPatch) -> None:
-    from wtb_local.runner.setup import environment
+    from wtb_local.backends import environment
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "-1")
     assert environment.gpus() == []
@@ -413,7 +412,7 @@ def test_resolved_revision_and_tokenizer_hash_from_the_hub_cache(
 ) -> None:
     from huggingface_hub import constants
 
-    from wtb_local.runner.setup.environment import resolved_revision, tokenizer_sha256
+    from wtb_local.backends.environment import resolved_revision, tokenizer_sha256
 
     commit = "0123456789abcdef0123456789abcdef01234567"
     repo = tmp_path / "models--org--tiny"

@@ -23,11 +23,10 @@ from tests.runner.conftest import (
     scripted_args,
     without_timing,
 )
+from wtb_local.contract.shard_dirs import Shard, parse_shard_dir
 from wtb_local.runner.setup.shards import (
-    Shard,
     ShardError,
     parse_shard,
-    parse_shard_dir,
     plan_shards,
     resolve_shard,
     session_work,

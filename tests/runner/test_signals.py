@@ -115,7 +115,7 @@ def test_a_run_with_render_workers_stops_when_its_whole_process_group_is_signall
                                                                                   sig: int) -> None:
     """Ctrl-C (and Slurm's SIGTERM) reach the render workers too (docs/runner-speed.md §6): the run still
     stops with its one line and exit 130, no worker prints a traceback, and none outlives the run."""
-    from wtb_local.testing import build_tiny_tokenizer
+    from tests.helpers import build_tiny_tokenizer
 
     templates = ROOT / "tests" / "fixtures" / "rendering" / "chat_templates.json"
     template = json.loads(templates.read_text(encoding="utf-8"))["Qwen/Qwen3-0.6B"]["chat_template"]

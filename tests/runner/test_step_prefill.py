@@ -41,7 +41,7 @@ CALL = ("<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool
 
 @pytest.fixture(scope="module")
 def r1_distill(tmp_path_factory) -> Path:
-    from wtb_local.testing import build_tiny_model
+    from tests.helpers import build_tiny_model
 
     template = json.loads(TEMPLATES.read_text(encoding="utf-8"))[MODEL]["chat_template"]
     return build_tiny_model(tmp_path_factory.mktemp("models") / MODEL, template,

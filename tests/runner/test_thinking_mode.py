@@ -15,13 +15,13 @@ import pytest
 
 from tests.rendering.conftest import make_tokenizer, real_templates
 from tests.runner.conftest import RESULT_NAME, chat_template
-from wtb_local.runner.loop.length_cuts import cuts_line, cuts_warning, length_cuts
 from wtb_local.runner.setup.thinking import (
     NON_THINKING_MAX_NEW_TOKENS,
     THINKING_MAX_NEW_TOKENS,
     default_max_new_tokens,
     effective_thinking,
 )
+from wtb_local.scoring.length_cuts import cuts_line, cuts_warning, length_cuts
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -161,7 +161,7 @@ def test_length_cuts_count_overall_and_inside_reasoning() -> None:
 def qwen3_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Tiny models named like Qwen3-8B with Qwen3's real template: one that answers, one whose every token
     is `<think>` (every step thinks until the token limit)."""
-    from wtb_local.testing import build_tiny_model
+    from tests.helpers import build_tiny_model
 
     root = tmp_path_factory.mktemp("qwen3")
     template = chat_template("Qwen/Qwen3-0.6B")

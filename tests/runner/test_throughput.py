@@ -199,7 +199,7 @@ def test_cli_instant_backend_runs_every_stage_and_records_the_runner_ceiling(tmp
     """`--backend instant` (docs/runner-speed.md §1) through the real CLI: real template, tokenizer, parser,
     judge and store, no engine; every task is answered with its gold reply, so the run scores 100%, and
     the manifest's throughput block carries the runner's busy share and ceiling, consistent."""
-    from wtb_local.testing import build_tiny_tokenizer
+    from tests.helpers import build_tiny_tokenizer
 
     templates = Path(__file__).resolve().parents[1] / "fixtures" / "rendering" / "chat_templates.json"
     template = json.loads(templates.read_text(encoding="utf-8"))["Qwen/Qwen3-0.6B"]["chat_template"]

@@ -9,9 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from wtb_local.backends.config import OpenAIConfig
-from wtb_local.schema import Completion, GenerationRequest, SamplingConfig
-from wtb_local.testing.workload import (
+from tests.helpers.workload import (
     REASONING_MEDIAN,
     REASONING_RANGE,
     ExactLengthOpenAI,
@@ -21,6 +19,8 @@ from wtb_local.testing.workload import (
     reasoning_tokens,
     replicated_dataset,
 )
+from wtb_local.backends.config import OpenAIConfig
+from wtb_local.schema import Completion, GenerationRequest, SamplingConfig
 
 
 def test_reasoning_lengths_are_seeded_and_follow_the_documented_distribution() -> None:
@@ -116,9 +116,9 @@ def test_exact_length_server_requests_ignore_eos() -> None:
 
 def test_exact_length_engine_requests_ignore_eos() -> None:
     pytest.importorskip("vllm", reason="vLLM is not installed")
+    from tests.helpers.workload import ExactLengthVLLM
     from wtb_local.backends.config import VLLMConfig
     from wtb_local.backends.sampling_defaults import ResolvedSampling
-    from wtb_local.testing.workload import ExactLengthVLLM
 
     sampling = ResolvedSampling(do_sample=False, temperature=0.0, top_p=1.0, top_k=0, min_p=0.0,
                                 repetition_penalty=1.0, max_new_tokens=12)

@@ -49,7 +49,7 @@ def auto_backend(*, script: str | None, replay: str | None) -> tuple[str, str]:
         return "scripted", "auto (--script given)"
     if replay:
         return "replay", "auto (--replay given)"
-    from wtb_local.runner.setup import environment
+    from wtb_local.backends import environment
 
     if environment.importlib.util.find_spec("vllm") is not None and environment.gpus():
         return "vllm", "auto (vllm importable, a CUDA GPU visible)"

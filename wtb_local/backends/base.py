@@ -14,10 +14,13 @@ A backend also describes itself (`capabilities`) and builds itself from the reso
 
 from __future__ import annotations
 
+import hashlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+from wtb_local.backends.errors import SetupError
 from wtb_local.backends.reproducibility import SERVER
 from wtb_local.faults import FaultLog
 from wtb_local.schema import Completion, GenerationRequest
@@ -81,8 +84,8 @@ class Backend(ABC):
 
     @classmethod
     def check(cls, options: Any) -> None:
-        """Cheap checks before the dataset is fetched and the tokenizer loaded (runner/setup/preflight.py)."""
-        from wtb_local.runner.setup import preflight
+        """Cheap checks before the dataset is fetched and the tokenizer loaded (backends/preflight.py)."""
+        from wtb_local.backends import preflight
 
         caps = cls.capabilities
         if caps.packages:
@@ -121,15 +124,8 @@ class Backend(ABC):
         raise SetupError(f"--backend {cls.name}: cannot be built from the run options")
 
 
-class SetupError(ValueError):
-    """Options a backend cannot work with; one line, naming the option."""
-
-
 def file_sha256(path: str) -> str:
     """A file's sha256 (a script's, a replayed result file's), recorded in the run's hashed config."""
-    import hashlib
-    from pathlib import Path
-
     try:
         return hashlib.sha256(Path(path).read_bytes()).hexdigest()
     except OSError as exc:

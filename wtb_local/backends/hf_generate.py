@@ -249,10 +249,7 @@ class TransformersBackend(Backend):
 
     @classmethod
     def from_run(cls, run: Any, *, parser: Any, renderer: Any) -> TransformersBackend:
-        return cls(TransformersConfig(model=run.model, revision=run.revision,
-                                      dtype=run.resolved_dtype or run.dtype,
-                                      trust_remote_code=run.trust_remote_code, batch_size=run.batch_size,
-                                      max_model_len=run.max_model_len))
+        return cls(TransformersConfig(**run.engine_settings(TransformersConfig), dtype=run.resolved_dtype or run.dtype))
 
     def describe(self) -> dict[str, Any]:
         info: dict[str, Any] = {"backend": self.name, "settings": self.config.model_dump()}

@@ -40,7 +40,7 @@ class InstantBackend(Backend):
         self.needs_gold = not self.frozen_table  # instance value: the step driver plans gold replies only to write
         self.writer = None
         if not self.frozen_table:
-            from wtb_local.backends.oracle import OracleBackend
+            from wtb_local.backends.oracle import OracleBackend  # deferred: start-up
 
             self.writer = OracleBackend(model, parser=parser, renderer=renderer)
         self.renderer = renderer

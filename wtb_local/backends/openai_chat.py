@@ -82,7 +82,7 @@ def chat_completion(request: GenerationRequest, reply: dict[str, Any], started: 
     """The server's parsed message as a reply the episode judges. A message that cannot be judged (a call
     without a function name, content that is not text) is the step's error: the server parsed what the model
     wrote. An answer that holds no message at all is a machine fault (BadResponse)."""
-    from wtb_local.evaluator.ids import make_call_id
+    from wtb_local.evaluator.ids import make_call_id  # deferred: start-up
 
     choices = reply.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):

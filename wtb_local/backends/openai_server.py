@@ -201,7 +201,7 @@ class OpenAIBackend(Backend):
 
     @classmethod
     def check(cls, options: Any) -> None:
-        from wtb_local.runner.setup import preflight
+        from wtb_local.backends import preflight
 
         if cls.capabilities.packages:
             preflight.require_packages(f"--backend {cls.name}", cls.capabilities.packages)
@@ -222,10 +222,7 @@ class OpenAIBackend(Backend):
 
     @classmethod
     def config_from_run(cls, run: Any) -> OpenAIConfig:
-        return OpenAIConfig(base_url=run.base_url, model=run.model, served_model_name=run.served_model_name,
-                            api_key=run.api_key, max_concurrency=run.max_num_seqs or 64,
-                            max_model_len=run.max_model_len, timeout_s=run.request_timeout,
-                            prompt_format=run.server_prompt or "token-ids", revision=run.revision)
+        return OpenAIConfig(**run.engine_settings(OpenAIConfig))
 
     @classmethod
     def from_run(cls, run: Any, *, parser: Any, renderer: Any) -> OpenAIBackend:

@@ -28,7 +28,7 @@ class OracleBackend(Backend):
 
     def __init__(self, model: str | None = None, *, parser: Any = None, renderer: Any = None,
                  **_ignored: Any) -> None:
-        from wtb_local.parsers import get_parser, select_parser
+        from wtb_local.parsers import get_parser, select_parser  # deferred: start-up
 
         if parser is None:
             if not model:
@@ -55,7 +55,7 @@ class OracleBackend(Backend):
 
     def write(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], gold: dict[str, Any]) -> str:
         """The raw completion for `gold`; the template's cut is used only when it parses back to `gold`."""
-        from wtb_local.parsers.prefill import step_parser
+        from wtb_local.parsers.prefill import step_parser  # deferred: start-up
 
         calls = _parsed_calls(gold.get("tool_calls") or [])
         content = gold.get("content")
@@ -76,7 +76,7 @@ class OracleBackend(Backend):
         return self._prefilled(request.messages, request.tools)
 
     def _prefilled(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> bool | None:
-        from wtb_local.parsers.prefill import decides_per_step, prompt_prefills
+        from wtb_local.parsers.prefill import decides_per_step, prompt_prefills  # deferred: start-up
 
         if self.renderer is None or not decides_per_step(self.parser):
             return None
@@ -87,8 +87,8 @@ class OracleBackend(Backend):
 
     def _reads_back(self, text: str, tools: list[dict[str, Any]], content: Any,
                     calls: list[ParsedCall], prefilled: bool | None = None) -> bool:
-        from wtb_local.parsers import parse_completion
-        from wtb_local.parsers.prefill import step_parser
+        from wtb_local.parsers import parse_completion  # deferred: start-up
+        from wtb_local.parsers.prefill import step_parser  # deferred: start-up
 
         parsed = parse_completion(step_parser(self.parser, prefilled), text, tools=tools, finish_reason="stop")
         if parsed.errors:

@@ -180,7 +180,7 @@ def _recorded_step(task: dict[str, Any], task_field: str, step: int, entry: Any,
 
 
 def _prefilled(output: dict[str, Any], where: str, field: str) -> bool | None:
-    from wtb_local.parsers.prefill import STEP_FIELD
+    from wtb_local.parsers.prefill import STEP_FIELD  # deferred: start-up
 
     value = output.get(STEP_FIELD)
     if value is not None and not isinstance(value, bool):

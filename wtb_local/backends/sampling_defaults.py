@@ -87,6 +87,6 @@ def eos_ids(*sources: int | Iterable[int] | None) -> frozenset[int]:
 
 def strip_trailing(text: str, markers: Iterable[str]) -> str:
     """Remove one trailing end-of-sequence marker (the only special text the replies lose)."""
-    from wtb_local.end_of_turn import strip_end_of_turn
+    from wtb_local.end_of_turn import strip_end_of_turn  # deferred: start-up
 
     return strip_end_of_turn(text, markers, once=True)

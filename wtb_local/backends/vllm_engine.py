@@ -183,15 +183,10 @@ class VLLMBackend(Backend):
 
     @classmethod
     def from_run(cls, run: Any, *, parser: Any, renderer: Any) -> VLLMBackend:
-        return cls(VLLMConfig(
-            model=run.model, revision=run.revision, dtype=run.resolved_dtype or run.dtype,
-            tensor_parallel_size=run.tensor_parallel_size, pipeline_parallel_size=run.pipeline_parallel_size,
-            max_model_len=run.max_model_len or run.default_max_model_len,
-            data_parallel_size=run.data_parallel_size,
-            distributed_executor_backend=run.distributed_executor_backend, gpu_memory_utilization=run.gpu_memory_utilization,
-            quantization=run.quantization, trust_remote_code=run.trust_remote_code,
-            max_num_seqs=run.max_num_seqs, max_num_batched_tokens=run.max_num_batched_tokens,
-            enable_prefix_caching=run.enable_prefix_caching, enforce_eager=run.enforce_eager, seed=run.seed))
+        # the declared engine options as they are (runner/setup/options.py, `Cli.engine`); what the run
+        # resolved beyond them: the dtype, the context window it chose, the seed
+        return cls(VLLMConfig(**{**run.engine_settings(VLLMConfig), "dtype": run.resolved_dtype or run.dtype,
+                                 "max_model_len": run.max_model_len or run.default_max_model_len, "seed": run.seed}))
 
     def describe(self) -> dict[str, Any]:
         info: dict[str, Any] = {"backend": self.name, "settings": self.config.model_dump()}

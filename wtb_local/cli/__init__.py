@@ -25,6 +25,8 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
     "merge": ("wtb_local.cli.merge", "merge", "Merge the shards of a sharded run (run --shard) and score it."),
     "rescore": ("wtb_local.cli.rescore", "rescore", "Re-score a finished run with the other argument checker (lenient|strict)."),
     "report": ("wtb_local.cli.report", "report", "Print the Table 6 row(s) of scored runs next to the paper."),
+    "export": ("wtb_local.cli.export", "export",
+               "Export finished runs: Inspect logs, MLflow runs, the benchmark's leaderboard row."),
     "explain": ("wtb_local.cli.explain", "explain",
                 "Why the scores of runs differ: factors, flipped tasks, the gap one factor at a time; --plan."),
     "doctor": ("wtb_local.cli.doctor", "doctor", "Check this machine (and a model) before a run: ok/warning/error."),

@@ -103,7 +103,7 @@ def verify(path: str, expected_sha1: str, schema_only: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON.")
 def stats(dataset: str, as_json: bool) -> None:
     """Print dataset statistics. DATASET is a path, `sample` or `release` (default)."""
-    from wtb_local.dataset.stats import dataset_stats, format_stats
+    from wtb_local.dataset.stats import dataset_stats, format_stats  # deferred: start-up (--help)
 
     try:
         path = resolve_dataset(dataset)

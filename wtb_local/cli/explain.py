@@ -41,7 +41,7 @@ def explain(ctx: click.Context, run_dirs: tuple[str, ...], plan_model: str | Non
     if plan_model is not None:
         if run_dirs:
             raise click.UsageError("--plan MODEL takes no RUN_DIR")
-        from wtb_local.explain.plan import PlanError, make_plan, plan_script
+        from wtb_local.explain.plan import PlanError, make_plan, plan_script  # deferred: start-up (--help)
 
         try:
             planned = make_plan(plan_model, runs_dir=runs_dir, engine=engine, run_options=run_options,
@@ -52,11 +52,11 @@ def explain(ctx: click.Context, run_dirs: tuple[str, ...], plan_model: str | Non
         return
     if not run_dirs:
         raise click.UsageError("give two or more RUN_DIRs (or one --repeats run directory), or --plan MODEL")
-    from wtb_local.explain.build import explain_runs
-    from wtb_local.explain.render import plain, write_explanation
-    from wtb_local.explain.runs import ExplainError, load_runs
-    from wtb_local.reports.build import parse_formats, png_refused
-    from wtb_local.runner.errors import RunError
+    from wtb_local.explain.build import explain_runs  # deferred: start-up (--help)
+    from wtb_local.explain.render import plain, write_explanation  # deferred: start-up (--help)
+    from wtb_local.explain.runs import ExplainError, load_runs  # deferred: start-up (--help)
+    from wtb_local.reports.build import parse_formats, png_refused  # deferred: start-up (--help)
+    from wtb_local.runner.errors import RunError  # deferred: start-up (--help)
 
     try:
         chosen = parse_formats(formats)

@@ -14,7 +14,7 @@ def health_lines(outcome: Any, prefix: str = "") -> None:
     """What went wrong or was cut in a run, each line after `prefix` (a repeat names its seed): failed
     requests, steps cut at the token limit, calls in reasoning, calls outside the model's format."""
     from wtb_local.reports.health import format_deviations_line, reasoning_calls_line
-    from wtb_local.runner.loop.length_cuts import cuts_line, cuts_warning
+    from wtb_local.scoring.length_cuts import cuts_line, cuts_warning  # deferred: start-up (--help)
 
     examples: dict[str, str] = {}
     failed = failed_requests(outcome.result_rows, set(outcome.ran_sessions), examples)

@@ -29,8 +29,8 @@ def parsers() -> None:
 @parsers.command("list")
 def list_parsers() -> None:
     """Every registered parser: the vLLM parser it mirrors, its families and model-id patterns."""
-    from rich.console import Console
-    from rich.table import Table
+    from rich.console import Console  # deferred: start-up (--help)
+    from rich.table import Table  # deferred: start-up (--help)
 
     table = Table("name", "vLLM name", "families", "model-id patterns", "priority")
     for name in parser_names():
@@ -136,7 +136,7 @@ def compare(run_dir: str, names: str, dataset: str | None, output_format: str, k
     """Compare parsers on RUN_DIR's recorded raw completions: calls extracted, parse failures,
     disagreements (with examples) and the task verdicts each parser leads to (replayed)."""
     from wtb_local.commands.parser_comparison import compare_parsers, to_markdown
-    from wtb_local.runner.errors import RunError
+    from wtb_local.runner.errors import RunError  # deferred: start-up (--help)
 
     wanted = [name.strip() for name in names.split(",") if name.strip()]
     try:

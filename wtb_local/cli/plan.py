@@ -5,8 +5,11 @@ then submits the roster to Slurm (docs/roster.md). Offline; imports no torch, vl
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
+
+from wtb_local.cli import cli
 
 
 @click.command(name="plan")
@@ -28,8 +31,8 @@ import click
 def plan(roster: str, submit: bool, dry_run: bool, runs_dir: str, sbatch_options: tuple[str, ...],
          gpus_per_node: int | None, single_node: bool) -> None:
     """Check a roster offline (and submit it with --submit)."""
-    from wtb_local.roster.file import RosterError, load_roster
-    from wtb_local.roster.plan import format_plan, plan_roster
+    from wtb_local.roster.file import RosterError, load_roster  # deferred: start-up (--help)
+    from wtb_local.roster.plan import format_plan, plan_roster  # deferred: start-up (--help)
 
     try:
         loaded = load_roster(roster)
@@ -44,7 +47,7 @@ def plan(roster: str, submit: bool, dry_run: bool, runs_dir: str, sbatch_options
         sys.exit(1)
     if not submit:
         return
-    from wtb_local.roster.submit import SubmitError, roster_jobs, submit_jobs
+    from wtb_local.roster.submit import SubmitError, roster_jobs, submit_jobs  # deferred: start-up (--help)
 
     try:
         jobs = roster_jobs(loaded, runs_dir, list(sbatch_options), gpus_per_node=gpus_per_node,
@@ -62,9 +65,8 @@ def plan(roster: str, submit: bool, dry_run: bool, runs_dir: str, sbatch_options
               help="The entry runs into RUNS_DIR/<row>.")
 def roster_run(roster: str, row: str, runs_dir: str) -> None:
     """Run one roster entry (what each Slurm array task of `plan --submit` runs)."""
-    from wtb_local.cli import cli
-    from wtb_local.roster.file import RosterError, load_roster
-    from wtb_local.roster.submit import entry_run_arguments, override_arguments
+    from wtb_local.roster.file import RosterError, load_roster  # deferred: start-up (--help)
+    from wtb_local.roster.submit import entry_run_arguments, override_arguments  # deferred: start-up (--help)
 
     try:
         entry = load_roster(roster).entry(row)
@@ -83,10 +85,8 @@ def roster_run(roster: str, row: str, runs_dir: str) -> None:
               help="Write roster_report.md and reproduction.csv here (default: RUNS_DIR/roster-report).")
 def roster_report(roster: str, runs_dir: str, out_dir: str | None) -> None:
     """The paper's full Table 6/7 with every roster run and its diff, and the reproduction summary."""
-    from pathlib import Path
-
-    from wtb_local.roster.file import RosterError, load_roster
-    from wtb_local.roster.report import build_report, write_report
+    from wtb_local.roster.file import RosterError, load_roster  # deferred: start-up (--help)
+    from wtb_local.roster.report import build_report, write_report  # deferred: start-up (--help)
 
     try:
         loaded = load_roster(roster)

@@ -41,16 +41,16 @@ def render(model: str, session_id: str | None, task: int, step: int, dataset: st
            thinking: bool | None, template_kwarg: tuple[str, ...], parser: str | None, revision: str | None,
            trust_remote_code: bool, protocol: str) -> None:
     """Print the prompt MODEL is given for one step (stdout) and the template choice (stderr)."""
-    from wtb_local.dataset import load_dataset
-    from wtb_local.rendering.kwargs import parse_template_kwargs
-    from wtb_local.runner.setup import preflight
+    from wtb_local.backends import preflight
+    from wtb_local.dataset import load_dataset  # deferred: start-up (--help)
+    from wtb_local.rendering.kwargs import parse_template_kwargs  # deferred: start-up (--help)
 
     try:  # cheap checks first: transformers importable, the hub reachable when a hub id is read
         preflight.require_packages("render", preflight.RENDER_PACKAGES)
         preflight.require_hub(model, revision)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
-    from wtb_local.rendering.renderer import PromptRenderer
+    from wtb_local.rendering.renderer import PromptRenderer  # deferred: start-up (--help)
 
     try:
         kwargs = parse_template_kwargs(template_kwarg)

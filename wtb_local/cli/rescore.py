@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from wtb_local.protocols import CHECKERS
+from wtb_local.protocols import CHECKERS, score_with
 
 
 @click.command(name="rescore")
@@ -27,7 +27,7 @@ from wtb_local.protocols import CHECKERS
               help="Dataset of the run (default: the path its manifest records; its sha256 must match).")
 def rescore(run_dir: str, checker: str, dataset: str | None) -> None:
     """Re-score RUN_DIR's result file with another argument checker (no generation)."""
-    from wtb_local.runner.record.lock import RunDirLocked, locked
+    from wtb_local.runner.record.lock import RunDirLocked, locked  # deferred: start-up (--help)
 
     try:
         # it writes the run's manifest: never while a run is writing it
@@ -39,8 +39,7 @@ def rescore(run_dir: str, checker: str, dataset: str | None) -> None:
 
 def _rescore(run_dir: str, checker: str, dataset: str | None) -> None:
     from wtb_local.dataset import DatasetError, dataset_sha256, read_dataset, resolve_dataset
-    from wtb_local.protocols import score_with
-    from wtb_local.reports.present import present, run_facts
+    from wtb_local.reports.present import present, run_facts  # deferred: start-up (--help)
     from wtb_local.runner.record.manifest import ManifestError, read_manifest, write_manifest
     from wtb_local.scoring import ScoringError, read_result_rows, write_score_files
 

@@ -7,12 +7,18 @@ the paper's. Every option has a `WTB_*` environment twin; engine flags mirror vL
 
 from __future__ import annotations
 
+import logging
+import os
+import signal
 import sys
 from typing import Any
 
 import click
 
-from wtb_local.runner.setup.options import click_options
+from wtb_local.runner import RunError, run_job
+from wtb_local.runner.loop.stopping import RunInterrupted
+from wtb_local.runner.loop.throughput import summary_line
+from wtb_local.runner.setup.options import click_options, options_from_click
 
 
 @click.command(name="run")
@@ -20,17 +26,18 @@ from wtb_local.runner.setup.options import click_options
 @click.pass_context
 def run(ctx: click.Context, **params: Any) -> None:
     """Run a model on WildToolBench, score it and print its Table 6 row (the main job)."""
-    from wtb_local.runner import RunError, run_job
-    from wtb_local.runner.loop.stopping import RunInterrupted
-    from wtb_local.runner.setup.options import options_from_click
-
     options = options_from_click(ctx, params)
     repeats = options.repeats
+    if options.mlflow_uri:  # a missing package is said before the run, not after it
+        from wtb_local.cli.export import require  # deferred: start-up (only with --mlflow-uri)
+
+        require("mlflow")
     try:
         if repeats > 1:
-            from wtb_local.cli.repeats import run_repeated
+            from wtb_local.cli.repeats import run_repeated  # deferred: start-up (--help)
 
-            run_repeated(options, repeats)
+            run_dir = run_repeated(options, repeats)
+            _log_mlflow(options.mlflow_uri, run_dir)
             return
         outcome = run_job(options)
     except RunInterrupted as exc:  # Ctrl-C or SIGTERM (e.g. SLURM preemption) while sessions ran
@@ -49,29 +56,41 @@ def run(ctx: click.Context, **params: Any) -> None:
     click.echo(f"manifest: {paths.run_dir / 'manifest.json'}")
     throughput = (outcome.manifest.get("summary") or {}).get("throughput")
     if throughput and throughput.get("steps"):
-        from wtb_local.runner.loop.throughput import summary_line
-
         click.echo(summary_line(throughput))
     if outcome.manifest.get("status") != "complete":
         click.echo(f"warning: run status {outcome.manifest.get('status')}", err=True)
-    from wtb_local.cli.health import health_lines
-    from wtb_local.reports.present import present
+    from wtb_local.cli.health import health_lines  # deferred: start-up (--help)
+    from wtb_local.reports.present import present  # deferred: start-up (--help)
 
     health_lines(outcome)
     # label, paper row (by the recorded thinking mode) and notes as every command shows this run
     shown = present(paths.run_dir, outcome.metric, manifest=outcome.manifest)
     shown.show(sys.stdout)
     _save_summary(outcome, shown.rows, [f"note: {note}" for note in shown.notes])
+    _log_mlflow(options.mlflow_uri, paths.run_dir)
+
+
+def _log_mlflow(uri: str | None, run_dir: Any) -> None:
+    """`--mlflow-uri`: the finished run (each repeat of a `--repeats` run) as `export --to mlflow` logs it. A
+    server that cannot be reached is one line and exit 1; the run directory is complete either way."""
+    if not uri:
+        return
+    from mlflow.exceptions import MlflowException
+
+    from wtb_local.cli.export import export  # deferred: start-up (only with --mlflow-uri)
+
+    try:
+        export.main([str(run_dir), "--to", "mlflow", "--tracking-uri", uri], standalone_mode=False)
+    except (MlflowException, OSError) as exc:  # MLflow's client: a server that is down, refuses or errs
+        raise click.ClickException(f"--mlflow-uri {uri}: not logged ({' '.join(str(exc).split())[:300]}); the run "
+                                   f"is complete: `python -m wtb_local export {run_dir} --to mlflow "
+                                   f"--tracking-uri {uri}` logs it later") from None
 
 
 def _exit_interrupted(line: str) -> None:
     """The one line and exit 130, at once. The record is on disk and the engine closed; the interpreter's
     own shutdown is skipped: its garbage collections walk a large run's every object for seconds after
     the line is printed, and a signal during it would end the process with -2 instead of 130."""
-    import logging
-    import os
-    import signal
-
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)
     click.echo(line, err=True)
@@ -83,8 +102,8 @@ def _exit_interrupted(line: str) -> None:
 
 def _save_summary(outcome: Any, rows: list[Any], notes: list[str]) -> None:
     """The tables and notes just printed, also in the run folder (summary.md, summary.json)."""
-    from wtb_local.reports.table import format_plain
-    from wtb_local.runner.record.run_record import write_summary
+    from wtb_local.reports.summary_files import write_summary  # deferred: start-up (--help)
+    from wtb_local.reports.table import format_plain  # deferred: start-up (--help)
 
     text = "\n\n".join(format_plain(rows, table) for table in (6, 7))
     write_summary(outcome.paths.run_dir, rows, text, notes)

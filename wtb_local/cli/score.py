@@ -10,6 +10,8 @@ Imports only the scorer (no torch, vllm or transformers): scoring a 1,024-task f
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from wtb_local.resources import DEFAULT_DATASET
@@ -51,13 +53,12 @@ def score(
     result_file: str, dataset: str | None, out_dir: str | None, model_name: str | None, thinking: bool | None
 ) -> None:
     """Score a run directory or RESULT_FILE (or re-count a score file) and print its table rows."""
-    from pathlib import Path
-
+    from wtb_local.contract.lock_file import live_holder  # deferred: start-up (--help)
     from wtb_local.dataset import DatasetError, dataset_sha256, read_dataset, resolve_dataset
-    from wtb_local.reports.present import present, run_facts
-    from wtb_local.runner.record.lock import live_holder
+    from wtb_local.protocols.checkers import score_file  # deferred: start-up (--help)
+    from wtb_local.reports.present import present, run_facts  # deferred: start-up (--help)
     from wtb_local.runner.setup.naming import read_run_manifest, recorded_model, run_dir_of
-    from wtb_local.scoring import ScoringError, model_dir_name, score_file, write_score_files
+    from wtb_local.scoring import ScoringError, model_dir_name, write_score_files
 
     result_file = _result_file(result_file, model_name)
     manifest = read_run_manifest(result_file)
@@ -116,7 +117,7 @@ def score(
 
 def _result_file(path: str, model_name: str | None) -> str:
     """A run directory's result file (like `report` and `--replay` take a run directory), or `path`."""
-    from wtb_local.backends.replay import ReplayError, find_result_file
+    from wtb_local.backends.replay import ReplayError, find_result_file  # deferred: start-up (--help)
 
     try:
         return str(find_result_file(path, model_name))

@@ -16,12 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from wtb_local.contract.lock_file import live_holder
+from wtb_local.contract.shard_dirs import SHARDS_DIR, Shard, parse_shard_dir
 from wtb_local.runner.errors import RunError
-from wtb_local.runner.record.lock import live_holder, locked
+from wtb_local.runner.record.lock import locked
 from wtb_local.runner.record.manifest import ManifestError, read_manifest, write_manifest
 from wtb_local.runner.setup.config import config_diff
 from wtb_local.runner.setup.paths import RunPaths
-from wtb_local.runner.setup.shards import SHARDS_DIR, Shard, parse_shard_dir
 
 # Manifest entries, besides `config`, that every shard must share.
 _AGREED = ("parser_options", "template_kwargs", "protocol")
@@ -174,8 +175,8 @@ def merge_run(run_dir: str | Path, *, dataset: str | None = None, err: Any = Non
 def _merge_locked(run_dir: Path, dataset: str | None) -> MergeOutcome:
     from wtb_local.protocols import protocol_named
     from wtb_local.runner.job import score_run
-    from wtb_local.runner.loop.length_cuts import length_cuts
     from wtb_local.scoring import write_result_rows
+    from wtb_local.scoring.length_cuts import length_cuts
 
     loaded = _check_shards(run_dir)
     first = loaded[0][2]

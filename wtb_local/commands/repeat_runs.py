@@ -74,7 +74,7 @@ def check_repeats(prep: Any, repeats: int) -> None:
     if run.sampling.temperature == 0:
         raise RunError(f"--repeats {repeats}: greedy decoding (--temperature 0) gives the same replies every "
                        "time; repeats need sampled decoding")
-    from wtb_local.runner.record.run_record import sampling_used
+    from wtb_local.runner.record.run_record import sampling_used  # deferred: start-up
 
     used = sampling_used(run)
     if used.get("do_sample") is False:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from wtb_local.dataset.blob import git_blob_sha1
 from wtb_local.dataset.verified import blob_sha1_cached, remember_sha1
+from wtb_local.resources import cache_dir
 
 RELEASE_COMMIT = "80a5f427fb26c9a14eb419ccb565675671650065"
 RELEASE_REPO_PATH = "wild-tool-bench/data/Wild-Tool-Bench.jsonl"
@@ -27,17 +28,6 @@ _OFFLINE_VARS = ("WTB_OFFLINE", "HF_HUB_OFFLINE")
 
 class FetchError(RuntimeError):
     """The release file could not be downloaded or did not verify; the message says what to do."""
-
-
-def cache_dir() -> Path:
-    """`$WTB_CACHE_DIR`, else `$XDG_CACHE_HOME/wtb_local`, else `~/.cache/wtb_local`."""
-    explicit = os.environ.get("WTB_CACHE_DIR")
-    if explicit:
-        return Path(explicit).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    if xdg:
-        return Path(xdg).expanduser() / "wtb_local"
-    return Path.home() / ".cache" / "wtb_local"
 
 
 def release_path() -> Path:

@@ -81,7 +81,7 @@ def _directory(path: Path) -> str:
 
 def _release() -> Path:
     from wtb_local.dataset.fetch import RELEASE_BLOB_SHA1, FetchError, fetch_release, release_path
-    from wtb_local.dataset.verified import verify_release
+    from wtb_local.dataset.verified import verify_release  # deferred: start-up
 
     path = release_path()
     if path.is_file():  # verified on every use (cheaply: the verdict is stamped by size and mtime)

@@ -227,7 +227,7 @@ def _match_strings(predicted: str, gold: str, where: str) -> str:
 def _load_rouge() -> Any:
     global _rouge
     if _rouge is None:
-        from rouge import Rouge
+        from rouge import Rouge  # deferred: start-up
 
         _rouge = Rouge()
     return _rouge
@@ -240,7 +240,7 @@ def _load_jieba() -> Any:
     if _jieba is None:
         with warnings.catch_warnings():  # jieba 0.42.1 imports the deprecated pkg_resources
             warnings.simplefilter("ignore", DeprecationWarning)
-            import jieba
+            import jieba  # deferred: start-up
 
         jieba.setLogLevel(logging.WARNING)
         logging.getLogger("jieba").setLevel(logging.WARNING)

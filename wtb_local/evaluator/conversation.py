@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,6 +75,27 @@ def history_call_key(session_id: str, task_idx: int, step: int, k: int) -> str:
     return f"{session_id}/{task_idx}/{step}/{k}"
 
 
+def gold_path_steps(
+    nodes: Sequence[GoldNode], path: Sequence[Sequence[int]]
+) -> Iterator[tuple[list[dict[str, Any]], list[GoldNode]]]:
+    """Per step of a gold path: the messages its pseudo-actions say (an ask: the question and the user's
+    answer; a prepare: its text), and its tool-call nodes, in order. The one walk of a gold path that both
+    the release's history (`gold_path_messages`) and the paper harness's (protocols/history.py) format."""
+    for step in path:
+        said: list[dict[str, Any]] = []
+        called: list[GoldNode] = []
+        for position in step:
+            node = nodes[position]
+            if node.name == ASK_ACTION:
+                said.append({"role": "assistant", "content": node.observation})
+                said.append({"role": "user", "content": node.user_input})
+            elif node.name == PREPARE_ACTION:
+                said.append({"role": "assistant", "content": node.observation})
+            else:
+                called.append(node)
+        yield said, called
+
+
 def gold_path_messages(
     nodes: Sequence[GoldNode],
     path: Sequence[Sequence[int]],
@@ -85,33 +106,23 @@ def gold_path_messages(
 ) -> list[dict[str, Any]]:
     """The assistant/user/tool messages replaying one gold path as history (docs/evaluation.md §3 step 2)."""
     messages: list[dict[str, Any]] = []
-    for step_idx, step in enumerate(path):
+    for step_idx, (said, called) in enumerate(gold_path_steps(nodes, path)):
+        messages.extend(said)
         calls: list[dict[str, Any]] = []
-        observations: list[Any] = []
-        for position in step:
-            node = nodes[position]
-            if node.name == ASK_ACTION:
-                messages.append({"role": "assistant", "content": node.observation})
-                messages.append({"role": "user", "content": node.user_input})
-            elif node.name == PREPARE_ACTION:
-                messages.append({"role": "assistant", "content": node.observation})
-            else:
-                arguments = node.arguments
-                if isinstance(arguments, dict):
-                    arguments = json.dumps(arguments, ensure_ascii=False)
-                call_id = make_call_id(history_call_key(session_id, task_idx, step_idx, len(calls)), id_style)
-                calls.append(
-                    {"type": "function", "function": {"name": node.name, "arguments": arguments}, "id": call_id}
-                )
-                observations.append(node.observation)
+        for node in called:
+            arguments = node.arguments
+            if isinstance(arguments, dict):
+                arguments = json.dumps(arguments, ensure_ascii=False)
+            call_id = make_call_id(history_call_key(session_id, task_idx, step_idx, len(calls)), id_style)
+            calls.append({"type": "function", "function": {"name": node.name, "arguments": arguments}, "id": call_id})
         if calls:
             messages.append({"role": "assistant", "content": "", "tool_calls": calls})
-            for call, observation in zip(calls, observations, strict=True):
+            for call, node in zip(calls, called, strict=True):
                 # Reference quirk: history observations are JSON-serialized once more (strings get quotes).
                 messages.append(
                     {
                         "role": "tool",
-                        "content": json.dumps(observation, ensure_ascii=False),
+                        "content": json.dumps(node.observation, ensure_ascii=False),
                         "tool_call_id": call["id"],
                     }
                 )

@@ -248,15 +248,15 @@ class Episode:
     # --- oracle and results -----------------------------------------------------------------------------
 
     def gold_path(self) -> tuple[Step, ...]:
-        """The oracle's path (kept for callers of the Episode API): see `wtb_local.backends.gold_replies`."""
-        from wtb_local.backends.gold_replies import gold_path
+        """The oracle's path (kept for callers of the Episode API): see `wtb_local.evaluator.gold_replies`."""
+        from wtb_local.evaluator.gold_replies import gold_path  # deferred: start-up
 
         return gold_path(self)
 
     def gold_reply(self) -> dict[str, Any]:
         """The oracle's reply now (kept for callers of the Episode API): see
-        `wtb_local.backends.gold_replies`, which plans it; the evaluator only judges."""
-        from wtb_local.backends.gold_replies import gold_reply
+        `wtb_local.evaluator.gold_replies`, which plans it; the evaluator only judges."""
+        from wtb_local.evaluator.gold_replies import gold_reply  # deferred: start-up
 
         return gold_reply(self)
 

@@ -44,7 +44,7 @@ def _pair(a: ExplainRun, b: ExplainRun, keys: list[TaskKey], sessions: dict[str,
 
 def _seed_groups(runs: Sequence[ExplainRun], keys: list[TaskKey],
                  sessions: dict[str, list[TaskKey]]) -> list[dict[str, Any]]:
-    from wtb_local.commands.repeat_runs import mean_and_stderr
+    from wtb_local.commands.repeat_runs import mean_and_stderr  # deferred: start-up
 
     groups: dict[str, list[ExplainRun]] = {}
     for run in runs:

@@ -49,7 +49,7 @@ def counts(verdicts: Verdicts, keys: list[TaskKey], sessions: dict[str, list[Tas
 
 
 def _registered(parser: str | None) -> bool:
-    from wtb_local.parsers import parser_names
+    from wtb_local.parsers import parser_names  # deferred: start-up
 
     return bool(parser) and parser in parser_names()
 
@@ -79,8 +79,8 @@ def _has_raw(run: ExplainRun) -> bool:
 def reparse(run: ExplainRun, parser: str) -> list[dict[str, Any]]:
     """`run`'s recorded completions replayed through `parser`: the replay's result rows (scored rows are
     recomputed by the caller with whichever checker it needs)."""
-    from wtb_local.runner.job import run_job_async
-    from wtb_local.runner.setup.options import RunOptions
+    from wtb_local.runner.job import run_job_async  # deferred: start-up
+    from wtb_local.runner.setup.options import RunOptions  # deferred: start-up
 
     config = run.manifest.get("config") if isinstance(run.manifest.get("config"), dict) else {}
     dataset = run.dataset_path or str((run.manifest.get("dataset") or {}).get("source") or "release")
@@ -95,8 +95,8 @@ def reparse(run: ExplainRun, parser: str) -> list[dict[str, Any]]:
 
 def rescore(run: ExplainRun, rows: list[dict[str, Any]], checker: str) -> Verdicts:
     """Verdicts of `rows` (result rows of `run`'s tasks) judged by `checker`."""
-    from wtb_local.protocols import score_with
-    from wtb_local.reports.runs import task_records
+    from wtb_local.protocols import score_with  # deferred: start-up
+    from wtb_local.reports.runs import task_records  # deferred: start-up
 
     sessions = list(run.sessions.values())
     score_rows, _metric = score_with(checker, rows, sessions, run.model_name, str(run.result_file))
@@ -104,7 +104,7 @@ def rescore(run: ExplainRun, rows: list[dict[str, Any]], checker: str) -> Verdic
 
 
 def _unrecorded(rows: list[dict[str, Any]], keys: list[TaskKey]) -> set[TaskKey]:
-    from wtb_local.commands.parser_comparison import UNRECORDED
+    from wtb_local.commands.parser_comparison import UNRECORDED  # deferred: start-up
 
     wanted = set(keys)
     found = set()

@@ -69,8 +69,8 @@ class Plan:
 
 
 def _template_text(model: str) -> str | None:
-    from wtb_local.doctor import model_file
-    from wtb_local.rendering.kwargs import local_template
+    from wtb_local.doctor import model_file  # deferred: start-up
+    from wtb_local.rendering.kwargs import local_template  # deferred: start-up
 
     found = model_file(model, "tokenizer_config.json")
     return local_template(str(found.parent)) if found is not None else None
@@ -80,7 +80,7 @@ def _sampled(model: str, options: Sequence[str]) -> bool | None:
     """Whether the model's decoding samples: a --temperature among the options decides; else its
     generation_config.json (a local checkpoint without one decodes greedily, as transformers does); None
     when the file is not on disk."""
-    from wtb_local.doctor import model_file
+    from wtb_local.doctor import model_file  # deferred: start-up
     from wtb_local.jsonl import read_json_object
 
     if "--temperature" in options:
@@ -107,10 +107,10 @@ def make_plan(model: str, *, runs_dir: str | None = None, engine: str | None = N
     parser also run with generation, on the baseline's engine and first seed; `context_window`: a run with
     that `--max-model-len` (a deployment with a smaller window, where long prompts end their step)."""
     from wtb_local.backends import engine_backends
-    from wtb_local.parsers import select_parser
-    from wtb_local.protocols import protocol_named, protocol_names
-    from wtb_local.rendering.templates import override_for
-    from wtb_local.roster.memory import cached_config
+    from wtb_local.parsers import select_parser  # deferred: start-up
+    from wtb_local.protocols import protocol_named, protocol_names  # deferred: start-up
+    from wtb_local.rendering.templates import override_for  # deferred: start-up
+    from wtb_local.roster.memory import cached_config  # deferred: start-up
 
     options = tuple(word for text in run_options for word in shlex.split(text))
     engines = engine_backends()

@@ -26,7 +26,7 @@ def _dict(value: Any) -> dict[str, Any]:
 def _renderer(model: str, revision: str | None, chat_template: str | None, kwargs: str, parser: str | None,
               trust_remote_code: bool) -> tuple[Any, str | None]:
     """(renderer, None) or (None, why not); loaded once per distinct recording."""
-    from wtb_local.runner.setup.tokenizer import load_renderer, tokenizer_on_disk
+    from wtb_local.runner.setup.tokenizer import load_renderer, tokenizer_on_disk  # deferred: start-up
 
     if not tokenizer_on_disk(model, revision):
         return None, f"the tokenizer of {model} is not on disk"
@@ -41,7 +41,7 @@ def _renderer(model: str, revision: str | None, chat_template: str | None, kwarg
 
 def run_renderer(run: ExplainRun) -> tuple[Any, str | None]:
     """The renderer the run's generation used, rebuilt from its manifest, or (None, why not)."""
-    from wtb_local.protocols import find_protocol
+    from wtb_local.protocols import find_protocol  # deferred: start-up
 
     manifest = run.records.generation
     config, settings = _dict(manifest.get("config")), _dict(manifest.get("settings"))

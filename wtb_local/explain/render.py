@@ -163,7 +163,7 @@ def explanation_json(data: dict[str, Any]) -> str:
 
 def plain(data: dict[str, Any]) -> str:
     """What the terminal shows: every table (the flipped tasks capped per pair), then the notes."""
-    from wtb_local.reports.render import section_plain
+    from wtb_local.reports.render import section_plain  # deferred: start-up
 
     text = [section_plain(section) for section in sections(data, SHOWN_FLIPS)]
     text += [f"note: {note}" for note in data["notes"]]
@@ -180,8 +180,8 @@ def write_explanation(data: dict[str, Any], out_dir: str | Path, formats: Sequen
     """explain.md, <table>.csv, explain.json, explain.html and plots/waterfall.png into `out_dir` (the chosen
     formats); without matplotlib the plot is skipped with a note."""
     from wtb_local.reports import plots as plotting
-    from wtb_local.reports.build import no_matplotlib
-    from wtb_local.reports.render import report_markdown, section_csv
+    from wtb_local.reports.build import no_matplotlib  # deferred: start-up
+    from wtb_local.reports.render import report_markdown, section_csv  # deferred: start-up
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -210,7 +210,7 @@ def write_explanation(data: dict[str, Any], out_dir: str | Path, formats: Sequen
         path.write_text(explanation_json(data), encoding="utf-8")
         written.files.append(path)
     if "html" in formats:
-        from wtb_local.reports.html import report_html
+        from wtb_local.reports.html import report_html  # deferred: start-up
 
         path = out / "explain.html"
         path.write_text(report_html(tables, [], [plot] if plot is not None else [], written.notes, title=TITLE),

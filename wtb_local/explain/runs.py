@@ -9,6 +9,8 @@ written by `rescore` (the run's result file, judged by that checker), or a `--re
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,7 +58,7 @@ def generation_manifest(manifest: dict[str, Any]) -> tuple[dict[str, Any], list[
     replays recorded completions, the recorded run's (followed through replays of replays); with a note
     when a replayed run's manifest cannot be found."""
     from wtb_local.backends import backend_class
-    from wtb_local.backends.replay import recorded_manifest
+    from wtb_local.backends.replay import recorded_manifest  # deferred: start-up
 
     current = manifest
     for _ in range(_REPLAY_DEPTH):
@@ -77,7 +79,7 @@ def generation_manifest(manifest: dict[str, Any]) -> tuple[dict[str, Any], list[
 
 
 def _result_file(path: Path, manifest: dict[str, Any], model_dir: str) -> Path | None:
-    from wtb_local.scoring.files import RESULT_FILE_NAME
+    from wtb_local.scoring.files import RESULT_FILE_NAME  # deferred: start-up
 
     recorded = _dict(manifest.get("files")).get("result")
     candidates = [Path(recorded)] if isinstance(recorded, str) and recorded else []
@@ -92,8 +94,8 @@ def load_run(path: str | Path, dataset: str | None = None, *, label: str | None 
              group: str | None = None) -> ExplainRun:
     """One run directory (or re-scoring directory) with its verdicts, as `report` counts them."""
     from wtb_local.jsonl import read_json_object
-    from wtb_local.reports.runs import ReportError, load_runs
-    from wtb_local.scoring.files import ScoringError, model_dir_name, read_jsonl
+    from wtb_local.reports.runs import ReportError, load_runs  # deferred: start-up
+    from wtb_local.scoring.files import ScoringError, model_dir_name, read_jsonl  # deferred: start-up
 
     folder = Path(path)
     manifest = read_json_object(folder / "manifest.json")
@@ -126,7 +128,7 @@ def load_run(path: str | Path, dataset: str | None = None, *, label: str | None 
 
 def load_runs(paths: Sequence[str | Path], dataset: str | None = None) -> list[ExplainRun]:
     """Every RUN_DIR argument as runs, in the order given; a `--repeats` run directory as its repeats."""
-    from wtb_local.commands.repeat_runs import read_summary
+    from wtb_local.commands.repeat_runs import read_summary  # deferred: start-up
 
     runs: list[ExplainRun] = []
     for path in paths:
@@ -150,9 +152,6 @@ def load_runs(paths: Sequence[str | Path], dataset: str | None = None) -> list[E
 def session_sha256(session: Any) -> str:
     """A session's content, hashed: runs of different dataset files are compared on the sessions whose
     content is the same."""
-    import hashlib
-    import json
-
     text = json.dumps(session.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -160,7 +159,7 @@ def session_sha256(session: Any) -> str:
 def common_tasks(runs: Sequence[ExplainRun]) -> tuple[list[TaskKey], list[str]]:
     """The tasks every run has, of sessions whose content is the same in every run's dataset, in session
     then task order; with a note for each kind of task left out."""
-    from wtb_local.evaluator.metrics import session_index
+    from wtb_local.evaluator.metrics import session_index  # deferred: start-up
 
     notes = []
     keys = set(runs[0].verdicts)

@@ -70,7 +70,7 @@ def get_parser(name: str, **options: Any) -> ToolParser:
     """An instance of the named parser, or of the one mirroring that vLLM parser name (`options` are
     parser-specific, e.g. `thinking=True`; `thinking="per-step"`: the pre-fill is decided per step, see
     parsers/prefill.py)."""
-    from wtb_local.parsers.prefill import split_options
+    from wtb_local.parsers.prefill import split_options  # deferred: start-up
 
     built, per_step = split_options(options)
     parser = parser_class(name)(**built)
@@ -217,7 +217,7 @@ def parse_completion(
             hidden = reasoning_calls(parser, result.reasoning, tools)
             if hidden:
                 result = result.model_copy(update={"calls_in_reasoning": len(hidden)})
-        from wtb_local.parsers.deviations import format_deviation
+        from wtb_local.parsers.deviations import format_deviation  # deferred: start-up
 
         deviation = format_deviation(parser, text, result, tools)  # docs/parser-policies.md §3
         if deviation is not None:

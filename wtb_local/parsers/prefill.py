@@ -20,7 +20,7 @@ STEP_FIELD = "prefilled_reasoning"  # the step record (inference_output) field h
 
 def prompt_prefills(prompt: str) -> bool:
     """Whether a rendered generation prompt ends inside an opened reasoning block."""
-    from wtb_local.runner.setup.thinking import ends_in_open_reasoning
+    from wtb_local.reasoning_blocks import ends_in_open_reasoning  # deferred: start-up
 
     return ends_in_open_reasoning(prompt)
 

@@ -67,7 +67,7 @@ class Protocol(ABC):
 
     def step_episodes(self, session: Any, model: str) -> list[Any]:
         """One session's episodes for `render` (no run prepared)."""
-        from wtb_local.evaluator.episode import session_episodes
+        from wtb_local.evaluator.episode import session_episodes  # deferred: start-up
 
         return session_episodes(session)
 

@@ -3,7 +3,12 @@ harness's (`lenient`); each protocol names its own, `rescore` applies the other 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
+
+from wtb_local.scoring import ScoredFile, load_scorable, model_dir_name, score_results
+from wtb_local.scoring import score_file as score_file_strict
 
 CHECKERS = ("strict", "lenient")
 
@@ -13,11 +18,22 @@ def score_with(checker: str, result_rows: list[dict[str, Any]], sessions: list[A
     """Score result rows with the released evaluator's checker (`strict`) or the paper harness's
     (`lenient`, docs/evaluation.md)."""
     if checker == "lenient":
-        from wtb_local.protocols.setup import score_lenient
+        from wtb_local.protocols.setup import score_lenient  # deferred: start-up
 
         return score_lenient(result_rows, sessions, model_name)
     if checker != "strict":
         raise ValueError(f"unknown checker {checker!r}; choose one of {', '.join(CHECKERS)}")
-    from wtb_local.scoring import score_results
-
     return score_results(result_rows, sessions, model_name, source=source)
+
+
+def score_file(path: str | Path, sessions: Sequence[Any], model_name: str | None = None,
+               checker: str = "strict") -> ScoredFile:
+    """Score a result file with the release's checker, or the paper harness's (`lenient`,
+    docs/reference/paper-harness.md §3.1); a score file's labels are re-counted, never scored twice."""
+    if checker != "lenient":
+        return score_file_strict(path, sessions, model_name)
+    from wtb_local.protocols.harness_scoring import harness_metrics, score_rows_lenient  # deferred: start-up
+
+    ordered, name, already = load_scorable(path, sessions, model_name)
+    score_rows = ordered if already else score_rows_lenient(ordered, sessions)
+    return ScoredFile(score_rows, harness_metrics(score_rows, sessions, model_dir_name(name)), name, already)

@@ -179,7 +179,7 @@ def score_task(task: dict[str, Any], nodes: Sequence[dict[str, Any]], tools: Seq
 
 def score_rows_lenient(result_rows: Sequence[dict[str, Any]], sessions: Sequence[Session]) -> list[dict[str, Any]]:
     """Score rows `{"id", "results": [task entries]}` sorted by session number."""
-    from wtb_local.protocols.history import paper_tools
+    from wtb_local.protocols.history import paper_tools  # deferred: start-up
 
     by_index = {session.index: session for session in sessions}
     rows = []

@@ -21,11 +21,11 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from wtb_local.evaluator.conversation import GoldNode, gold_nodes
+from wtb_local.evaluator.conversation import GoldNode, gold_nodes, gold_path_steps
 from wtb_local.evaluator.episode import Episode
 from wtb_local.evaluator.paths import Step, TaskGraph
 from wtb_local.protocols.dates import DATE_MARKER
-from wtb_local.schema import ASK_ACTION, PREPARE_ACTION, Session
+from wtb_local.schema import Session
 
 ROLE_PREFIXES_EN = ("ai", "ai agent", "user", "ai agent assistant")
 ROLE_PREFIXES_ZH = ("用户", "AI Agent助手", "AI Agent")
@@ -81,24 +81,16 @@ def task_texts(session: Session) -> tuple[list[str], str]:
 
 
 def history_messages(nodes: Sequence[GoldNode], path: Sequence[Step]) -> list[dict[str, Any]]:
-    """One task's first optimal path as history (§1.3 step 2)."""
+    """One task's first optimal path as history (§1.3 step 2): the harness's format of the gold walk
+    (arguments as given, no call ids, one tool message holding every observation of a step)."""
     messages: list[dict[str, Any]] = []
-    for step in path:
-        calls: list[dict[str, Any]] = []
-        observations: list[Any] = []
-        for position in step:
-            node = nodes[position]
-            if node.name == ASK_ACTION:
-                messages.append({"role": "assistant", "content": node.observation})
-                messages.append({"role": "user", "content": node.user_input})
-            elif node.name == PREPARE_ACTION:
-                messages.append({"role": "assistant", "content": node.observation})
-            else:
-                calls.append({"type": "function", "function": {"name": node.name, "arguments": node.arguments}})
-                observations.append(node.observation)
-        if calls:
-            messages.append({"role": "assistant", "content": "", "tool_calls": calls})
-            messages.append({"role": "tool", "content": json.dumps(observations, ensure_ascii=False)})
+    for said, called in gold_path_steps(nodes, path):
+        messages.extend(said)
+        if called:
+            messages.append({"role": "assistant", "content": "", "tool_calls": [
+                {"type": "function", "function": {"name": node.name, "arguments": node.arguments}} for node in called]})
+            messages.append({"role": "tool", "content": json.dumps([node.observation for node in called],
+                                                                   ensure_ascii=False)})
     return messages
 
 

@@ -39,8 +39,8 @@ def rouge_l(prediction: str, gold: str) -> float:
 
         with warnings.catch_warnings():  # jieba imports the deprecated pkg_resources
             warnings.simplefilter("ignore", DeprecationWarning)
-            import jieba
-        from rouge_score import rouge_scorer
+            import jieba  # deferred: start-up
+        from rouge_score import rouge_scorer  # deferred: start-up
 
         jieba.setLogLevel(60)  # jieba prints its dictionary loading to stderr otherwise
 

@@ -28,7 +28,7 @@ class PaperProtocol(Protocol):
     def default_parser(self, values: dict[str, Any]) -> str | None:
         """The project parser standing in for a documented family's rule before the rule replaces it (so a
         family without a project parser, e.g. Gorilla, needs no --parser); None for the generic rule."""
-        from wtb_local.protocols.parse_rules import NATIVE
+        from wtb_local.protocols.parse_rules import NATIVE  # deferred: start-up
 
         rule = self.family(values)
         return NATIVE.get(rule.parse_rule) if rule.parse_rule != "native" else None
@@ -59,7 +59,7 @@ class PaperProtocol(Protocol):
               parses_replies: bool) -> ProtocolRun:
         from wtb_local.protocols.dates import DateError, task_dates
         from wtb_local.protocols.history import task_texts
-        from wtb_local.protocols.parse_rules import PaperParser
+        from wtb_local.protocols.parse_rules import PaperParser  # deferred: start-up
         from wtb_local.protocols.setup import PaperRenderer, PaperSetup, recorded_special_tokens
 
         rule = self.family(values)
@@ -97,7 +97,7 @@ class PaperProtocol(Protocol):
                            parser_name, setup)
 
     def planned_parser(self, values: dict[str, Any], native: Any) -> tuple[str, str]:
-        from wtb_local.protocols.parse_rules import PaperParser
+        from wtb_local.protocols.parse_rules import PaperParser  # deferred: start-up
 
         rule = self.family(values)
         parser = PaperParser(rule.parse_rule, special_tokens=[], native=native if rule.parse_rule == "native" else None)
@@ -130,7 +130,7 @@ class PaperProtocol(Protocol):
                               tool_results=family_for(model).tool_results)
 
     def step_renderer(self, renderer: Any, model: str, *, chat_template_given: bool) -> Any:
-        from wtb_local.protocols.setup import PaperRenderer
+        from wtb_local.protocols.setup import PaperRenderer  # deferred: start-up
 
         return PaperRenderer(renderer.tokenizer, family_for(model),
                              template=renderer.template if chat_template_given else None,
@@ -140,6 +140,6 @@ class PaperProtocol(Protocol):
 def _explicit_template(chat_template: str | None) -> str | None:
     if not chat_template:
         return None
-    from wtb_local.rendering.templates import resolve_template
+    from wtb_local.rendering.templates import resolve_template  # deferred: start-up
 
     return resolve_template(chat_template)[1]

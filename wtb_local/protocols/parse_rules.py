@@ -264,13 +264,13 @@ class PaperParser(ToolParser):
         if self.rule == "xlam2":
             return _dumps([{"name": c.name, "arguments": _args(c)} for c in tool_calls])
         if self.rule == "pythonic":
-            from wtb_local.protocols.families import python_calls
+            from wtb_local.protocols.families import python_calls  # deferred: start-up
 
             return python_calls([{"function": {"name": c.name, "arguments": c.arguments}} for c in tool_calls])
         if self.rule == "fcm":
             return "".join(f"<function={c.name}>{c.arguments}</function>" for c in tool_calls)
         if self.rule == "gorilla":
-            from wtb_local.protocols.families import python_calls
+            from wtb_local.protocols.families import python_calls  # deferred: start-up
 
             return "".join("<<function>>" + python_calls([{"function": {"name": c.name, "arguments": c.arguments}}])[1:-1]
                            for c in tool_calls)

@@ -13,8 +13,8 @@ def protocol_names() -> tuple[str, ...]:
 
 def protocol_named(name: str | None) -> Protocol:
     """The protocol object; None (a manifest or config without the key) is the default, `release`."""
-    from wtb_local.protocols.paper import PaperProtocol
-    from wtb_local.protocols.release import ReleaseProtocol
+    from wtb_local.protocols.paper import PaperProtocol  # deferred: start-up
+    from wtb_local.protocols.release import ReleaseProtocol  # deferred: start-up
 
     for protocol in (ReleaseProtocol(), PaperProtocol()):
         if protocol.name == (name or _PROTOCOLS[0]):

@@ -18,7 +18,7 @@ class ReleaseProtocol(Protocol):
 
     def apply(self, values: dict[str, Any], *, renderer: Any, parser: Any, selected: list[Any],
               parses_replies: bool) -> ProtocolRun:
-        from wtb_local.evaluator.episode import session_episodes
+        from wtb_local.evaluator.episode import session_episodes  # deferred: start-up
 
         section = {"name": self.name, "checker": self.checker, "rules": "the released evaluator (docs/evaluation.md)"}
         return ProtocolRun(renderer, parser, session_episodes, section)

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from wtb_local.protocols.families import FamilyRule, build_prompt
@@ -25,7 +27,7 @@ class PaperChoice:
 
 def _own_template(tokenizer: Any) -> str | None:
     """The tokenizer's own template, the tool-use one where it ships several (as apply_chat_template picks)."""
-    from wtb_local.rendering.probe import PROBE_TOOLS
+    from wtb_local.rendering.probe import PROBE_TOOLS  # deferred: start-up
 
     try:
         return tokenizer.get_chat_template(None, tools=PROBE_TOOLS)
@@ -54,7 +56,7 @@ class PaperRenderer:
                                   f"paper protocol: the model's own template ({rule.name} prompt builder)")
 
     def render_text(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
-        from wtb_local.rendering.clock import conversation_date, render_chat
+        from wtb_local.rendering.clock import conversation_date, render_chat  # deferred: start-up
 
         shaped, family_tools, kwargs = build_prompt(self.rule.name, messages, tools or [])
         # the clock reads the evaluator's conversation date: the family's builder may move that message
@@ -87,9 +89,6 @@ class PaperSetup:
 
 def recorded_special_tokens(result_file: str) -> list[str]:
     """The special tokens a recorded paper run removed before parsing (its manifest), for its replay."""
-    import json
-    from pathlib import Path
-
     try:
         manifest = json.loads((Path(result_file).resolve().parents[2] / "manifest.json").read_text(encoding="utf-8"))
         tokens = manifest["protocol"]["special_tokens"]
@@ -99,7 +98,7 @@ def recorded_special_tokens(result_file: str) -> list[str]:
 
 
 def score_lenient(result_rows: list[dict[str, Any]], sessions: list[Any], model_name: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    from wtb_local.protocols.harness_scoring import harness_metrics, score_rows_lenient
+    from wtb_local.protocols.harness_scoring import harness_metrics, score_rows_lenient  # deferred: start-up
     from wtb_local.scoring import model_dir_name
 
     rows = score_rows_lenient(result_rows, sessions)

@@ -228,7 +228,7 @@ def completion_after(prefill: str, body: str) -> str | None:
     form `body`: `body` itself (no pre-fill, a closed block, or a body that closes the block itself), or the
     block's closer + `body` after a pre-filled opener (`</tag>` + blank line + `body` after a `<tag>`); None
     when the pre-filled text is anything else (no honest completion can be derived)."""
-    from wtb_local.reasoning_blocks import closer_of, is_closed_block
+    from wtb_local.reasoning_blocks import closer_of, is_closed_block  # deferred: start-up
 
     if not prefill or is_closed_block(prefill) or (not prefill.strip() and _CLOSER.match(body)):
         return body

@@ -293,7 +293,7 @@ class FastTemplate:
         # jinja2's own sandboxes judge `obj.name` by the name and the object's type only (is_safe_attribute
         # ignores the value; is_internal_attribute and modifies_known_mutable test isinstance and the name),
         # so each (type, name) is judged once: for every type under those sandboxes, else for builtins.
-        from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
+        from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment  # deferred: start-up
 
         judged_by_type = type(env).is_safe_attribute in (SandboxedEnvironment.is_safe_attribute,
                                                          ImmutableSandboxedEnvironment.is_safe_attribute)

@@ -15,7 +15,7 @@ FORMATS = ("md", "csv", "json", "html", "png")
 
 def no_matplotlib(what: str) -> str:
     """The note (or error) for plots that cannot be drawn: matplotlib and the command that installs it."""
-    from wtb_local.install_command import install_command
+    from wtb_local.install_command import install_command  # deferred: start-up
 
     return f"{what}: matplotlib is not installed ({install_command('report')})"
 
@@ -26,7 +26,7 @@ def png_refused(asked: bool, chosen: Any, out_dir: Any) -> str | None:
     or written: `report` and `explain` without the png asked for are not what was asked."""
     if out_dir is None or not asked or "png" not in chosen:
         return None
-    from wtb_local.reports.plots import available
+    from wtb_local.reports.plots import available  # deferred: start-up
 
     return None if available() else no_matplotlib("--format png") + "; or leave png out of --format"
 
@@ -49,9 +49,9 @@ def parse_formats(text: str) -> tuple[str, ...]:
 def run_notes(runs: Sequence[Run], paper: bool) -> list[str]:
     """What a reader must know before comparing, per row: the notes every command gives its run
     (reports/present.py), each after the row's label."""
-    from wtb_local.reports.present import paper_row_of
-    from wtb_local.reports.present import run_notes as notes_of
-    from wtb_local.runner.record.record import status_note
+    from wtb_local.reports.present import paper_row_of  # deferred: start-up
+    from wtb_local.reports.present import run_notes as notes_of  # deferred: start-up
+    from wtb_local.reports.run_status import status_note  # deferred: start-up
 
     notes = []
     for run in runs:
@@ -98,7 +98,7 @@ def write_report(runs: Sequence[Run], out_dir: str | Path, formats: Sequence[str
     if "json" in formats:
         written.files.append(_write(out / "report.json", render.report_json(sections, runs)))
     if "html" in formats:
-        from wtb_local.reports.html import report_html
+        from wtb_local.reports.html import report_html  # deferred: start-up
 
         written.files.append(_write(out / "report.html", report_html(sections, runs, plots, written.notes)))
     if plots and "png" not in formats:  # drawn only to be embedded in the HTML

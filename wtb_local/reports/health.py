@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from wtb_local.faults import failed_request, masked
-from wtb_local.runner.loop.length_cuts import cut_in_reasoning
+from wtb_local.scoring.length_cuts import cut_in_reasoning
 
 HEALTH_COLUMNS: tuple[tuple[str, str], ...] = (
     ("tasks", "tasks"),

@@ -59,7 +59,7 @@ def run_facts(manifest: dict[str, Any] | None, *, name: str | None = None, check
     """The facts of a run from its manifest. `name` stands in for a run without one (a harness output
     folder, a loose file); `checker` is the checker that scored what is shown when it is not the run's
     own (`rescore`); `thinking` (the `--thinking` flag) counts only where the manifest records no mode."""
-    from wtb_local.runner.setup.thinking import recorded_thinking
+    from wtb_local.reports.thinking_labels import recorded_thinking  # deferred: start-up
     from wtb_local.scoring.files import model_dir_name
 
     manifest = manifest or {}
@@ -104,7 +104,7 @@ def row_thinking(facts: RunFacts) -> tuple[bool | None, str | None]:
     job on a GPU"). Files without a run manifest keep the mode their name or `--thinking` gives."""
     if facts.thinking is not None or facts.thinking_evidence is None:
         return facts.thinking, None  # recorded; or no run record: the name decides (`Qwen3-8B-Thinking`)
-    from wtb_local.runner.setup.thinking import template_default
+    from wtb_local.reports.thinking_labels import template_default  # deferred: start-up
 
     default = template_default(facts.model_id) or template_default(facts.name)
     if default is None:
@@ -201,7 +201,7 @@ def present(run_dir: str | Path | None, metric: dict[str, Any], *, manifest: dic
             paper: bool = True) -> Presentation:
     """A run directory (its manifest) and the metric shown for it -> label, rows and notes. A `--repeats`
     run (`repeats.json`) is shown as the mean of its repeats, with the ± line."""
-    from wtb_local.commands.repeat_runs import error_bar_line, read_summary
+    from wtb_local.commands.repeat_runs import error_bar_line, read_summary  # deferred: start-up
 
     if manifest is None and run_dir is not None:
         manifest = read_run_manifest(run_dir)
@@ -219,7 +219,7 @@ def present(run_dir: str | Path | None, metric: dict[str, Any], *, manifest: dic
     rows = [metric_row(metric, label)] + ([known] if known else [])
     notes = run_notes(facts, metric, paper_shown=known is not None)
     if run_dir is not None:  # a manifest that says running: still running, or its process died
-        from wtb_local.runner.record.record import status_note
+        from wtb_local.reports.run_status import status_note  # deferred: start-up
 
         said = status_note(run_dir, manifest)
         notes = ([said] if said else []) + notes

@@ -71,7 +71,7 @@ def gap_notes(runs: list[Any], paper: bool) -> list[str]:
     """Gap lines over every run of the report: per paper row, the scorings of all its runs (their own
     and their re-scorings). Two run directories with the same protocol and checker for one paper row
     cannot be combined: each then gets its own line."""
-    from wtb_local.reports.present import paper_row_of
+    from wtb_local.reports.present import paper_row_of  # deferred: start-up
 
     if not paper:
         return []
@@ -107,7 +107,7 @@ def gap_notes(runs: list[Any], paper: bool) -> list[str]:
 def protocol_notes(runs: list[Any], paper: bool) -> list[str]:
     """The report's protocol lines: the legend (unless every row is a run's own release/strict scoring,
     which plain labels say) and the gap lines."""
-    from wtb_local.reports.present import DEFAULT_SCORING
+    from wtb_local.reports.present import DEFAULT_SCORING  # deferred: start-up
 
     plain = all((run.facts.protocol, run.facts.checker) == DEFAULT_SCORING and not run.facts.rescore
                 for run in runs)

@@ -129,7 +129,7 @@ def find_runs(path: str | Path) -> list[_Found]:
 
 def _is_shard(folder: Path, searched: Path) -> bool:
     """`<run dir>/shards/<I>-of-<N>` below the searched path (a shard named directly is reported)."""
-    from wtb_local.runner.setup.shards import SHARDS_DIR, parse_shard_dir
+    from wtb_local.contract.shard_dirs import SHARDS_DIR, parse_shard_dir  # deferred: start-up
 
     return folder != searched and folder.parent.name == SHARDS_DIR and parse_shard_dir(folder.name) is not None
 
@@ -200,7 +200,7 @@ def load_runs(paths: Sequence[str | Path], dataset: str | None = None,
 def label_runs(runs: Sequence[Run]) -> None:
     """`name`, `name [protocol-checker]`; runs of one model from several run directories (sample vs
     release, two parsers) also say which: `name (run dir) ...`; a mean row says `(mean of K)`."""
-    from wtb_local.reports.present import row_label
+    from wtb_local.reports.present import row_label  # deferred: start-up
 
     bases: dict[str, set[Path]] = {}
     for run in runs:
@@ -217,8 +217,8 @@ def label_runs(runs: Sequence[Run]) -> None:
 
 def _mean_run(path: Path, thinking: bool | None) -> Run | None:
     """The mean row of a `--repeats` run directory (repeats.json), as `run --repeats` prints it."""
-    from wtb_local.commands.repeat_runs import read_summary
-    from wtb_local.reports.present import read_run_manifest, run_facts
+    from wtb_local.commands.repeat_runs import read_summary  # deferred: start-up
+    from wtb_local.reports.present import read_run_manifest, run_facts  # deferred: start-up
 
     summary = read_summary(path) if path.is_dir() else None
     if summary is None:
@@ -232,7 +232,7 @@ def _mean_run(path: Path, thinking: bool | None) -> Run | None:
 
 
 def _load(found: _Found, dataset: str | None, thinking: bool | None) -> Run:
-    from wtb_local.reports.present import run_facts
+    from wtb_local.reports.present import run_facts  # deferred: start-up
 
     if found.score is None and found.result is None:
         metric = read_metric(found.metric)  # type: ignore[arg-type]
@@ -245,7 +245,7 @@ def _load(found: _Found, dataset: str | None, thinking: bool | None) -> Run:
     facts = run_facts(found.manifest, name=found.model_name, thinking=thinking)
     sessions = _sessions(found, dataset)
     result_rows = [row for _, row in read_jsonl(found.result)] if found.result else None
-    from wtb_local.scoring import score_file
+    from wtb_local.protocols.checkers import score_file
 
     # a score file is re-counted (not scored twice); a result file alone is scored here, with the checker
     # the run records (a lenient run keeps the harness's buckets, AP and OP)

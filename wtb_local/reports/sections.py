@@ -42,7 +42,7 @@ class Section:
 
 
 def _paper(run: Run, table: int) -> tuple[str, dict[str, float]] | None:
-    from wtb_local.reports.present import row_thinking
+    from wtb_local.reports.present import row_thinking  # deferred: start-up
 
     # the mode every command picks the row by (recorded, else the template's default)
     thinking = row_thinking(run.facts)[0] if run.facts is not None else run.thinking

@@ -135,9 +135,9 @@ def print_tables(
     if not stream.isatty():
         stream.write(plain)
         return
-    from rich import box
-    from rich.console import Console
-    from rich.table import Table
+    from rich import box  # deferred: start-up
+    from rich.console import Console  # deferred: start-up
+    from rich.table import Table  # deferred: start-up
 
     console = Console(file=stream, width=width)
     if max(len(line) for line in plain.splitlines()) + 4 * len(HEADERS[6]) > console.width:

@@ -69,12 +69,12 @@ def _template(plan: EntryPlan, entry: Entry) -> str | None:
     if renderer is not None and protocol_named(entry.protocol).uses_template_overrides:
         plan.template = renderer.label  # used in place of the tokenizer's template, as at run time
         return renderer.text()
-    from wtb_local.rendering.kwargs import local_template
+    from wtb_local.rendering.kwargs import local_template  # deferred: start-up
 
     fallback = override_for(entry.model)
     uses_overrides = protocol_named(entry.protocol).uses_template_overrides
     tail = f" (fallback: override:{fallback.name})" if fallback and uses_overrides else ""
-    from wtb_local.doctor import model_file
+    from wtb_local.doctor import model_file  # deferred: start-up
 
     cached = model_file(entry.model, "tokenizer_config.json")
     plan.template = ("shipped (cached tokenizer)" if cached else "needs the tokenizer") + tail
@@ -100,7 +100,7 @@ def _parser(plan: EntryPlan, entry: Entry, template: str | None, config: dict[st
 
 
 def _thinking(plan: EntryPlan, entry: Entry, template: str | None) -> None:
-    from wtb_local.rendering.kwargs import thinking_kwargs
+    from wtb_local.rendering.kwargs import thinking_kwargs  # deferred: start-up
 
     if entry.thinking is None:
         plan.thinking = "default"
@@ -165,7 +165,7 @@ def _memory(plan: EntryPlan, entry: Entry, roster: Roster, shape: dict[str, int]
     if plan.params_b is None:
         plan.add("error", "no parameter count: set params_b (or cache the model's config.json)")
         return
-    from wtb_local.doctor import _DTYPE_BYTES, stored_dtype, weight_bytes
+    from wtb_local.doctor import _DTYPE_BYTES, stored_dtype, weight_bytes  # deferred: start-up
 
     # bytes per weight: what vLLM is asked for, else what the checkpoint stores (its config, else the roster)
     kind = entry.quantization or (entry.dtype if entry.dtype != "auto" else None)
@@ -201,7 +201,7 @@ def plan_entry(entry: Entry, roster: Roster) -> EntryPlan:
     plan = EntryPlan(entry)
     config = cached_config(entry.model)
     shape = {**entry.config, **(shape_from_config(config) if config else {})}
-    from wtb_local.doctor import estimate_parameters
+    from wtb_local.doctor import estimate_parameters  # deferred: start-up
 
     counted = estimate_parameters(config) if config else None
     plan.params_b, plan.params_source = (counted / 1e9, "config.json") if counted else (entry.params_b, "roster")

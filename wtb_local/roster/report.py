@@ -43,7 +43,7 @@ class RosterReport:
 
 
 def load_entry(entry: Entry, runs_dir: Path) -> EntryResult:
-    from wtb_local.reports.runs import ReportError, label_runs, load_runs
+    from wtb_local.reports.runs import ReportError, label_runs, load_runs  # deferred: start-up
     from wtb_local.scoring import ScoringError
 
     folder = runs_dir / entry.row
@@ -65,7 +65,7 @@ def _cell(value: float | None, signed: bool = False) -> str:
 
 
 def _summary(result: EntryResult) -> dict[str, Any]:
-    from wtb_local.reports.health import run_health
+    from wtb_local.reports.health import run_health  # deferred: start-up
     from wtb_local.reports.table import metric_values, paper_row
 
     entry = result.entry

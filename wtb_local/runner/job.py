@@ -18,9 +18,9 @@ from typing import Any, NoReturn
 
 from wtb_local.backends import rerun_claim
 from wtb_local.backends.base import Backend
+from wtb_local.backends.environment import machine, package_versions
 from wtb_local.faults import Fault, FaultLog, stop_line
 from wtb_local.runner.errors import LoopError, RecordError, RunError, one_line
-from wtb_local.runner.loop.length_cuts import length_cuts
 from wtb_local.runner.loop.loop import SessionRunner, resolve_scheduling
 from wtb_local.runner.loop.progress import ProgressStats, make_progress
 from wtb_local.runner.loop.steps import StepDriver
@@ -35,10 +35,10 @@ from wtb_local.runner.record.record import now as _now
 from wtb_local.runner.record.resume import check_resume
 from wtb_local.runner.record.store import ResultStore, session_index
 from wtb_local.runner.setup.config import config_hash, hashed_config
-from wtb_local.runner.setup.environment import machine, package_versions
 from wtb_local.runner.setup.options import RunOptions
 from wtb_local.runner.setup.paths import RunPaths
 from wtb_local.runner.setup.prepare import PreparedRun, prepare
+from wtb_local.scoring.length_cuts import length_cuts
 
 
 @dataclass
@@ -66,7 +66,7 @@ def _new_manifest(prep: PreparedRun, paths: RunPaths, config: dict[str, Any],
                   previous: dict[str, Any] | None) -> dict[str, Any]:
     settings = prep.run
     choice = getattr(prep.renderer, "choice", None)
-    from wtb_local.runner.record.run_record import checkout, sampling_used
+    from wtb_local.runner.record.run_record import checkout, sampling_used  # deferred: start-up
     from wtb_local.runner.setup.config import HASHED_FIELDS
 
     # One place per fact: model, sampling and dataset hash live in `config` (hashed); `settings` holds the
@@ -104,7 +104,7 @@ def _new_manifest(prep: PreparedRun, paths: RunPaths, config: dict[str, Any],
 async def _run_pending(prep: PreparedRun, pending: list[Any], backend: Backend, *, model_name: str,
                        own_backend: bool, store: ResultStore, scheduling: str, stats: ProgressStats,
                        meter: ThroughputMeter, err: Any, stop: StopSignal, audit: Any = None) -> None:
-    from wtb_local.evaluator.episode import session_result
+    from wtb_local.evaluator.episode import session_result  # deferred: start-up
 
     settings = prep.run
     if audit is not None:  # before render workers copy the renderer
@@ -143,7 +143,7 @@ async def _run_pending(prep: PreparedRun, pending: list[Any], backend: Backend, 
 async def _pool_ready(pool: Any, err: Any) -> Any:
     """The pool once its workers have loaded the renderer; None, said in one line, when one could not
     (e.g. a tokenizer class the worker cannot import): the prompts are then rendered on the loop."""
-    from wtb_local.rendering.pool import PoolError
+    from wtb_local.rendering.pool import PoolError  # deferred: start-up
 
     try:
         await pool.ready()
@@ -159,7 +159,7 @@ def _start_pool(renderer: Any, workers: int, err: Any) -> Any:
     cannot be sent to a worker renders on the loop instead, said in one line."""
     if workers < 1 or renderer is None:
         return None
-    from wtb_local.rendering.pool import RenderPool
+    from wtb_local.rendering.pool import RenderPool  # deferred: start-up
 
     pool = RenderPool(renderer, workers)
     try:
@@ -349,7 +349,7 @@ def _end_stopped(record: RunRecord, ended: BaseException | None, store_error: Re
         problem = record.close("failed", failure=cause.summary())
         raise RunError(stop_line(cause, kept, paths.result_file) + (f"; {problem}" if problem else "")) from ended
     from wtb_local.rendering.checks import PromptMismatchError
-    from wtb_local.rendering.pool import PoolCallbackError
+    from wtb_local.rendering.pool import PoolCallbackError  # deferred: start-up
 
     if isinstance(cause, PromptMismatchError):  # --on-prompt-mismatch stop (docs/runner-speed.md §7)
         problem = record.close("failed", failure=one_line(cause))

@@ -45,6 +45,7 @@ __all__ = [
     "ScoringError",
     "append_result_row",
     "compute_metrics",
+    "load_scorable",
     "model_dir_name",
     "read_metric",
     "read_result_rows",
@@ -80,32 +81,29 @@ class ScoredFile:
     already_scored: bool
 
 
-def score_file(path: str | Path, sessions: Sequence[Session], model_name: str | None = None,
-               checker: str = "strict") -> ScoredFile:
-    """Score a result file with the release's checker, or the paper harness's (`lenient`,
-    docs/reference/paper-harness.md §3.1). A score file (rows with `results`) is not scored twice (the
-    reference's walk is not idempotent): its labels are re-counted into the metric."""
+def load_scorable(path: str | Path, sessions: Sequence[Session],
+                  model_name: str | None = None) -> tuple[list[dict[str, Any]], str, bool]:
+    """A result file's rows (or a score file's, then `True`: already scored), checked against the
+    sessions and sorted by numeric id, with the model name they are scored under."""
     rows = read_jsonl(path)
     if not rows:
         raise ScoringError(f"{path}: no rows (empty file)")
     name = model_name or default_model_name(path, [row for _, row in rows])
-    if all("results" in row and "result" not in row for _, row in rows):
-        check_rows(rows, sessions, str(path), "results")
-        score_rows = sorted((row for _, row in rows), key=lambda row: session_index(row["id"]))
-        if checker == "lenient":
-            from wtb_local.protocols.harness_scoring import harness_metrics
+    already = all("results" in row and "result" not in row for _, row in rows)
+    check_rows(rows, sessions, str(path), "results" if already else "result")
+    ordered = sorted((row for _, row in rows), key=lambda row: session_index(row["id"]))
+    return ordered, name, already
 
-            return ScoredFile(score_rows, harness_metrics(score_rows, sessions, model_dir_name(name)), name, True)
-        annotate_categories(score_rows, sessions)
-        return ScoredFile(score_rows, compute_metrics(score_rows, sessions, model_dir_name(name)), name, True)
-    check_rows(rows, sessions, str(path), "result")
-    if checker == "lenient":
-        from wtb_local.protocols.harness_scoring import harness_metrics, score_rows_lenient
 
-        ordered = sorted((row for _, row in rows), key=lambda row: session_index(row["id"]))
-        score_rows = score_rows_lenient(ordered, sessions)
-        return ScoredFile(score_rows, harness_metrics(score_rows, sessions, model_dir_name(name)), name, False)
-    score_rows, metric = _score(rows, sessions, name)
+def score_file(path: str | Path, sessions: Sequence[Session], model_name: str | None = None) -> ScoredFile:
+    """Score a result file with the release's checker (the paper harness's: protocols/checkers.py's
+    `score_file`). A score file (rows with `results`) is not scored twice (the reference's walk is not
+    idempotent): its labels are re-counted into the metric."""
+    ordered, name, already = load_scorable(path, sessions, model_name)
+    if already:
+        annotate_categories(ordered, sessions)
+        return ScoredFile(ordered, compute_metrics(ordered, sessions, model_dir_name(name)), name, True)
+    score_rows, metric = _score(list(enumerate(ordered, start=1)), sessions, name)
     return ScoredFile(score_rows, metric, name, False)
 
 

@@ -124,9 +124,9 @@ class RichProgress(Progress):
 
     def __init__(self, stats: ProgressStats, stream: TextIO | None = None) -> None:
         super().__init__(stats)
-        from rich.console import Console
+        from rich.console import Console  # deferred: start-up
         from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
-        from rich.progress import Progress as RichBar
+        from rich.progress import Progress as RichBar  # deferred: start-up
 
         self._bar = RichBar(
             TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),

@@ -81,7 +81,7 @@ class StepDriver:
         other episodes go on); the request and the reason for a failed rendering are the same."""
         if self.pool is None:
             return self.build_request(episode)
-        from wtb_local.rendering.pool import RenderFailed
+        from wtb_local.rendering.pool import RenderFailed  # deferred: start-up
 
         messages, tools = episode.conversation() if hasattr(episode, "conversation") else episode.request()
         rid = request_id(episode.session_id, episode.task_idx, episode.step)
@@ -111,7 +111,7 @@ class StepDriver:
             prompt="", prompt_token_ids=None, gold_reply=None,
         )
         if self.backend.needs_gold:
-            from wtb_local.backends.gold_replies import gold_reply
+            from wtb_local.evaluator.gold_replies import gold_reply  # deferred: start-up
 
             request.gold_reply = gold_reply(episode)
         return request
@@ -247,7 +247,7 @@ def reply_from_parse(result: ParseResult, rid: str,
 
     Calls without an id get a deterministic one keyed by `<request id>/<i>`, so reruns send the same
     conversation (and hit the same prefix cache)."""
-    from wtb_local.evaluator.ids import make_call_id
+    from wtb_local.evaluator.ids import make_call_id  # deferred: start-up
 
     calls = [
         {"id": call.id or make_call_id(f"{rid}/{i}", id_style), "type": "function",

@@ -22,16 +22,14 @@ import socket
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from wtb_local.contract.lock_file import LOCK_NAME, RETRY_S, Holder, read_holder
 from wtb_local.runner.errors import RunError
 
-LOCK_NAME = "run.lock"
 RUN_ADVICE = "wait for it to end, or pass another --out"
 _ACQUIRE_S = 0.3  # how long a run retries a lock held only by a reader's probe
-_RETRY_S = 0.02
 
 # Descriptors of the locks this process holds: a forked child (an engine process) closes its copies, so a
 # lock is never kept alive by a child that outlives its run.
@@ -50,40 +48,12 @@ def _close_in_child() -> None:
 os.register_at_fork(after_in_child=_close_in_child)
 
 
-@dataclass(frozen=True)
-class Holder:
-    """Who holds (or held) a run directory's lock."""
-
-    pid: int | None
-    host: str | None
-    since: str | None
-
-    def describe(self) -> str:
-        return f"pid {self.pid if self.pid is not None else '?'} on {self.host or '?'} since {self.since or '?'}"
-
-
 class RunDirLocked(RunError):
     """Another process holds the run directory; the message is one line naming it."""
 
     def __init__(self, run_dir: Path, holder: Holder, advice: str = RUN_ADVICE) -> None:
         super().__init__(f"{run_dir}: another run is writing this folder ({holder.describe()}); {advice}")
         self.holder = holder
-
-
-def _parse(text: str) -> Holder | None:
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return None
-    if not isinstance(data, dict):
-        return None
-    pid = data.get("pid")
-    return Holder(pid if isinstance(pid, int) else None, str(data.get("host") or "") or None,
-                  str(data.get("since") or "") or None)
-
-
-def _read(fd: int) -> Holder | None:
-    return _parse(os.pread(fd, 4096, 0).decode("utf-8", errors="replace"))
 
 
 class RunLock:
@@ -111,10 +81,10 @@ class RunLock:
                 if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                     os.close(fd)
                     raise
-                holder = _read(fd)
+                holder = read_holder(fd)
                 os.close(fd)
                 if time.monotonic() < deadline:
-                    time.sleep(_RETRY_S)
+                    time.sleep(RETRY_S)
                     continue
                 raise RunDirLocked(self.run_dir, holder or Holder(None, None, None), advice) from None
             # The previous holder may have removed the file between our open and our lock: lock the file
@@ -126,7 +96,7 @@ class RunLock:
             if same:
                 break
             os.close(fd)
-        left = _read(fd)
+        left = read_holder(fd)
         me = {"pid": os.getpid(), "host": socket.gethostname(),
               "since": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
         os.ftruncate(fd, 0)
@@ -145,30 +115,6 @@ class RunLock:
             os.unlink(self.path)
         except OSError:
             pass
-        os.close(fd)
-
-
-def live_holder(run_dir: str | Path) -> Holder | None:
-    """The process holding `run_dir` now, None when none does (never blocks)."""
-    path = Path(run_dir) / LOCK_NAME
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except OSError:
-            # held: its holder writes itself into the file right after locking it
-            for _ in range(10):
-                holder = _read(fd)
-                if holder is not None:
-                    return holder
-                time.sleep(_RETRY_S)
-            return Holder(None, None, None)
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return None
-    finally:
         os.close(fd)
 
 

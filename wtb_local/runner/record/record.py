@@ -6,7 +6,7 @@ finished sessions in. `begin` writes the invocation with status `running` before
 ends it, once, with `complete`, `incomplete`, `interrupted` or `failed` and the one-line reason; `abandon`
 is what a second signal does (stopping.py): the manifest says `interrupted`, the one line is printed and the
 process exits at once. A process killed outright cannot write anything: the next run into the folder marks
-the invocation it left open as `killed`, and `status_note` tells `report` and `score` that a manifest which
+the invocation it left open as `killed`, and `status_note` (reports/run_status.py) tells `report` and `score` that a manifest which
 still says `running` with no live holder of the lock belongs to a process that died.
 """
 
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from wtb_local.runner.errors import RecordError
-from wtb_local.runner.record.lock import RunLock, live_holder
+from wtb_local.runner.record.lock import RunLock
 from wtb_local.runner.record.manifest import MANIFEST_NAME, write_manifest
 
 DRAIN_S = 1.0  # how long a second signal lets the writer thread finish the rows it was given
@@ -166,17 +166,3 @@ def _stop_children() -> None:
             child.terminate()
     except Exception:  # noqa: BLE001, S110 - the process is ending: a child that cannot be signalled is left
         pass
-
-
-def status_note(run_dir: str | Path, manifest: dict[str, Any] | None) -> str | None:
-    """What a reader must know about a run whose manifest says `running`: that it is still running (the
-    live holder of its lock), or that its process died, since nothing holds the lock."""
-    if not isinstance(manifest, dict) or manifest.get("status") != "running":
-        return None
-    holder = live_holder(run_dir)
-    if holder is not None:
-        return (f"{run_dir} is still running ({holder.describe()}): only the sessions finished so far are "
-                "counted")
-    return (f"{run_dir}: the manifest says running, but no process holds the run: its process died without "
-            "closing the record (killed, out of memory, a lost node or a full disk); rerun the same command to "
-            "resume")

@@ -1,11 +1,8 @@
 """What a run records about itself beyond its results: the sampling values actually used, the wtb_local
-checkout it ran from, and the printed tables (`summary.md`, `summary.json` in the run directory)."""
+checkout it ran from."""
 
 from __future__ import annotations
 
-import json
-import math
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -49,7 +46,7 @@ def sampling_used(settings: ResolvedRun) -> dict[str, Any]:
     if sampling_from == "server":  # a server applies its own defaults to what is not sent
         return {"source": "the server's defaults, except the values sent", "sent": requested,
                 "max_new_tokens": settings.sampling.max_new_tokens, "seed": settings.sampling.seed}
-    from wtb_local.backends.sampling_defaults import model_defaults, resolve
+    from wtb_local.backends.sampling_defaults import model_defaults, resolve  # deferred: start-up
 
     generation_config = _generation_config(settings.model, settings.revision)
     resolved = resolve(settings.sampling, model_defaults(generation_config), settings.sampling.max_new_tokens)
@@ -61,8 +58,8 @@ def sampling_used(settings: ResolvedRun) -> dict[str, Any]:
 
 def checkout() -> dict[str, Any]:
     """The version, and the git commit when wtb_local runs from a checkout (dirty: uncommitted changes)."""
+    from wtb_local.backends.environment import package_versions
     from wtb_local.resources import checkout_root
-    from wtb_local.runner.setup.environment import package_versions
 
     record: dict[str, Any] = {"version": package_versions().get("wtb-local"), "git_commit": None}
     root = checkout_root()
@@ -80,27 +77,3 @@ def checkout() -> dict[str, Any]:
         record["git_commit"] = head.stdout.strip()
         record["git_dirty"] = bool(status.stdout.strip()) if status.returncode == 0 else None
     return record
-
-
-def write_summary(run_dir: Path, rows: list[Any], tables_text: str, notes: list[str]) -> tuple[Path, Path]:
-    """The tables as printed (`summary.md`) and as data (`summary.json`: per row its label and values in %,
-    null for an empty bucket)."""
-    md = run_dir / "summary.md"
-    md.write_text("```text\n" + tables_text.rstrip("\n") + "\n```\n" + "".join(f"\n{n}\n" for n in notes),
-                  encoding="utf-8")
-    from wtb_local.reports.table import COLUMNS, HEADERS
-
-    def table(number: int, values: dict[str, float]) -> dict[str, float | None]:
-        # keyed by the printed column headers, in their order
-        return {header: (None if math.isnan(values[column]) else round(values[column], 4))
-                for header, column in zip(HEADERS[number], COLUMNS[number], strict=True)}
-
-    data = {"rows": [{"label": row.label,
-                      "tables": {str(t): table(t, values) for t, values in sorted(row.values.items())}}
-                     for row in rows],
-            "notes": notes}
-    js = run_dir / "summary.json"
-    tmp = js.with_name(js.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, js)
-    return md, js

@@ -64,7 +64,7 @@ def choose_context_length(renderer: Any, sessions: list[Any], max_new_tokens: in
 
 
 def _needs(renderer: Any, sessions: list[Any]) -> list[TaskNeed]:
-    from wtb_local.evaluator.episode import session_episodes
+    from wtb_local.evaluator.episode import session_episodes  # deferred: start-up
 
     tasks: list[tuple[str, int, int]] = []
     texts: list[str] = []

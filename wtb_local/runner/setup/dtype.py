@@ -89,7 +89,7 @@ def _why_fast(dtype: str, device: Device) -> str:
 
 def this_device() -> Device:
     """The device an engine started by this run computes on: the first visible CUDA GPU, else the CPU."""
-    from wtb_local.runner.setup.environment import gpus
+    from wtb_local.backends.environment import gpus
 
     if gpus():
         return Device("cuda", compute_capability=_compute_capability())

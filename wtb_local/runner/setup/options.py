@@ -7,13 +7,13 @@ runner/setup/prepare.py (docs/architecture.md, "A new option").
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import click
 from pydantic import BaseModel, ConfigDict
 
 from wtb_local.backends import backend_choices
+from wtb_local.contract.spec import Cli, env_name
 from wtb_local.protocols.registry import protocol_names
 from wtb_local.rendering.checks import ALL, DEFAULT_VERIFY_EVERY, MISMATCH_MODES, parse_every
 from wtb_local.resources import DEFAULT_DATASET
@@ -24,33 +24,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 # Names both vLLM and the transformers backend accept (a typo would otherwise fail only after model load).
 DTYPES = ("auto", "bfloat16", "float16", "float32", "half", "float")
 PAPER_FAMILIES = ("qwen", "llama", "hammer", "toolace", "watt", "xlam2", "fcm", "gorilla", "qwen3", "generic")
-
-
-@dataclass(frozen=True)
-class Cli:
-    """How a field appears on the command line and in the run's hash.
-
-    `hashed`: "yes" — the resolved values in `hash_keys` (default: the field's own name) are part of the
-    hashed configuration that must match to resume a run directory; "when set" — the same, left out while
-    unset (added after run directories had been written, so those still resume); "no" — operational
-    (where, how fast, how shown)."""
-
-    help: str
-    hashed: Literal["yes", "when set", "no"] = "no"
-    hash_keys: tuple[str, ...] = ()
-    type: Any = None
-    decl: str | None = None  # e.g. "--thinking/--no-thinking"; default: --field-name
-    is_flag: bool = False
-    multiple: bool = False
-    show_default: bool = False
-    callback: Callable[..., Any] | None = None
-
-    def flag(self, name: str) -> str:
-        return (self.decl or "--" + name.replace("_", "-")).split("/")[0]
-
-
-def env_name(name: str) -> str:
-    return "WTB_" + name.upper()
 
 
 def _sessions(_ctx: click.Context, _param: click.Parameter, value: str | None) -> tuple[str, ...] | None:
@@ -65,7 +38,7 @@ def _sessions(_ctx: click.Context, _param: click.Parameter, value: str | None) -
 def _shard(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
     if value is None or value.strip() == "auto":
         return value and "auto"
-    from wtb_local.runner.setup.shards import ShardError, parse_shard
+    from wtb_local.runner.setup.shards import ShardError, parse_shard  # deferred: start-up
 
     try:
         return parse_shard(value).spec
@@ -101,7 +74,7 @@ class RunOptions(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", protected_namespaces=())
 
     model: Annotated[str | None, Cli(
-        "Hugging Face model id or local directory.", "yes", ("model", "tokenizer_sha256"))] = None
+        "Hugging Face model id or local directory.", "yes", ("model", "tokenizer_sha256"), engine=("model",))] = None
     model_name: Annotated[str | None, Cli(
         "Name in the result files and folder (default: the model id; `/` becomes `_` in folders).",
         "yes")] = None
@@ -110,19 +83,19 @@ class RunOptions(BaseModel):
         "given, replay when --replay is given.", "yes", type=click.Choice(backend_choices()),
         show_default=True)] = "auto"
     base_url: Annotated[str | None, Cli(
-        "OpenAI-compatible server (openai, openai-chat), e.g. http://127.0.0.1:8000/v1.")] = None
+        "OpenAI-compatible server (openai, openai-chat), e.g. http://127.0.0.1:8000/v1.", engine=("base_url",))] = None
     server_prompt: Annotated[str | None, Cli(
         "openai backend: send the rendered prompt as token ids (default; vLLM, SGLang) or as text with "
         "add_special_tokens false (servers that take only text).", "when set",
-        type=click.Choice(("token-ids", "text")))] = None
-    api_key: Annotated[str | None, Cli("API key for --base-url (never written to disk).")] = None
+        type=click.Choice(("token-ids", "text")), engine=("prompt_format",))] = None
+    api_key: Annotated[str | None, Cli("API key for --base-url (never written to disk).", engine=("api_key",))] = None
     request_timeout: Annotated[float, Cli(
         "openai, openai-chat: seconds to wait for one reply; a server that does not answer in time stops the "
         "run, finished sessions kept (a machine fault, docs/reliability.md).",
-        type=click.FloatRange(min=0.0, min_open=True), show_default=True)] = 600.0
+        type=click.FloatRange(min=0.0, min_open=True), show_default=True, engine=("timeout_s",))] = 600.0
     served_model_name: Annotated[str | None, Cli(
         "openai, openai-chat: the model name sent in requests, as the server serves it (vLLM's "
-        "--served-model-name); --model keeps naming the checkpoint or tokenizer (default: --model).")] = None
+        "--served-model-name); --model keeps naming the checkpoint or tokenizer (default: --model).", engine=("served_model_name",))] = None
     parser: Annotated[str | None, Cli("Tool-call parser (default: chosen from the template/model id).",
                                       "yes")] = None
     chat_template: Annotated[str | None, Cli(
@@ -167,43 +140,43 @@ class RunOptions(BaseModel):
     seed: Annotated[int, Cli("Run seed; per-request seeds are derived from it with sha256.", "yes",
                              ("sampling",), type=int, show_default=True)] = 0
     revision: Annotated[str | None, Cli(
-        "Model revision (branch, tag or commit).", "yes", ("revision", "resolved_revision"))] = None
+        "Model revision (branch, tag or commit).", "yes", ("revision", "resolved_revision"), engine=("revision",))] = None
     trust_remote_code: Annotated[bool, Cli(
-        "Allow the model repository's own code (off unless asked).", is_flag=True)] = False
+        "Allow the model repository's own code (off unless asked).", is_flag=True, engine=("trust_remote_code",))] = False
     dtype: Annotated[str, Cli(
         "Weight and activation dtype (vllm, transformers); auto: the checkpoint's.", "yes",
         type=click.Choice(DTYPES, case_sensitive=False), show_default=True)] = "auto"
     quantization: Annotated[str | None, Cli(
         "vLLM: quantization method, e.g. fp8, awq, gptq (default: from the checkpoint's config).",
-        "yes")] = None
+        "yes", engine=("quantization",))] = None
     max_model_len: Annotated[int | None, Cli("Context window; longer prompts become step errors.", "yes",
-                                             type=_POSITIVE)] = None
+                                             type=_POSITIVE, engine=("max_model_len",))] = None
     tensor_parallel_size: Annotated[int, Cli("vLLM: GPUs the model is split over (tensor parallel).",
-                                             type=_POSITIVE, show_default=True)] = 1
+                                             type=_POSITIVE, show_default=True, engine=("tensor_parallel_size",))] = 1
     pipeline_parallel_size: Annotated[int, Cli("vLLM: pipeline-parallel stages.", type=_POSITIVE,
-                                               show_default=True)] = 1
+                                               show_default=True, engine=("pipeline_parallel_size",))] = 1
     data_parallel_size: Annotated[int | None, Cli(
         "vLLM: engine replicas on this node, each on tensor x pipeline GPUs, requests balanced by vLLM (needs "
-        "a vLLM with data parallelism; default: not passed, one replica).", type=_POSITIVE)] = None
+        "a vLLM with data parallelism; default: not passed, one replica).", type=_POSITIVE, engine=("data_parallel_size",))] = None
     distributed_executor_backend: Annotated[str | None, Cli(
         "vLLM: how the engine starts its workers; ray: on the nodes of a running Ray cluster (several nodes, "
         "slurm/wtb_multinode.sbatch) [default: not passed, vLLM's choice].",
-        type=click.Choice(["mp", "ray", "uni", "external_launcher"]))] = None
+        type=click.Choice(["mp", "ray", "uni", "external_launcher"]), engine=("distributed_executor_backend",))] = None
     gpu_memory_utilization: Annotated[float | None, Cli(
         "vLLM: share of GPU memory to use [default: 0.9; 0.2 of host RAM on vLLM's CPU build].",
-        type=click.FloatRange(min=0.0, max=1.0, min_open=True))] = None
+        type=click.FloatRange(min=0.0, max=1.0, min_open=True), engine=("gpu_memory_utilization",))] = None
     max_num_seqs: Annotated[int | None, Cli("vLLM: sequences per batch; openai: concurrent requests.",
-                                            type=_POSITIVE)] = None
+                                            type=_POSITIVE, engine=("max_num_seqs", "max_concurrency"))] = None
     max_num_batched_tokens: Annotated[int | None, Cli(
-        "vLLM: tokens per engine step (default: vLLM's offline default for the device).", type=_POSITIVE)] = None
+        "vLLM: tokens per engine step (default: vLLM's offline default for the device).", type=_POSITIVE, engine=("max_num_batched_tokens",))] = None
     enable_prefix_caching: Annotated[bool, Cli(
         "vLLM: reuse the KV cache of shared prompt prefixes. Off, with --max-num-seqs 1, a rerun with the same seed "
         "is identical (docs/reproducibility.md).", decl="--enable-prefix-caching/--no-enable-prefix-caching",
-        show_default=True)] = True
+        show_default=True, engine=("enable_prefix_caching",))] = True
     enforce_eager: Annotated[bool, Cli("vLLM: no CUDA graphs (less memory, slower decoding).",
-                                       is_flag=True)] = False
+                                       is_flag=True, engine=("enforce_eager",))] = False
     batch_size: Annotated[int, Cli("transformers: prompts per generate call.", type=_POSITIVE,
-                                   show_default=True)] = 16
+                                   show_default=True, engine=("batch_size",))] = 16
     scheduling: Annotated[str, Cli(
         "continuous: each episode's next step goes out as soon as its reply is judged; waves: step-synchronous "
         "(auto: waves for step-synchronous backends, e.g. transformers).", type=click.Choice(SCHEDULING_MODES),
@@ -226,6 +199,9 @@ class RunOptions(BaseModel):
         "directory under <run dir>/repeats/.", type=_POSITIVE, show_default=True)] = 1
     progress: Annotated[str, Cli("auto: a bar on a terminal, plain lines otherwise.",
                                  type=click.Choice(("auto", "rich", "plain", "none")), show_default=True)] = "auto"
+    mlflow_uri: Annotated[str | None, Cli(
+        "Log the finished run to this MLflow tracking server or store, as `export --to mlflow` does "
+        "(docs/exports.md; needs the export extra).")] = None
     protocol: Annotated[str, Cli(
         "release: the benchmark's released evaluator; paper: the paper harness's per-family prompts, generation, "
         "parse rules and lenient checker (docs/evaluation.md).", "when set",
@@ -257,6 +233,11 @@ def cli_fields() -> dict[str, Cli]:
         if cli is not None:
             found[name] = cli
     return found
+
+
+def engine_fields() -> dict[str, tuple[str, ...]]:
+    """The options that become engine settings, with the engine-config field names they become."""
+    return {name: cli.engine for name, cli in cli_fields().items() if cli.engine}
 
 
 def cli_of(name: str) -> Cli:
@@ -299,6 +280,20 @@ def click_options(func: F) -> F:
             kwargs["callback"] = cli.callback
         func = click.option(cli.decl or "--" + name.replace("_", "-"), name, **kwargs)(func)
     return func
+
+
+def options_table() -> str:
+    """docs/options.md's table: every `run` option as declared here (scripts/options_table.py writes it)."""
+    hashed = {"yes": "yes", "when set": "when set", "no": ""}
+    lines = ["| option | environment | default | hashed | engine setting | help |", "|---|---|---|---|---|---|"]
+    for name, cli in cli_fields().items():
+        default = RunOptions.model_fields[name].default
+        shown = "" if default is None or default == () else f"`{default}`"
+        engine = ", ".join(f"`{setting}`" for setting in cli.engine)
+        text = cli.help.replace("|", "\\|")
+        lines.append(f"| `{cli.decl or cli.flag(name)}` | `{env_name(name)}` | {shown} | {hashed[cli.hashed]} | "
+                     f"{engine} | {text} |")
+    return "\n".join(lines) + "\n"
 
 
 def options_from_click(ctx: click.Context, params: dict[str, Any]) -> RunOptions:

@@ -15,7 +15,7 @@ def choose_parser(name: str | None, *, model: str | None, renderer: Any,
     from wtb_local.parsers import get_parser, select_parser
 
     if name and name.startswith("paper:"):  # a recorded paper-protocol run (replay): its family's parser
-        from wtb_local.protocols.parse_rules import native_parser_name
+        from wtb_local.protocols.parse_rules import native_parser_name  # deferred: start-up
 
         name = native_parser_name(name)
     if not name:
@@ -52,7 +52,8 @@ def _prefill_options(renderer: Any, parser_name: str) -> dict[str, Any]:
 def prefills_reasoning(renderer: Any) -> bool:
     """Whether the generation prompt ends inside an opened reasoning block (R1, Qwen3-Thinking-2507, ...).
     Then a completion cut at the token limit before `</think>` is reasoning, not a final text answer."""
-    from wtb_local.runner.setup.thinking import ends_in_open_reasoning, generation_prompt
+    from wtb_local.reasoning_blocks import ends_in_open_reasoning  # deferred: start-up
+    from wtb_local.runner.setup.thinking import generation_prompt  # deferred: start-up
 
     if renderer is None:
         return False

@@ -37,7 +37,8 @@ def run_paths(run: ResolvedRun) -> RunPaths:
     name = run.model_name or run.model or run.backend
     run_dir = Path(run.out) if run.out else Path("runs") / (model_dir_name(name) + dir_suffix(run))
     if run.shard:  # one shard of a sharded run: its own run directory, joined later by `merge`
-        from wtb_local.runner.setup.shards import SHARDS_DIR, parse_shard
+        from wtb_local.contract.shard_dirs import SHARDS_DIR  # deferred: start-up
+        from wtb_local.runner.setup.shards import parse_shard  # deferred: start-up
 
         run_dir = run_dir / SHARDS_DIR / parse_shard(run.shard).dir_name
     return RunPaths(run_dir, name)

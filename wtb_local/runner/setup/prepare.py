@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from wtb_local.backends import Backend, SetupError, auto_backend, backend_class, backend_names
+from wtb_local.backends.environment import resolved_revision, tokenizer_sha256
 from wtb_local.protocols import protocol_named
 from wtb_local.protocols.base import Protocol, ProtocolRun
 from wtb_local.runner.errors import RunError
-from wtb_local.runner.setup.environment import resolved_revision, tokenizer_sha256
 from wtb_local.runner.setup.options import RunOptions, cli_fields
 from wtb_local.runner.setup.paths import RunPaths, run_paths
 from wtb_local.runner.setup.resolved import ResolvedRun
@@ -100,7 +100,7 @@ def _prepare(options: RunOptions, renderer: Any, err: Any, engine: bool) -> Prep
     sampling = _sampling(values, sources)
     _fold(values, sources, sampling)
 
-    run = ResolvedRun(**{k: v for k, v in values.items() if k in ResolvedRun.model_fields}, sources=sources)
+    run = ResolvedRun(**_resolved_values(values), sources=sources)
     paths = run_paths(run)
     # A fresh run into the replayed directory would truncate the very file being replayed.
     if run.replay and paths.result_file.resolve() == Path(run.replay).resolve():
@@ -115,6 +115,17 @@ def _prepare(options: RunOptions, renderer: Any, err: Any, engine: bool) -> Prep
 # source) and `resolved()` (the resolved-run fields it sets, by name), which `_fold` puts into the values.
 
 _Sources = dict[str, str | None]
+
+
+def _resolved_values(values: dict[str, Any]) -> dict[str, Any]:
+    """The values the resolved run keeps: its fields. An option it has no field for (sampling options,
+    folded into `sampling`) is left behind; any other name a stage or a hook set is a bug of ours, said in
+    one line, never dropped."""
+    unknown = sorted(set(values) - set(ResolvedRun.model_fields) - set(RunOptions.model_fields))
+    if unknown:
+        raise RuntimeError(f"prepare: {', '.join(unknown)} set by a stage, but the resolved run has no such "
+                           "field (runner/setup/resolved.py)")
+    return {name: value for name, value in values.items() if name in ResolvedRun.model_fields}
 
 
 def _fold(values: dict[str, Any], sources: dict[str, str], stage: _Stage) -> None:
@@ -193,7 +204,7 @@ def _model_choice(values: dict[str, Any], sources: dict[str, str], backend: type
     said: _Sources = {}
     name = None
     if not values.get("model_name"):
-        from wtb_local.runner.setup.naming import default_model_name
+        from wtb_local.runner.setup.naming import default_model_name  # deferred: start-up
 
         name = default_model_name(values["model"]) if values.get("model") else backend.name
         said["model_name"] = "the model id" if values.get("model") else "the backend name"
@@ -230,14 +241,14 @@ def _dataset_selection(values: dict[str, Any], backend: type[Backend], err: Any)
     for warning in warnings:
         print(f"warning: {warning}", file=err)
     sha256 = dataset_sha256(dataset_path)
-    from wtb_local.runner.setup.selection import select_sessions
+    from wtb_local.runner.setup.selection import select_sessions  # deferred: start-up
 
     # `select` reads the values as they stand, the dataset's sha256 included
     selected = backend.select({**values, "dataset_sha256": sha256},
                               select_sessions(sessions, values["sessions"], values["limit"]), err)
     shard_record = None
     if values["shard"]:
-        from wtb_local.runner.setup.shards import parse_shard, shard_sessions
+        from wtb_local.runner.setup.shards import parse_shard, shard_sessions  # deferred: start-up
 
         selected, shard_record = shard_sessions(selected, parse_shard(values["shard"]))
     return DatasetSelection(dataset_path, sha256, sessions, selected, shard_record)
@@ -286,7 +297,7 @@ def _parser_and_thinking(values: dict[str, Any], sources: dict[str, str], backen
     said: _Sources = {}
     parser, parser_options = None, values["parser_options"]
     if backend.capabilities.parses_replies:
-        from wtb_local.runner.setup.parser_choice import choose_parser
+        from wtb_local.runner.setup.parser_choice import choose_parser  # deferred: start-up
 
         name = values["parser"] or protocol.default_parser(values)
         if not values["parser"] and name:
@@ -299,7 +310,7 @@ def _parser_and_thinking(values: dict[str, Any], sources: dict[str, str], backen
     said["thinking (effective)"] = thinking.evidence
     budget = None
     if values["max_new_tokens"] is None:
-        from wtb_local.runner.setup.thinking import default_max_new_tokens
+        from wtb_local.runner.setup.thinking import default_max_new_tokens  # deferred: start-up
 
         budget = default_max_new_tokens(thinking.effective)
         said["max_new_tokens"] = f"the default with thinking {'on' if thinking.effective else 'off'}"
@@ -352,7 +363,7 @@ def _engine_settings(options: RunOptions, values: dict[str, Any], sources: dict[
     said = dict(sources)  # resolve_prompt_checks records its sources in the mapping it is given
     context, window = None, None
     if engine and caps.sizes_context:
-        from wtb_local.runner.setup.context_length import engine_context_length
+        from wtb_local.runner.setup.context_length import engine_context_length  # deferred: start-up
 
         context, window = engine_context_length(values, renderer, selected)
         if window is not None:
@@ -362,7 +373,7 @@ def _engine_settings(options: RunOptions, values: dict[str, Any], sources: dict[
     verify, on_mismatch = resolve_prompt_checks(
         options.verify_prompts, options.on_prompt_mismatch, said, renderer=renderer,
         renders_prompts=caps.renders_prompts, given=options.given, err=err)
-    from wtb_local.rendering.pool import resolve_render_workers
+    from wtb_local.rendering.pool import resolve_render_workers  # deferred: start-up
 
     workers, said["render_workers"] = resolve_render_workers(
         options.render_workers, said["render_workers"], renderer=renderer, backend=backend,
@@ -409,7 +420,7 @@ def _dtype(values: dict[str, Any], sources: dict[str, str], err: Any) -> tuple[s
 
 
 def _template_kwargs(options: RunOptions) -> dict[str, Any]:
-    from wtb_local.rendering.kwargs import resolve_template_kwargs
+    from wtb_local.rendering.kwargs import resolve_template_kwargs  # deferred: start-up
 
     try:
         return resolve_template_kwargs(options.model or "", options.thinking, list(options.template_kwarg))
@@ -425,7 +436,7 @@ def _joined(sources: dict[str, str], *names: str) -> str:
 
 def _shard(spec: str | None) -> str | None:
     """`--shard auto` becomes this Slurm array task's `I/N`, so the shard's folder is known."""
-    from wtb_local.runner.setup.shards import ShardError, resolve_shard
+    from wtb_local.runner.setup.shards import ShardError, resolve_shard  # deferred: start-up
 
     try:
         shard = resolve_shard(spec)
@@ -437,7 +448,7 @@ def _shard(spec: str | None) -> str | None:
 def _renderer(values: dict[str, Any], caps: Any, renderer: Any) -> tuple[Any, str | None]:
     """A backend that renders needs the renderer; one that uses it when on disk (the oracle) loads it from
     disk only, and says what it does without it."""
-    from wtb_local.runner.setup.tokenizer import load_renderer, tokenizer_on_disk
+    from wtb_local.runner.setup.tokenizer import load_renderer, tokenizer_on_disk  # deferred: start-up
 
     if renderer is not None or caps.needs_tokenizer == "no":
         return renderer, None
@@ -456,7 +467,7 @@ def _renderer(values: dict[str, Any], caps: Any, renderer: Any) -> tuple[Any, st
 
 def _thinking_mode(values: dict[str, Any], backend: type[Backend], renderer: Any) -> Any:
     """The effective thinking mode: from the generation prompt; a replay keeps the recorded run's."""
-    from wtb_local.runner.setup.thinking import ThinkingMode, effective_thinking
+    from wtb_local.runner.setup.thinking import ThinkingMode, effective_thinking  # deferred: start-up
 
     if renderer is None:
         recorded = backend.recorded_thinking(values)

@@ -7,6 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from wtb_local.contract.spec import engine_settings
+from wtb_local.runner.setup.options import engine_fields
 from wtb_local.schema import SamplingConfig
 
 
@@ -82,3 +84,9 @@ class ResolvedRun(BaseModel):
     @property
     def seed(self) -> int:
         return self.sampling.seed
+
+    def engine_settings(self, config: type[BaseModel]) -> dict[str, Any]:
+        """The keyword arguments of the engine config `config` (backends/config.py) that the run's options
+        decide, as their declarations say (`Cli.engine`, runner/setup/options.py)."""
+        declared = engine_fields()
+        return engine_settings(declared, {name: getattr(self, name) for name in declared}, config)

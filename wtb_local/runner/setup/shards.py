@@ -19,30 +19,15 @@ import json
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-SHARDS_DIR = "shards"
+from wtb_local.contract.shard_dirs import Shard
+
 _SPEC = re.compile(r"(0|[1-9][0-9]*)/([1-9][0-9]*)")
-_DIR = re.compile(r"(0|[1-9][0-9]*)-of-([1-9][0-9]*)")
 
 
 class ShardError(ValueError):
     """A bad --shard value or Slurm array environment; one line that says what to do."""
-
-
-@dataclass(frozen=True)
-class Shard:
-    index: int
-    count: int
-
-    @property
-    def spec(self) -> str:
-        return f"{self.index}/{self.count}"
-
-    @property
-    def dir_name(self) -> str:
-        return f"{self.index}-of-{self.count}"
 
 
 def parse_shard(spec: str) -> Shard:
@@ -54,14 +39,6 @@ def parse_shard(spec: str) -> Shard:
     if index >= count:
         raise ShardError(f"--shard: index {index} is not below the shard count {count} (shards are 0..{count - 1})")
     return Shard(index, count)
-
-
-def parse_shard_dir(name: str) -> Shard | None:
-    """The shard of a `shards/<I>-of-<N>` folder name, None for any other name."""
-    match = _DIR.fullmatch(name)
-    if match is None or int(match.group(1)) >= int(match.group(2)):
-        return None
-    return Shard(int(match.group(1)), int(match.group(2)))
 
 
 def _env_int(environ: Mapping[str, str], name: str) -> int:

@@ -18,10 +18,11 @@ The mode picks the paper's row (Qwen3 models have two) and the default `max_new_
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from pydantic import BaseModel
+
+from wtb_local.reasoning_blocks import ends_in_open_reasoning
 
 # The paper's budget (App. E.1: max_new_tokens=512) for answers without reasoning. With reasoning, 512
 # tokens are often exhausted by thinking (paper-harness.md, on the paper's own Qwen3 runs); 8,192 is 16x
@@ -51,14 +52,6 @@ class ThinkingMode(BaseModel):
     effective: bool | None
     evidence: str
     asked: bool | None = None
-
-
-def ends_in_open_reasoning(prompt: str) -> bool:
-    """Whether a generation prompt ends inside an opened reasoning block: the completion starts as
-    reasoning, so one cut at the token limit before `</think>` is not a final text answer."""
-    from wtb_local.reasoning_blocks import open_at_end
-
-    return open_at_end(prompt) is not None
 
 
 def generation_prompt(renderer: Any) -> str:
@@ -98,7 +91,7 @@ def effective_thinking(renderer: Any, *, parser: str | None, model_id: str,
     switched = _by_switch(renderer, model_id)
     if switched is not None:
         return switched.model_copy(update={"asked": asked})
-    from wtb_local.rendering.kwargs import thinking_switch
+    from wtb_local.rendering.kwargs import thinking_switch  # deferred: start-up
 
     switch = thinking_switch(model_id, getattr(renderer, "template", None))
     why = f"its switch {switch} does not change it" if switch else "no thinking switch"
@@ -115,7 +108,7 @@ def _closes_reasoning(prompt: str) -> bool:
 def _by_switch(renderer: Any, model_id: str) -> ThinkingMode | None:
     """Compare the run's generation prompt with the ones its template renders with the thinking switch
     set on and set off (the run's other template kwargs kept)."""
-    from wtb_local.rendering.kwargs import thinking_kwargs, thinking_switch
+    from wtb_local.rendering.kwargs import thinking_kwargs, thinking_switch  # deferred: start-up
 
     template = getattr(renderer, "template", None)
     switch = thinking_switch(model_id, template)
@@ -124,7 +117,7 @@ def _by_switch(renderer: Any, model_id: str) -> ThinkingMode | None:
         return None
     kwargs = dict(getattr(renderer, "template_kwargs", None) or {})
 
-    from wtb_local.rendering.clock import render_chat
+    from wtb_local.rendering.clock import render_chat  # deferred: start-up
 
     def render(extra: dict[str, Any]) -> str:
         return render_chat(tokenizer, template, _PROBE, _TOOLS, add_generation_prompt=True, **{**kwargs, **extra})
@@ -143,34 +136,6 @@ def _by_switch(renderer: Any, model_id: str) -> ThinkingMode | None:
     return None
 
 
-# The mode a family's own chat template has when no switch is passed, by the model name after its
-# organisation (lowercase): (regex, on, why). For runs that rendered no prompt (the oracle without a
-# tokenizer, scripted replies): `reports/present.py` picks the paper's row with it. Each entry agrees with
-# the real template's default in tests/runner/test_thinking_mode.py (DEFAULT_MODE).
-_TEMPLATE_DEFAULTS: tuple[tuple[str, bool, str], ...] = (
-    (r"^qwen3-(0\.6b|1\.7b|4b|8b|14b|32b|30b-a3b|235b-a22b)$", True,
-     "Qwen3's chat template thinks unless enable_thinking=false"),
-    (r"^qwq-", True, "QwQ's chat template pre-fills <think>"),
-    (r"^glm-4\.[5-9]", True, "GLM-4.5+'s chat template thinks unless enable_thinking=false"),
-    (r"^deepseek-v3\.1", False, "DeepSeek-V3.1's chat template thinks only with thinking=true"),
-    (r"^deepseek-r1", True, "DeepSeek-R1 always reasons in a <think> block"),
-    (r"^seed-oss-", True, "Seed-OSS's chat template thinks unless thinking_budget=0"),
-    (r"^hunyuan-a13b", True, "Hunyuan-A13B's chat template thinks unless enable_thinking=false"),
-)
-
-
-def template_default(model: str) -> tuple[bool, str] | None:
-    """(mode, why) of the model family's chat template when no thinking switch is passed, for a model id
-    (`Qwen/Qwen3-8B`) or a run name (`Qwen_Qwen3-8B`); None when the family is not listed."""
-    from wtb_local.model_ids import normalize_model_id
-
-    name = normalize_model_id(model.replace("_", "/")).rsplit("/", 1)[-1]
-    for pattern, mode, why in _TEMPLATE_DEFAULTS:
-        if re.search(pattern, name):
-            return mode, why
-    return None
-
-
 def _literal(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
@@ -178,10 +143,3 @@ def _literal(value: Any) -> str:
 def default_max_new_tokens(thinking: bool | None) -> int:
     """The generation budget when `--max-new-tokens` is not given."""
     return THINKING_MAX_NEW_TOKENS if thinking else NON_THINKING_MAX_NEW_TOKENS
-
-
-def recorded_thinking(manifest: dict[str, Any] | None) -> bool | None:
-    """The effective mode a run directory's manifest records (None for older manifests)."""
-    entry = (manifest or {}).get("thinking")
-    value = entry.get("effective") if isinstance(entry, dict) else None
-    return value if isinstance(value, bool) else None

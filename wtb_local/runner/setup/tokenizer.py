@@ -13,8 +13,8 @@ def load_renderer(model: str | None, *, revision: str | None = None, trust_remot
                   chat_template: str | None = None, template_kwargs: dict[str, Any] | None = None,
                   parser: str | None = None, local_only: bool = False) -> Any:
     """The model's prompt renderer; `local_only`: from a local directory or the hub cache, no network."""
-    from wtb_local.rendering.renderer import PromptRenderer
-    from wtb_local.rendering.templates import TemplateError
+    from wtb_local.rendering.renderer import PromptRenderer  # deferred: start-up
+    from wtb_local.rendering.templates import TemplateError  # deferred: start-up
 
     if not model:
         raise RunError("--model is needed to load the tokenizer")

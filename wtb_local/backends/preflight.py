@@ -15,7 +15,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from wtb_local.runner.errors import RunError
+from wtb_local.backends.errors import SetupError
 
 # The packages each backend imports are declared by the backend (backends/base.py, Capabilities.packages),
 # with the extra that brings them.
@@ -47,12 +47,12 @@ def missing(packages: tuple[str, ...]) -> list[str]:
 
 def require_packages(what: str, spec: tuple[tuple[str, ...], str]) -> None:
     """`spec`: (the packages, the extra that brings them)."""
-    from wtb_local.install_command import install_command
+    from wtb_local.install_command import install_command  # deferred: start-up
 
     packages, extra = spec
     absent = missing(packages)
     if absent:
-        raise RunError(f"{what} needs {' and '.join(absent)}, which {'is' if len(absent) == 1 else 'are'} "
+        raise SetupError(f"{what} needs {' and '.join(absent)}, which {'is' if len(absent) == 1 else 'are'} "
                        f"not installed: {install_command(extra)}")
 
 
@@ -149,7 +149,7 @@ def require_hub(model: str | None, revision: str | None = None) -> None:
         return
     problem = offline_problem(model, revision) if hub_offline() else hub_problem(model, revision)
     if problem:
-        raise RunError(problem)
+        raise SetupError(problem)
 
 
 def server_problem(base_url: str, api_key: str | None = None) -> str | None:
@@ -169,5 +169,5 @@ def server_problem(base_url: str, api_key: str | None = None) -> str | None:
 def require_server(base_url: str, api_key: str | None = None) -> None:
     problem = server_problem(base_url, api_key)
     if problem:
-        raise RunError(problem)
+        raise SetupError(problem)
 

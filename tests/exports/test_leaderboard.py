@@ -1,0 +1,95 @@
+"""`export --to leaderboard`: the benchmark's leaderboard row, marked standard or custom, refused for the
+sample and for a shard (docs/exports.md). The expected figures are the reference implementation's metric
+file of the golden vectors, which both runs here score: the recorded harness run itself and the
+full-release run (the vectors' replies over 256 sessions, each vector four times)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.exports.runs import VECTORS, full_release_run, oracle_demo, recorded_run, wtb
+
+
+def _reference_row() -> dict[str, str]:
+    """The vectors' metric file as the leaderboard prints it (%, two decimals), read by the reference's
+    own field names."""
+    metric = json.loads((VECTORS / "metric.json").read_text())
+    types, layers, total = metric["task_type_info"], metric["layer_info"], metric["total_info"]
+    values = {"single": types["Single-Tool"], "multi": types["Multi-Tool"], "clarify": types["Clarify"],
+              "chat": types["Chat"], **{f"order{i + 1}": layers[str(i)] for i in range(4)},
+              "task_acc": total["task"], "session_acc": total["session"]}
+    return {column: f"{100 * bucket['accuracy']:.2f}" for column, bucket in values.items()}
+
+
+def test_the_reference_row_is_what_the_paper_table_would_print() -> None:
+    assert _reference_row() == {"single": "47.37", "multi": "46.72", "clarify": "60.53", "chat": "72.09",
+                                "order1": "57.81", "order2": "53.12", "order3": "53.12", "order4": "48.44",
+                                "task_acc": "53.12", "session_acc": "4.69"}
+
+
+def test_the_oracle_demo_on_the_sample_is_refused_in_one_line(tmp_path: Path) -> None:
+    run = oracle_demo(tmp_path, limit=2)
+    done = wtb(["export", str(run), "--to", "leaderboard", str(tmp_path / "row.json")], tmp_path)
+    assert done.returncode == 1
+    assert done.stderr == (f"Error: {run}: a run on the 2-session sample has no leaderboard row; "
+                           "run --dataset release\n")
+    assert not (tmp_path / "row.json").exists()
+
+
+def test_a_recorded_harness_run_is_custom_and_says_what_differs(tmp_path: Path) -> None:
+    run, dataset = recorded_run(tmp_path)
+    out = tmp_path / "row.csv"
+    done = wtb(["export", str(run), "--dataset", str(dataset), "--to", "leaderboard", str(out)], tmp_path)
+    assert done.returncode == 0, done.stderr
+    differs = ("no run manifest (protocol, checker and dataset unknown); 64 sessions / 256 tasks scored "
+               "(standard: 256 / 1024)")
+    assert done.stdout == f"leaderboard: scripted: custom ({differs}): {out}\n"
+    rows = list(csv.DictReader(out.open()))
+    assert rows == [{"model": "scripted", **_reference_row(), "submission": "custom", "differs": differs,
+                     "not_carried": ""}]
+
+
+@pytest.mark.slow
+def test_a_full_release_run_is_standard_and_a_subset_or_a_shard_is_not(tmp_path: Path) -> None:
+    run = full_release_run(tmp_path)
+    out = tmp_path / "row.json"
+    done = wtb(["export", str(run), "--to", "leaderboard", str(out)], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"leaderboard: Qwen_Qwen3-8B: standard: {out}\n"
+    written = json.loads(out.read_text())
+    assert written["columns"] == ["model", "single", "multi", "clarify", "chat", "order1", "order2", "order3",
+                                  "order4", "task_acc", "session_acc"]
+    (entry,) = written["rows"]
+    assert entry["row"] == {"model": "Qwen/Qwen3-8B", **{k: float(v) for k, v in _reference_row().items()}}
+    assert (entry["submission"], entry["differs"], entry["sessions"], entry["tasks"]) == ("standard", [], 256, 1024)
+    assert (entry["protocol"], entry["checker"], entry["not_carried"]) == ("release", "strict", [])
+
+    # the same run re-judged with the paper harness's lenient checker: custom, naming the checker
+    rescored = wtb(["rescore", str(run), "--checker", "lenient"], tmp_path)
+    assert rescored.returncode == 0, rescored.stderr
+    done = wtb(["export", str(run / "score-lenient"), "--to", "leaderboard", str(tmp_path / "lenient.json")],
+               tmp_path)
+    assert done.returncode == 0, done.stderr
+    (entry,) = json.loads((tmp_path / "lenient.json").read_text())["rows"]
+    assert (entry["submission"], entry["checker"]) == ("custom", "lenient")
+    assert entry["differs"] == ["checker lenient (a re-scoring) (standard: strict)"]
+
+    # the first 10 sessions of the release: custom, naming the count
+    subset = full_release_run(tmp_path, ["--limit", "10"], name="subset")
+    done = wtb(["export", str(subset), "--to", "leaderboard", str(tmp_path / "subset.json")], tmp_path)
+    assert done.returncode == 0, done.stderr
+    (entry,) = json.loads((tmp_path / "subset.json").read_text())["rows"]
+    assert entry["submission"] == "custom"
+    assert entry["differs"] == ["10 sessions / 40 tasks scored (standard: 256 / 1024)"]
+
+    # one shard of a sharded run: refused
+    sharded = full_release_run(tmp_path, ["--shard", "0/2"], name="sharded")
+    shard = sharded / "shards" / "0-of-2"
+    done = wtb(["export", str(shard), "--to", "leaderboard", str(tmp_path / "shard.json")], tmp_path)
+    assert done.returncode == 1
+    assert done.stderr == (f"Error: {shard}: one shard of a sharded run has no leaderboard row; "
+                           "`python -m wtb_local merge` its run directory and export that\n")
