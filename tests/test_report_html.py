@@ -139,7 +139,7 @@ def test_report_html_loads_and_filters_work_in_chromium(page: tuple[Path, Path],
     assert seen["oracle_correct"] == 32 and seen["oracle_opened"] == "0/wild_tool_bench_0/0"
     assert seen["oracle_raw"].startswith("<tool_call>\n{\"name\": \"getRealtimeCity\"")
     assert set(seen["categories"]) == {""} | {c[4:] for c in scripted if c.startswith("cat:") and c != "cat:None"}
-    assert seen["tables"] == 7
+    assert seen["tables"] == 8  # the versions table included: both runs' manifests record them
     assert seen["images"] == [True] * 6
     assert seen["errors_seen"] == []
     console = [line for line in log.splitlines() if "CONSOLE" in line]

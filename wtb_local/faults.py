@@ -1,5 +1,7 @@
-"""How a step can end: a model outcome (data, recorded on the step and scored) or a machine fault (never
-recorded on a step; retried where that is safe, else the run stops). docs/reliability.md has the table.
+"""How a step can end: a model outcome (data, recorded on the step and scored), a machine fault (never
+recorded on a step; retried where that is safe, else the run stops) or an internal error (an exception in
+wtb_local's own code: never recorded on a step, its session left for the rerun, the run ends with exit code
+3; `InternalError` at the end). docs/reliability.md has the tables.
 
 The rule is the backend interface itself: `Backend.generate` returns a Completion for whatever the model (or
 the request it was given) did, an error Completion included, and raises for whatever the machine did. The
@@ -237,3 +239,73 @@ class FaultLog:
         if stopped_by is not None:
             counts[stopped_by.kind] += 1
         return {"faults": dict(sorted(counts.items())), "faults_recovered": self.recovered - mark[1]}
+
+
+# --- internal errors --------------------------------------------------------------------------------------
+
+# Where in wtb_local's own code a step can fail: reading the reply (parser), building the prompt outside the
+# template's own code (renderer), tokenising it in our wrappers (tokenizer), judging the reply (judge).
+INTERNAL_KINDS = ("parser", "renderer", "tokenizer", "judge")
+INTERNAL_EXIT_CODE = 3  # the run ended, but steps met an error of ours and were not scored (docs/reliability.md)
+
+
+def raised_at(exc: BaseException) -> str:
+    """`path:line in function` of the innermost frame that raised `exc`: inside wtb_local, the path from the
+    package on; elsewhere the file's name."""
+    import traceback  # deferred: start-up
+
+    frames = traceback.extract_tb(exc.__traceback__) if exc.__traceback__ is not None else []
+    if not frames:
+        return "unknown place"
+    frame = frames[-1]
+    path = frame.filename.replace("\\", "/")
+    marker = "/wtb_local/"
+    shown = "wtb_local/" + path.rsplit(marker, 1)[1] if marker in path else path.rsplit("/", 1)[-1]
+    return f"{shown}:{frame.lineno} in {frame.name}"
+
+
+def template_side(exc: BaseException) -> bool:
+    """Whether an exception raised while rendering is the chat template's own: jinja's TemplateError (what
+    the template's `raise_exception` raises) or an error raised inside the template's code (a compiled
+    `<template>` frame with no wtb_local frame after it). Anything else is a bug of ours or the machine's."""
+    if any(cls.__name__ == "TemplateError" and cls.__module__.startswith("jinja2")
+           for cls in type(exc).__mro__):
+        return True
+    import traceback  # deferred: start-up
+
+    frames = traceback.extract_tb(exc.__traceback__) if exc.__traceback__ is not None else []
+    last_template = max((i for i, f in enumerate(frames) if f.filename == "<template>"), default=None)
+    if last_template is None:
+        return False
+    return not any("/wtb_local/" in f.filename.replace("\\", "/") for f in frames[last_template + 1:])
+
+
+class InternalError(Exception):
+    """An exception in wtb_local's own code on one step (`kind`, one of INTERNAL_KINDS): neither the model's
+    outcome nor the machine's fault. The step is never scored; the run finishes the other sessions, keeps
+    the touched session's completions for the rerun, and ends with INTERNAL_EXIT_CODE."""
+
+    def __init__(self, kind: str, detail: str, where: str) -> None:
+        self.kind = kind
+        self.detail = " ".join(str(detail).split())
+        self.where = where
+        self.step: tuple[str, int, int] | None = None  # (session, task, step), set by the step driver
+        self.completion: Any = None  # the completion the step got, when it got one
+        super().__init__(self.summary())
+
+    @classmethod
+    def of(cls, kind: str, exc: BaseException) -> InternalError:
+        if isinstance(exc, InternalError):
+            return exc
+        text = " ".join(str(exc).split())
+        return cls(kind, f"{type(exc).__name__}: {text}" if text else type(exc).__name__, raised_at(exc))
+
+    def summary(self) -> str:
+        """`internal error (kind): detail at where`: the manifest's `failure` and the head of the end line."""
+        return f"internal error ({self.kind}): {self.detail} at {self.where}"
+
+    def place(self) -> str:
+        if self.step is None:
+            return ""
+        session, task, step = self.step
+        return f" (session {session}, task {task}, step {step})"

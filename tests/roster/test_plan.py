@@ -109,7 +109,7 @@ def test_invalid_toml_names_the_file_and_line(tmp_path: Path) -> None:
      "    error: tensor x pipeline parallel = 2 x 1 = 2 GPUs, but resources one give 1"),
     ("max_model_len = 65536", "    error: max_model_len 65536 exceeds the model's maximum 32768"),
     ("params_b = 76.2", ("    error: does not fit: 141.9 GiB weights (bfloat16) + 1.8 GiB KV for one 32768-token "
-                        "sequence > 71.6 GiB usable on 1 x H100 80GB")),
+                        "sequence > 79.6 GiB usable on 1 x H100 80GB")),
     ('thinking = true\nparams_b = 7.62', ("    error: --thinking: the chat template of Qwen/Qwen2.5-7B-Instruct has no "
                                        "thinking switch (use --template-kwarg KEY=VALUE if it reads another variable)")),
     ('chat_template = "nope"\nparams_b = 7.62', ("    error: --chat-template 'nope': neither a shipped override (known: "
@@ -117,7 +117,7 @@ def test_invalid_toml_names_the_file_and_line(tmp_path: Path) -> None:
      "gemma3_pythonic, gpt_oss, granite3_3, hammer2_1, kimi_k3, lfm2, lfm2_5, llama3_json, llama4_pythonic, "
      "phi4_mini, pythonic_llama3) nor a file")),
     ("batch_sequences = 512\nparams_b = 7.62", ("    warning: KV cache for the planned batch (512 x 4096 tokens, 112.0 "
-     "GiB) exceeds the 57.4 GiB left after the weights: vLLM batches fewer sequences")),
+     "GiB) exceeds the 65.4 GiB left after the weights: vLLM batches fewer sequences")),
 ])
 def test_an_entry_that_cannot_run_as_written_is_an_error(tmp_path: Path, change: str, problem: str) -> None:
     key = change.split("\n")[-1].split(" =")[0]
@@ -134,6 +134,10 @@ def test_an_entry_that_cannot_run_as_written_is_an_error(tmp_path: Path, change:
     else:
         assert proc.returncode == 0 and lines[1].endswith(" warning")
 
+
+# Entries without gpu_memory_utilization take the default of the vLLM release planned for (conftest: 0.34.0).
+SHARE_LINE = ("usable memory: gpu_memory_utilization as given ({given} of {entries} entries), else 1: the default "
+              "of vLLM 0.34.0 on cuda (its extensible KV cache) (set WTB_VLLM_VERSION to plan for another vLLM)")
 
 NOT_A_PAPER_ROW = ENTRY.replace("Qwen2.5-7B-Instruct", "Qwen3.6-27B") + 'protocol = "release"\n'  # model too
 
@@ -159,7 +163,7 @@ def test_a_row_without_a_paper_row_is_never_an_error(tmp_path: Path, top: str, m
     lines = proc.stdout.splitlines()
     assert lines[1].split()[0] == "Qwen2.5-7B-Instruct" and lines[1].endswith(" ok")
     assert lines[2].split()[0] == "Qwen3.6-27B" and "qwen3_coder" in lines[2]
-    assert lines[3:] == [f"    {message}", *summary]
+    assert lines[3:] == [f"    {message}", SHARE_LINE.format(given=0, entries=2), *summary]
 
 
 def test_compare_with_takes_paper_or_none(tmp_path: Path) -> None:
@@ -181,13 +185,13 @@ def test_a_cached_config_json_overrides_the_roster(tmp_path: Path) -> None:
     roster.write_text(HEADER + ENTRY.replace("params_b = 7.62", "params_b = 99.0").replace("layers = 28", "layers = 80"))
     before = wtb("plan", str(roster), hf_home=hf)
     assert before.returncode == 1
-    assert "99.00B (roster)" in before.stdout and "184.4 + 40.0 / 71.6" in before.stdout
+    assert "99.00B (roster)" in before.stdout and "184.4 + 40.0 / 79.6" in before.stdout
 
     cache_config(hf, "Qwen/Qwen2.5-7B-Instruct", QWEN25_7B)
     after = wtb("plan", str(roster), hf_home=hf)
     assert after.returncode == 0, after.stdout
     line = after.stdout.splitlines()[1]
-    assert "7.62B (config.json)" in line and "14.2 + 14.0 / 71.6" in line and line.endswith(" ok")
+    assert "7.62B (config.json)" in line and "14.2 + 14.0 / 79.6" in line and line.endswith(" ok")
 
     cache_config(hf, "Qwen/Qwen2.5-7B-Instruct", {**QWEN25_7B, "max_position_embeddings": 4096})
     short = wtb("plan", str(roster), hf_home=hf)
@@ -261,7 +265,7 @@ max_model_len = 32768
     line = proc.stdout.splitlines()[1]
     # 671.03B x 1 byte (FP8 from quantization_config, not the 2 bytes of torch_dtype); KV: 61 layers x
     # (512 + 64) x 2 bytes, on each of the 8 tensor-parallel ranks, x 64 x 4096 tokens = 137.2 GiB
-    assert "671.03B (config.json)" in line and "624.9 + 137.2 / 1146.2" in line and line.endswith(" ok"), line
+    assert "671.03B (config.json)" in line and "624.9 + 137.2 / 1273.6" in line and line.endswith(" ok"), line
 
 
 def test_a_cached_safetensors_index_gives_the_weights_bytes(tmp_path: Path) -> None:
@@ -273,4 +277,4 @@ def test_a_cached_safetensors_index_gives_the_weights_bytes(tmp_path: Path) -> N
     roster = tmp_path / "roster.toml"
     roster.write_text(HEADER + ENTRY)
     line = wtb("plan", str(roster), hf_home=hf).stdout.splitlines()[1]
-    assert "7.62B (config.json; weights: safetensors index)" in line and "15.0 + 14.0 / 71.6" in line, line
+    assert "7.62B (config.json; weights: safetensors index)" in line and "15.0 + 14.0 / 79.6" in line, line

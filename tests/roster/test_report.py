@@ -49,7 +49,7 @@ def test_roster_runs_and_report(tmp_path: Path) -> None:
     assert proc.stderr.splitlines()[0] == (
         f"roster {roster}: Hammer2.1-7B: python -m wtb_local run --model MadeAgents/Hammer2.1-7b --model-name "
         f"Hammer2.1-7B --out {runs}/Hammer2.1-7B --protocol release --max-model-len 32768 --tensor-parallel-size 1 "
-        "--pipeline-parallel-size 1 --gpu-memory-utilization 0.9 --progress plain --backend oracle --dataset sample "
+        "--pipeline-parallel-size 1 --progress plain --backend oracle --dataset sample "
         "--limit 1")
     missing = wtb("roster-run", str(roster), "Nope-1B", hf_home=hf)
     assert missing.returncode == 1 and missing.stderr == f"Error: {roster}: no entry for row 'Nope-1B'\n"

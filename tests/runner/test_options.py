@@ -36,7 +36,9 @@ def test_every_field_is_an_option_with_its_env_twin_and_help() -> None:
 
 
 def test_the_hashed_configuration_is_declared_by_the_options_and_unchanged() -> None:
-    assert sorted(HASHED_FIELDS) == sorted(LEGACY_HASHED) and _HASHED_WHEN_SET == LEGACY_WHEN_SET
+    # parser_version: vLLM's own parsers (vllm:NAME) record vLLM's version, hashed when set
+    assert sorted(HASHED_FIELDS) == sorted((*LEGACY_HASHED, "parser_version"))
+    assert _HASHED_WHEN_SET == LEGACY_WHEN_SET | {"parser_version"}
     assert set(HASHED_FIELDS) <= set(ResolvedRun.model_fields)  # each hashed value is a resolved run's field
     run = ResolvedRun(model="Qwen/Qwen3-8B", model_name="Qwen/Qwen3-8B", backend="vllm", parser="hermes",
                       template_kwargs={"enable_thinking": False},

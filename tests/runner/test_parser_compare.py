@@ -89,6 +89,14 @@ def test_compare_counts_calls_failures_and_disagreements(recorded_run: Path, tmp
     assert tasks["llama3_json"]["not_comparable"] > 0
     replayed = read_jsonl(tmp_path / "replays" / "llama3_json" / "result" / "fake" / RESULT_NAME)
     assert len(replayed) == 8
+    # one number per fact: the accuracy is the replay run's own task accuracy (not-comparable tasks are
+    # step errors there); the comparable-only figure leaves them out of the denominator
+    for name in ("hermes", "llama3_json"):
+        replay_metric = json.loads((tmp_path / "replays" / name / "score" / "fake" / "Wild-Tool-Bench_metric.json")
+                                   .read_text())
+        assert tasks[name]["accuracy"] == round(100 * replay_metric["total_info"]["task"]["accuracy"], 2)
+        entry = tasks[name]
+        assert entry["accuracy_comparable"] == round(100 * entry["correct"] / (32 - entry["not_comparable"]), 2)
 
 
 def test_compare_markdown_and_errors(recorded_run: Path) -> None:
@@ -100,5 +108,26 @@ def test_compare_markdown_and_errors(recorded_run: Path) -> None:
             "disagreements with hermes |") in lines
     assert any(line.startswith("| llama3_json | 32 | ") for line in lines)
     assert "### llama3_json vs hermes" in lines
+    assert any(line.startswith("accuracy %: correct tasks over all tasks, the figure a replay") for line in lines)
     bad = _compare(str(recorded_run), "--parsers", "hermes,nosuch")
     assert bad.returncode == 1 and bad.stderr.startswith("Error: --parsers: ") and len(bad.stderr.splitlines()) == 1
+
+
+def test_the_replay_warning_says_what_it_counts(recorded_run: Path, tmp_path: Path) -> None:
+    """A replay through another parser reaches steps the run never recorded: the warning counts them and,
+    since each message names its own step, says the one it shows is the first of that many."""
+    out = tmp_path / "replay"
+    result = invoke(["--backend", "replay", "--replay", str(recorded_run), "--parser", "llama3_json", "--out",
+                     str(out), "--progress", "none"])
+    assert result.exit_code == 0, result.output
+    unrecorded = [step["inference_output"]["error_reason"]
+                  for row in read_jsonl(out / "result" / "fake" / RESULT_NAME) for task in row["result"]
+                  for key, step in task["inference_log"].items()
+                  if key.startswith("step_") and str(step["inference_output"].get("error_reason") or "")
+                  .startswith("no recorded completion for ")]
+    assert len(set(unrecorded)) == len(unrecorded) > 1
+    warning = [line for line in result.stderr.splitlines() if "request(s) failed" in line]
+    # (the recorded run's own HTTP 400s, one message, replay as failed requests too)
+    assert len(warning) == 1 and warning[0].startswith("warning: ")
+    assert (f"{unrecorded[0]} and {len(unrecorded) - 1} more of that kind, with other numbers "
+            f"({len(unrecorded)})") in warning[0]

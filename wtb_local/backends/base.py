@@ -105,6 +105,17 @@ class Backend(ABC):
         return selected
 
     @classmethod
+    def engine(cls) -> dict[str, Any]:
+        """What generated the replies and whether decoding was constrained: the manifest's
+        `versions.engine` (docs/reproducibility.md). A backend that runs no model has no engine."""
+        if cls.capabilities.remote:
+            return {"name": "a server", "version": "unknown (the server does not report it)",
+                    "constrained_decoding": "unknown (the server does not report it)"}
+        if cls.capabilities.replays:
+            return {"name": "the recorded run's (its manifest)", "version": None, "constrained_decoding": None}
+        return {"name": None, "version": None, "constrained_decoding": None}
+
+    @classmethod
     def recorded_thinking(cls, values: dict[str, Any]) -> bool | None:
         """A recorded run's effective thinking mode (replays), None otherwise."""
         return None

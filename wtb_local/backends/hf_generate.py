@@ -16,13 +16,14 @@ import hashlib
 import sys
 import time
 from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from wtb_local.backends.base import Backend, Capabilities
 from wtb_local.backends.completions import error_completion, prompt_too_long
 from wtb_local.backends.config import TransformersConfig
 from wtb_local.backends.sampling_defaults import ResolvedSampling, eos_ids, model_defaults, resolve
-from wtb_local.faults import Fault, OutOfMemory, classify
+from wtb_local.faults import Fault, InternalError, OutOfMemory, classify
 from wtb_local.schema import Completion, GenerationRequest
 
 _DTYPE_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "fp32": "float32",
@@ -73,6 +74,15 @@ class TransformersBackend(Backend):
 
     async def start(self) -> None:
         await asyncio.to_thread(self._load)
+
+    @classmethod
+    def engine(cls) -> dict[str, Any]:
+
+        try:
+            installed = version("transformers")
+        except PackageNotFoundError:
+            installed = None
+        return {"name": "transformers", "version": installed, "constrained_decoding": "off"}
 
     @classmethod
     def from_loaded(cls, model: Any, tokenizer: Any, config: TransformersConfig) -> TransformersBackend:
@@ -136,8 +146,8 @@ class TransformersBackend(Backend):
         try:
             prompt_ids = (list(request.prompt_token_ids) if request.prompt_token_ids is not None
                           else list(self._tokenizer.encode(request.prompt, add_special_tokens=False)))
-        except Exception as exc:  # noqa: BLE001 - errors are data
-            return error_completion(request, f"tokenization failed: {exc}", started)
+        except Exception as exc:  # our tokenising wrapper: an internal error, never the model's (faults.py)
+            raise InternalError.of("tokenizer", exc) from exc
         n_prompt = len(prompt_ids)
         if n_prompt + 1 > self._max_model_len:
             return prompt_too_long(request, n_prompt, self._max_model_len, started)

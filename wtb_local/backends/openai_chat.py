@@ -44,6 +44,13 @@ class OpenAIChatBackend(OpenAIBackend):
         self.template_kwargs = dict(template_kwargs or {})
 
     @classmethod
+    def engine(cls) -> dict[str, Any]:
+        # the server parses tool calls with its own parser and may constrain decoding (vLLM's strict tool
+        # calling): neither is reported in the reply
+        return {"name": "a server", "version": "unknown (the server does not report it)",
+                "constrained_decoding": "unknown (the server does not report it)"}
+
+    @classmethod
     def from_run(cls, run: Any, *, parser: Any, renderer: Any) -> OpenAIChatBackend:
         # the server renders: the thinking switch goes as chat_template_kwargs
         return cls(cls.config_from_run(run), template_kwargs=run.template_kwargs)

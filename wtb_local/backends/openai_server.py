@@ -200,6 +200,11 @@ class OpenAIBackend(Backend):
         return payload
 
     @classmethod
+    def engine(cls) -> dict[str, Any]:
+        # /completions carries no tools: the server has nothing to constrain decoding to
+        return {**super().engine(), "constrained_decoding": "off (text completions carry no tools)"}
+
+    @classmethod
     def check(cls, options: Any) -> None:
         from wtb_local.backends import preflight
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from wtb_local.backends.base import Backend, Capabilities, SetupError, file_sha256
-from wtb_local.jsonl import json_lines
+from wtb_local.contract.run_dir import incomplete_last, numbered_lines
 from wtb_local.schema import Completion, GenerationRequest
 from wtb_local.scoring.files import RESULT_FILE_NAME, model_dir_name
 
@@ -239,7 +239,10 @@ def load_recording(path: str | Path) -> dict[ReplayKey, RecordedStep]:
     steps: dict[ReplayKey, RecordedStep] = {}
     first_line: dict[str, int] = {}
     any_raw = False
-    for lineno, line in json_lines(text):
+    numbered = list(numbered_lines(text))
+    if incomplete_last(numbered) is not None:  # an interrupted write's last line: dropped, as `run` does
+        numbered.pop()
+    for lineno, line in numbered:
         session_id, recorded = _parse_line(path, lineno, line)
         if session_id in first_line:
             raise ReplayError(f"{path}:{lineno}: id: session {session_id} recorded twice "

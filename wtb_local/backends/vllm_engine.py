@@ -11,15 +11,19 @@ recorded on a step.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import itertools
+import logging
 import os
 import time
 from typing import Any
 
-from wtb_local.backends.base import Backend, Capabilities
+from wtb_local import vllm_release
+from wtb_local.backends.base import Backend, Capabilities, SetupError
 from wtb_local.backends.completions import error_completion, prompt_too_long
 from wtb_local.backends.config import VLLMConfig
+from wtb_local.backends.leaked_memory import release_leaked, segments
 from wtb_local.backends.sampling_defaults import (
     ResolvedSampling,
     eos_ids,
@@ -27,7 +31,14 @@ from wtb_local.backends.sampling_defaults import (
     resolve,
     strip_trailing,
 )
-from wtb_local.faults import BackendError, OutOfMemory, RequestRejected, classify, context_overflow
+from wtb_local.faults import (
+    BackendError,
+    InternalError,
+    OutOfMemory,
+    RequestRejected,
+    classify,
+    context_overflow,
+)
 from wtb_local.schema import Completion, GenerationRequest
 
 # --max-num-seqs and --gpu-memory-utilization are not hashed: a rerun with smaller ones resumes the run
@@ -40,6 +51,10 @@ def _refuses_request(exc: BaseException) -> bool:
     return isinstance(exc, ValueError) or any(cls.__name__ == "VLLMClientError" for cls in type(exc).__mro__)
 
 
+# The engine's own log lines are off below this level unless --verbose or --engine-log-level asks for them.
+QUIET = "error"
+
+
 class VLLMBackend(Backend):
     name = "vllm"
     capabilities = Capabilities(
@@ -47,9 +62,10 @@ class VLLMBackend(Backend):
         reports_token_usage=True, needs_model=True, sizes_context=True, needs_gpu=True, loads_weights=True,
         packages=(("vllm",), "vllm"))
 
-    def __init__(self, config: VLLMConfig | None = None, **fields: Any) -> None:
+    def __init__(self, config: VLLMConfig | None = None, *, log_level: str = QUIET, **fields: Any) -> None:
         # `fields` lets the registry's get_backend("vllm", model=...) build the config.
         self.config = config if config is not None else VLLMConfig(**fields)
+        self.log_level = log_level  # vLLM's own log lines (not an engine setting: kept out of the config)
         self._engine: Any = None
         self._tokenizer: Any = None
         self._defaults: dict[str, Any] = {}
@@ -58,8 +74,11 @@ class VLLMBackend(Backend):
         self._max_model_len = 0
         self._scheduler: dict[str, Any] = {}
         self._counter = itertools.count()
+        self._segments_before: set[str] = set()
 
     async def start(self) -> None:
+        quiet_engine_logs(self.log_level)
+        self._segments_before = segments()
         from vllm import AsyncEngineArgs
         from vllm.v1.engine.async_llm import AsyncLLM
 
@@ -71,6 +90,8 @@ class VLLMBackend(Backend):
             flags = ", ".join("--" + name.replace("_", "-") for name in missing)
             raise ValueError(f"{flags}: not supported by the installed vLLM {getattr(vllm, '__version__', '?')}; "
                              "upgrade vLLM or leave it unset")
+        if "use_tqdm_on_load" in _fields(AsyncEngineArgs) and _level(self.log_level) > _level("info"):
+            engine_args["use_tqdm_on_load"] = False  # the weights' loading bar: the progress line says it
         args = AsyncEngineArgs(**engine_args, disable_log_stats=True)
         self._engine = AsyncLLM.from_engine_args(args, usage_context=batch_usage_context())
         model_config = self._engine.model_config
@@ -88,6 +109,7 @@ class VLLMBackend(Backend):
         if self._engine is not None:
             self._engine.shutdown()
             self._engine = None
+            release_leaked(self._segments_before)  # the engine processes' ring buffers (leaked_memory.py)
 
     def _prompt_ids(self, request: GenerationRequest) -> list[int]:
         if request.prompt_token_ids is not None:
@@ -120,8 +142,8 @@ class VLLMBackend(Backend):
         started = time.perf_counter()
         try:
             prompt_ids = self._prompt_ids(request)
-        except Exception as exc:  # noqa: BLE001 - a prompt the tokenizer rejects fails this request only
-            return error_completion(request, f"tokenization failed: {exc}", started)
+        except Exception as exc:  # our tokenising wrapper: an internal error, never the model's (faults.py)
+            raise InternalError.of("tokenizer", exc) from exc
         n_prompt = len(prompt_ids)
         if n_prompt + 1 > self._max_model_len:
             return prompt_too_long(request, n_prompt, self._max_model_len, started)
@@ -182,11 +204,30 @@ class VLLMBackend(Backend):
         return {"identical": False, "why": BATCHED}
 
     @classmethod
+    def engine(cls) -> dict[str, Any]:
+        # wtb_local asks for no structured outputs and no strict tool calling (docs/reproducibility.md)
+        return {"name": "vllm", "version": vllm_release.installed_version(), "constrained_decoding": "off"}
+
+    @classmethod
+    def check(cls, options: Any) -> None:
+        """Besides the packages and the model: the settings the installed vLLM refuses at engine start,
+        refused here in one line (vllm_release.py)."""
+
+        refused = vllm_release.refused_setting(
+            vllm_release.installed_version(), distributed_executor_backend=options.distributed_executor_backend,
+            pipeline_parallel_size=options.pipeline_parallel_size)
+        if refused:  # before the hub is asked for the model: nothing to fetch for a run that cannot start
+            raise SetupError(refused)
+        super().check(options)
+
+    @classmethod
     def from_run(cls, run: Any, *, parser: Any, renderer: Any) -> VLLMBackend:
+        level = run.engine_log_level or ("info" if run.verbose else os.environ.get("VLLM_LOGGING_LEVEL", QUIET))
         # the declared engine options as they are (runner/setup/options.py, `Cli.engine`); what the run
         # resolved beyond them: the dtype, the context window it chose, the seed
-        return cls(VLLMConfig(**{**run.engine_settings(VLLMConfig), "dtype": run.resolved_dtype or run.dtype,
-                                 "max_model_len": run.max_model_len or run.default_max_model_len, "seed": run.seed}))
+        return cls(log_level=level, config=VLLMConfig(**{
+            **run.engine_settings(VLLMConfig), "dtype": run.resolved_dtype or run.dtype,
+            "max_model_len": run.max_model_len or run.default_max_model_len, "seed": run.seed}))
 
     def describe(self) -> dict[str, Any]:
         info: dict[str, Any] = {"backend": self.name, "settings": self.config.model_dump()}
@@ -196,6 +237,8 @@ class VLLMBackend(Backend):
 
             info["vllm_version"] = vllm.__version__
             info["device"] = current_platform.device_name
+            info["gpu_memory_utilization"] = memory_share(self.config, vllm.__version__,
+                                                          current_platform.device_name)
             info["batch_invariant"] = batch_invariant()
             if current_platform.device_name != "cpu":
                 info["device_name"] = current_platform.get_device_name(0)
@@ -237,10 +280,41 @@ def scheduler_settings(engine: Any) -> dict[str, Any]:
 
 def unsupported_engine_args(args: dict[str, Any], engine_args_class: Any) -> list[str]:
     """Names in `args` that this vLLM's engine arguments (a dataclass) do not have, sorted."""
-    import dataclasses
-
     known = {field.name for field in dataclasses.fields(engine_args_class)}
     return sorted(name for name in args if name not in known)
+
+
+def memory_share(config: VLLMConfig, version: str, device: str) -> dict[str, Any]:
+    """The memory share the engine took and where it came from (the manifest's record of it)."""
+    if config.gpu_memory_utilization is not None:
+        return {"value": config.gpu_memory_utilization, "from": "given"}
+    if device == "cpu":
+        return {"value": CPU_MEMORY_SHARE, "from": "wtb_local's default on vLLM's CPU build (share of host RAM)"}
+    return {"value": vllm_release.default_gpu_memory_utilization(version, device),
+            "from": vllm_release.share_note(version, device)}
+
+
+CPU_MEMORY_SHARE = 0.2
+
+
+def _level(name: str) -> int:
+    return int(logging.getLevelName(name.upper()))
+
+
+def _fields(cls: Any) -> set[str]:
+    return {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
+
+
+def quiet_engine_logs(level: str) -> None:
+    """vLLM's log level, for this process and the engine processes it spawns (they inherit the environment).
+    vLLM reads VLLM_LOGGING_LEVEL when it is first imported, so the level is also set on its logger in case
+    it was imported before; a level the user set in VLLM_LOGGING_LEVEL is kept when the run gives none."""
+    os.environ["VLLM_LOGGING_LEVEL"] = level.upper()
+    logging.getLogger("vllm").setLevel(level.upper())
+    if _level(level) > _level("warning"):
+        # the engine processes' library deprecation notices (torch's, through vLLM's imports); read only by
+        # processes started from now on, so this process's own warnings are unchanged
+        os.environ.setdefault("PYTHONWARNINGS", "ignore::FutureWarning,ignore::DeprecationWarning")
 
 
 def _platform_engine_args(config: VLLMConfig) -> dict[str, Any]:
@@ -259,7 +333,7 @@ def _platform_engine_args(config: VLLMConfig) -> dict[str, Any]:
         raise ValueError(BATCH_INVARIANT_ON_CPU)
 
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")  # GiB; the CPU build's own default is too small
-    args.setdefault("gpu_memory_utilization", 0.2)
+    args.setdefault("gpu_memory_utilization", CPU_MEMORY_SHARE)
     if config.enable_chunked_prefill is None:
         args["enable_chunked_prefill"] = False
         if config.max_num_batched_tokens is None:

@@ -9,6 +9,8 @@ from typing import Any
 
 import click
 
+from wtb_local.faults import failed_request, masked, step_outputs
+
 
 def health_lines(outcome: Any, prefix: str = "") -> None:
     """What went wrong or was cut in a run, each line after `prefix` (a repeat names its seed): failed
@@ -20,7 +22,8 @@ def health_lines(outcome: Any, prefix: str = "") -> None:
     failed = failed_requests(outcome.result_rows, set(outcome.ran_sessions), examples)
     if failed:
         # The progress line only counts them; say why, or a 0% row looks like the model's fault.
-        reasons = ", ".join(f"{examples[reason]} ({count})"
+        kinds = _distinct_reasons(outcome.result_rows, set(outcome.ran_sessions))
+        reasons = ", ".join(_reason_group(examples[reason], count, kinds[reason])
                             for reason, count in failed.most_common(3))
         more = f", {len(failed) - 3} other reason(s)" if len(failed) > 3 else ""
         click.echo(f"{prefix}warning: {sum(failed.values())} request(s) failed and were scored as step errors: "
@@ -48,3 +51,23 @@ def failed_requests(result_rows: list[dict[str, Any]], sessions: set[str],
 
     return count([row for row in result_rows if row.get("id") in sessions], examples)
 
+
+
+def _distinct_reasons(result_rows: list[dict[str, Any]], sessions: set[str]) -> dict[str, int]:
+    """Per masked reason, how many different messages it groups (one per step when they name the step)."""
+    seen: dict[str, set[str]] = {}
+    for row in result_rows:
+        if row.get("id") in sessions:
+            for output in step_outputs(row):
+                if failed_request(output):
+                    reason = str(output.get("error_reason") or "unknown")
+                    seen.setdefault(masked(reason), set()).add(reason)
+    return {reason: len(messages) for reason, messages in seen.items()}
+
+
+def _reason_group(example: str, count: int, distinct: int) -> str:
+    """One group of the warning: its message and count; a group of messages that differ (each names its
+    step) says the one shown is the first of them."""
+    if distinct <= 1:
+        return f"{example} ({count})"
+    return f"{example} and {count - 1} more of that kind, with other numbers ({count})"

@@ -40,6 +40,21 @@ def list_parsers() -> None:
     Console(width=180).print(table)
     click.echo(f"{len(parser_names())} parsers; --parser also takes vLLM's names: "
                + ", ".join(f"{alias} ({name})" for alias, name in parser_aliases().items()))
+    click.echo(_vllm_line())
+
+
+def _vllm_line() -> str:
+    """vLLM's registered parser names (each usable as --parser vllm:NAME), marking those we implement."""
+    from wtb_local.parsers.vllm_native import installed, registered_names, version  # deferred: start-up
+
+    if not installed():
+        return "vLLM's registry: vLLM is not installed (--parser vllm:NAME needs it)"
+    ours = {name for cls in map(parser_class, parser_names()) for name in (cls.name, *cls.vllm_names)}
+    names = registered_names()
+    shown = ", ".join(f"{name}{'' if name in ours else ' (vLLM only)'}" for name in names)
+    mirrored = sum(name in ours for name in names)
+    return (f"vLLM {version()}'s registry ({len(names)} names, {mirrored} mirrored here; each usable as "
+            f"--parser vllm:NAME): {shown}")
 
 
 @parsers.command("parse")
@@ -143,6 +158,8 @@ def compare(run_dir: str, names: str, dataset: str | None, output_format: str, k
         report = compare_parsers(run_dir, wanted, dataset=dataset, keep=keep)
     except (RunError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
+    for note in report.get("notes", []):  # e.g. an incomplete last line dropped, as `run` drops it
+        click.echo(f"note: {note}", err=True)
     if output_format == "json":
         click.echo(json.dumps(report, indent=2, ensure_ascii=False))
     else:

@@ -8,6 +8,7 @@ template choice (source, hash, adaptation, reason) goes to stderr.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -47,9 +48,16 @@ def render(model: str, session_id: str | None, task: int, step: int, dataset: st
 
     try:  # cheap checks first: transformers importable, the hub reachable when a hub id is read
         preflight.require_packages("render", preflight.RENDER_PACKAGES)
-        preflight.require_hub(model, revision)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
+    try:
+        preflight.require_hub(model, revision)
+    except ValueError as exc:
+        # a model not on disk: render reads only its tokenizer's files, so a user may fetch just those
+        needs = ("" if Path(model).expanduser().is_dir() or preflight.in_hub_cache(model, revision) else
+                 " (render needs only its tokenizer files: tokenizer.json, tokenizer_config.json and the chat "
+                 "template, not its weights)")
+        raise click.ClickException(f"{exc}{needs}") from None
     from wtb_local.rendering.renderer import PromptRenderer  # deferred: start-up (--help)
 
     try:
@@ -83,6 +91,9 @@ def render(model: str, session_id: str | None, task: int, step: int, dataset: st
     if renderer.template_kwargs:
         click.echo(f"template kwargs: {renderer.template_kwargs}", err=True)
     click.echo(f"prompt tokens: {len(rendered.token_ids)}", err=True)
+    foreign = foreign_template(renderer.model_id, chat_template)
+    if foreign:
+        click.echo(f"warning: {foreign}", err=True)
 
 
 def _step_request(sessions: list[Any], session_id: str | None, task: int, step: int, protocol: Any,
@@ -111,3 +122,18 @@ def _find_session(sessions: list[Any], session_id: str | None) -> Any:
         if session.id == session_id or (session_id.isdigit() and session.index == int(session_id)):
             return session
     raise ValueError(f"--session {session_id}: no such session in the dataset")
+
+
+def foreign_template(model_id: str, chat_template: str | None) -> str | None:
+    """A shipped template named with --chat-template that is written for other models than `model_id`: the
+    prompt is then tokenised with this model's tokenizer, which those models do not use (one line)."""
+    if not chat_template:
+        return None
+    from wtb_local.rendering.templates import list_overrides  # deferred: start-up (--help)
+
+    named = next((o for o in list_overrides() if o.name == chat_template), None)
+    if named is None or named.serves(model_id):
+        return None
+    return (f"--chat-template {chat_template} is written for other models (ids matching "
+            f"{', '.join(named.patterns)}); the prompt is tokenised with {model_id}'s tokenizer, so the token ids "
+            "and the count are not what those models get")

@@ -51,9 +51,11 @@ def _rescore(run_dir: str, checker: str, dataset: str | None) -> None:
         raise click.ClickException(f"{run_dir}: no manifest.json; rescore reads a run directory written by `run`")
     config = manifest.get("config") or {}
     model_name = str(config.get("model_name") or (manifest.get("model") or {}).get("name") or "")
-    result_file = Path(str((manifest.get("files") or {}).get("result", "")))
-    if not result_file.is_absolute() and not result_file.exists():
-        result_file = Path(run_dir) / "result" / model_name.replace("/", "_") / "Wild-Tool-Bench_result.jsonl"
+    # the run directory's own result file: the manifest's path names where the run was written, which a
+    # copied or moved directory no longer is
+    result_file = Path(run_dir) / "result" / model_name.replace("/", "_") / "Wild-Tool-Bench_result.jsonl"
+    if not result_file.exists():
+        result_file = Path(str((manifest.get("files") or {}).get("result", "")))
     try:
         source = dataset or (manifest.get("dataset") or {}).get("path") or "release"
         dataset_path = resolve_dataset(source)
@@ -62,7 +64,10 @@ def _rescore(run_dir: str, checker: str, dataset: str | None) -> None:
         if isinstance(recorded, str) and recorded != dataset_sha256(dataset_path):
             raise click.ClickException(f"{run_dir}: the run used dataset sha256 {recorded[:12]}..., --dataset "
                                        f"{source} differs; pass the dataset the run used")
-        rows = read_result_rows(result_file)
+        notes: list[str] = []  # an incomplete last line left by an interrupted run, dropped as `run` does
+        rows = read_result_rows(result_file, notes)
+        for note in notes:
+            click.echo(f"note: {note}", err=True)
         score_rows, metric = score_with(checker, rows, sessions, model_name, str(result_file))
         out = Path(run_dir) / f"score-{checker}"
         score_path, metric_path = write_score_files(out, model_name, score_rows, metric)

@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from wtb_local.runner import RunError, run_job
+from wtb_local.runner.errors import InternalErrors
 from wtb_local.runner.loop.stopping import RunInterrupted
 from wtb_local.runner.loop.throughput import summary_line
 from wtb_local.runner.setup.options import click_options, options_from_click
@@ -44,6 +45,9 @@ def run(ctx: click.Context, **params: Any) -> None:
         _exit_interrupted(str(exc))
     except KeyboardInterrupt:  # the same before any session ran
         _exit_interrupted("interrupted: finished sessions are kept; rerun the same command to resume")
+    except InternalErrors as exc:  # our own code failed on some steps: a distinct exit code
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(exc.exit_code)
     except (RunError, ValueError) as exc:  # DatasetError, ScoringError, TemplateError are ValueErrors
         raise click.ClickException(str(exc)) from None
     except OSError as exc:

@@ -54,6 +54,7 @@ def score(
 ) -> None:
     """Score a run directory or RESULT_FILE (or re-count a score file) and print its table rows."""
     from wtb_local.contract.lock_file import live_holder  # deferred: start-up (--help)
+    from wtb_local.contract.run_dir import ManifestError  # deferred: start-up (--help)
     from wtb_local.dataset import DatasetError, dataset_sha256, read_dataset, resolve_dataset
     from wtb_local.protocols.checkers import score_file  # deferred: start-up (--help)
     from wtb_local.reports.present import present, run_facts  # deferred: start-up (--help)
@@ -61,7 +62,10 @@ def score(
     from wtb_local.scoring import ScoringError, model_dir_name, write_score_files
 
     result_file = _result_file(result_file, model_name)
-    manifest = read_run_manifest(result_file)
+    try:
+        manifest = read_run_manifest(result_file)
+    except ManifestError as exc:
+        raise click.ClickException(str(exc)) from None
     run_dir = run_dir_of(result_file) if manifest is not None else None
     if manifest is not None and model_name is None:
         model_name = recorded_model(manifest)[1]
@@ -77,7 +81,8 @@ def score(
         if manifest is not None:
             _check_recorded_dataset(result_file, manifest, dataset_sha256(dataset_path), dataset)
         # a run is scored with the checker it records (a --protocol paper run: the lenient one)
-        scored = score_file(result_file, sessions, model_name, checker=run_facts(manifest).checker)
+        notes: list[str] = []  # an incomplete last line left by an interrupted run, dropped as `run` does
+        scored = score_file(result_file, sessions, model_name, checker=run_facts(manifest).checker, notes=notes)
         # a run still writing its folder writes its own score files when it ends (docs/reliability.md)
         live = live_holder(run_dir) if out_dir is None and run_dir is not None else None
         if live is not None:
@@ -94,9 +99,11 @@ def score(
         raise click.ClickException(f"{exc}{hint}") from None
     except OSError as exc:
         raise click.ClickException(
-            f"{exc.filename or out_dir}: cannot write: {exc.strerror or exc}"
+            f"{exc.filename or out_dir or run_dir}: cannot write: {exc.strerror or exc}"
         ) from None
 
+    for note in notes:
+        click.echo(f"note: {note}", err=True)
     if manifest is None:
         click.echo(f"warning: {result_file} has no run manifest next to it: its dataset could not be checked "
                    f"(scored against --dataset {dataset})", err=True)

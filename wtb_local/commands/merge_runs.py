@@ -12,6 +12,7 @@ the process that holds it) or as killed. The run directory is locked while the m
 from __future__ import annotations
 
 import datetime as dt
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -112,7 +113,7 @@ def _check_shards(run_dir: Path) -> list[tuple[str, Path, dict[str, Any]]]:
 
 
 def _merged_rows(run_dir: Path, loaded: list[tuple[str, Path, dict[str, Any]]],
-                 model_name: str) -> list[dict[str, Any]]:
+                 model_name: str, notes: list[str] | None = None) -> list[dict[str, Any]]:
     from wtb_local.runner.record.store import session_index
     from wtb_local.scoring import ScoringError, read_result_rows
 
@@ -122,7 +123,7 @@ def _merged_rows(run_dir: Path, loaded: list[tuple[str, Path, dict[str, Any]]],
     for name, path, _ in loaded:
         result_file = RunPaths(path, model_name).result_file
         try:
-            shard_rows = read_result_rows(result_file)
+            shard_rows = read_result_rows(result_file, notes)
         except ScoringError as exc:
             raise RunError(str(exc)) from None
         for row in shard_rows:
@@ -169,10 +170,10 @@ def merge_run(run_dir: str | Path, *, dataset: str | None = None, err: Any = Non
     run_dir = Path(run_dir)
     # the merged files are the run directory's own: one writer at a time
     with locked(run_dir, err, advice="merge when it has ended"):
-        return _merge_locked(run_dir, dataset)
+        return _merge_locked(run_dir, dataset, err or sys.stderr)
 
 
-def _merge_locked(run_dir: Path, dataset: str | None) -> MergeOutcome:
+def _merge_locked(run_dir: Path, dataset: str | None, err: Any) -> MergeOutcome:
     from wtb_local.protocols import protocol_named
     from wtb_local.runner.job import score_run
     from wtb_local.scoring import write_result_rows
@@ -184,7 +185,10 @@ def _merge_locked(run_dir: Path, dataset: str | None) -> MergeOutcome:
     if not isinstance(model_name, str) or not model_name:
         raise RunError(f"{loaded[0][1] / 'manifest.json'}: field config.model_name: missing")
     paths = RunPaths(run_dir, model_name)
-    rows = _merged_rows(run_dir, loaded, model_name)
+    notes: list[str] = []  # a shard's incomplete last line, dropped as its own rerun would drop it
+    rows = _merged_rows(run_dir, loaded, model_name, notes)
+    for note in notes:
+        print(f"note: {note}", file=err)
     sessions, dataset_path = _dataset_sessions(first, dataset)
     write_result_rows(paths.result_file, rows)
     # Judged with the checker of the run's protocol, as the run itself is (runner/job.py).

@@ -67,12 +67,13 @@ def differences(result: Any, reference: Any) -> list[str]:
     return [name for name, differs in found if differs]
 
 
-def _recorded_steps(result_file: Path) -> list[tuple[str, dict[str, Any]]]:
-    """(request id, inference_output + the tools offered) of every step with a raw completion, in order."""
+def _recorded_steps(result_file: Path, notes: list[str] | None = None) -> list[tuple[str, dict[str, Any]]]:
+    """(request id, inference_output + the tools offered) of every step with a raw completion, in order;
+    `notes` gets the note of an incomplete last line left out."""
     from wtb_local.scoring import read_result_rows
 
     steps = []
-    for row in read_result_rows(result_file):
+    for row in read_result_rows(result_file, notes):
         for position, task in enumerate(row.get("result") or []):
             log = task.get("inference_log") or {}
             task_idx = log.get("task_idx", position)
@@ -154,6 +155,17 @@ def _replay(result_file: Path, manifest: dict[str, Any], parser: str, options: d
     return _task_verdicts(outcome.score_rows, outcome.result_rows)
 
 
+def _tokenizer(name: str, manifest: dict[str, Any]) -> Any:
+    """The recorded run's tokenizer, for vLLM's own parsers (parsers/vllm_native.py); None for ours."""
+    from wtb_local.parsers.vllm_native import is_vllm_parser, load_tokenizer  # deferred: start-up
+
+    if not is_vllm_parser(name):
+        return None
+    config, settings = manifest.get("config") or {}, manifest.get("settings") or {}
+    return load_tokenizer(config.get("model"), revision=config.get("revision") or settings.get("revision"),
+                          trust_remote_code=bool(config.get("trust_remote_code", settings.get("trust_remote_code"))))
+
+
 def compare_parsers(run_dir: str | Path, parser_names: list[str], *, dataset: str | None = None,
                     keep: str | Path | None = None) -> dict[str, Any]:
     """The comparison as a JSON-ready dict. `keep`: write each parser's replayed run under keep/<parser>."""
@@ -171,13 +183,14 @@ def compare_parsers(run_dir: str | Path, parser_names: list[str], *, dataset: st
     recorded, options = recorded_parser(result_file)
     chosen = {name: replay_parser(result_file, name)[1] for name in parser_names}  # as `run --backend replay`
     try:
-        parsers = [get_parser(name, **chosen[name]) for name in parser_names]
+        parsers = [get_parser(name, tokenizer=_tokenizer(name, manifest), **chosen[name]) for name in parser_names]
     except ValueError as exc:
         raise RunError(f"--parsers: {exc}") from None
     dataset = dataset or (manifest.get("dataset") or {}).get("path")
     if not dataset:
         raise RunError(f"{run_dir}: its manifest names no dataset file; pass --dataset PATH")
-    steps = _recorded_steps(result_file)
+    notes: list[str] = []  # an incomplete last line left by an interrupted run, dropped as `run` does
+    steps = _recorded_steps(result_file, notes)
     if not steps:
         raise RunError(f"{result_file}: no step records a raw completion to compare parsers on")
     completions = compare_completions(steps, parsers)
@@ -196,11 +209,14 @@ def compare_parsers(run_dir: str | Path, parser_names: list[str], *, dataset: st
         differing = sorted(k for k in comparable if base.get(k) not in (None, "not comparable") and base[k] != mine[k])
         tasks[name] = {"tasks": len(mine), "correct": correct, "errors": len(comparable) - correct,
                        "not_comparable": len(mine) - len(comparable),
-                       "accuracy": round(100 * correct / len(comparable), 2) if comparable else None,
+                       # over every task, as the replay run with this parser and `explain` count it (a
+                       # task that reaches an unrecorded step is a step error there)
+                       "accuracy": round(100 * correct / len(mine), 2) if mine else None,
+                       "accuracy_comparable": round(100 * correct / len(comparable), 2) if comparable else None,
                        "verdicts_differing": len(differing), "differing_examples": differing[:_EXAMPLES]}
     return {"run": str(run_dir), "result_file": str(result_file), "recorded_parser": recorded,
             "parser_options": options, "baseline": baseline, "recorded_steps": len(steps),
-            "completions": completions, "tasks": tasks}
+            "completions": completions, "tasks": tasks, **({"notes": notes} if notes else {})}
 
 
 def to_markdown(report: dict[str, Any]) -> str:
@@ -215,12 +231,13 @@ def to_markdown(report: dict[str, Any]) -> str:
                      f"{entry['partial_parses']} | {_deviations_cell(entry['format_deviations'])} | "
                      f"{entry['disagreements']} |")
     lines += ["", "## Task verdicts (replayed)", "",
-              (f"| parser | tasks | correct | errors | not comparable | accuracy % (comparable) | "
-              f"verdicts differing from {base} |"), "|---|---:|---:|---:|---:|---:|---:|"]
+              (f"| parser | tasks | correct | errors | not comparable | accuracy % | accuracy % of comparable | "
+              f"verdicts differing from {base} |"), "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for name, entry in report["tasks"].items():
-        accuracy = "n/a" if entry["accuracy"] is None else f"{entry['accuracy']:.2f}"
         lines.append(f"| {name} | {entry['tasks']} | {entry['correct']} | {entry['errors']} | "
-                     f"{entry['not_comparable']} | {accuracy} | {entry['verdicts_differing']} |")
+                     f"{entry['not_comparable']} | {_percent(entry['accuracy'])} | "
+                     f"{_percent(entry['accuracy_comparable'])} | {entry['verdicts_differing']} |")
+    lines += ["", NOT_COMPARABLE_NOTE]
     examples = [(name, entry["examples"]) for name, entry in report["completions"].items() if entry["examples"]]
     if examples:
         lines += ["", "## Disagreements (examples)"]
@@ -232,6 +249,18 @@ def to_markdown(report: dict[str, Any]) -> str:
                              f"{base} {json.dumps(item[base], ensure_ascii=False)}; "
                              f"{name} {json.dumps(item[name], ensure_ascii=False)}")
     return "\n".join(lines) + "\n"
+
+
+NOT_COMPARABLE_NOTE = (
+    "accuracy %: correct tasks over all tasks, the figure a replay with that parser (`run --backend replay "
+    "--parser X`) and `explain` give. A task \"not comparable\" reached a step the run never recorded (the "
+    "parser read an earlier reply otherwise): the replay records that step as an error, so it counts as an "
+    "error there and here; \"accuracy % of comparable\" leaves those tasks out of the denominator, which is "
+    "why it is higher.")
+
+
+def _percent(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
 
 
 def _deviations_cell(kinds: dict[str, int]) -> str:

@@ -29,6 +29,9 @@ class Cli:
     help: str
     hashed: Literal["yes", "when set", "no"] = "no"
     hash_keys: tuple[str, ...] = ()
+    # resolved values this option decides that are hashed only when set (added after run directories
+    # had been written), whatever `hashed` says of the others
+    hash_keys_when_set: tuple[str, ...] = ()
     type: Any = None
     decl: str | None = None  # e.g. "--thinking/--no-thinking"; default: --field-name
     is_flag: bool = False

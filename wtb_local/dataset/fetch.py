@@ -27,7 +27,12 @@ _OFFLINE_VARS = ("WTB_OFFLINE", "HF_HUB_OFFLINE")
 
 
 class FetchError(RuntimeError):
-    """The release file could not be downloaded or did not verify; the message says what to do."""
+    """The release file could not be downloaded or did not verify; the message says what to do, `cause`
+    says why in a few words (what a run's one-line stop quotes)."""
+
+    def __init__(self, message: str, cause: str | None = None) -> None:
+        super().__init__(message)
+        self.cause = cause or message
 
 
 def release_path() -> Path:
@@ -65,17 +70,15 @@ def fetch_release(
     if not force and dest.is_file() and blob_sha1_cached(dest) == expected_sha1:
         return dest
     if is_offline():
-        raise FetchError(
-            f"offline mode ({' or '.join(_OFFLINE_VARS)} is set): not downloading the dataset. "
-            + manual_instructions(url, dest)
-        )
+        offline = f"offline mode ({' or '.join(_OFFLINE_VARS)} is set)"
+        raise FetchError(f"{offline}: not downloading the dataset. " + manual_instructions(url, dest), offline)
     data = _download(url, timeout, dest)
     got = git_blob_sha1(data)
     if got != expected_sha1:
         raise FetchError(
             f"downloaded file from {url} does not match the pinned release: git blob sha1 expected "
-            f"{expected_sha1}, got {got}; nothing was written. " + manual_instructions(url, dest)
-        )
+            f"{expected_sha1}, got {got}; nothing was written. " + manual_instructions(url, dest),
+            f"the download is not the pinned release (git blob sha1 {got})")
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(f".{dest.name}.{os.getpid()}.partial")
     try:
@@ -95,8 +98,9 @@ def _download(url: str, timeout: float, dest: Path) -> bytes:
             return response.read()
     except urllib.error.HTTPError as exc:
         raise FetchError(
-            f"could not download {url}: HTTP {exc.code} {exc.reason}. " + manual_instructions(url, dest)
-        ) from None
+            f"could not download {url}: HTTP {exc.code} {exc.reason}. " + manual_instructions(url, dest),
+            f"download failed: HTTP {exc.code} {exc.reason}") from None
     except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", None) or exc
-        raise FetchError(f"could not download {url}: {reason}. " + manual_instructions(url, dest)) from None
+        raise FetchError(f"could not download {url}: {reason}. " + manual_instructions(url, dest),
+                         f"download failed: {reason}") from None

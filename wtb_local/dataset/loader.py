@@ -89,10 +89,11 @@ def _release() -> Path:
     try:
         return fetch_release()
     except FetchError as exc:
+        # one short line: why, and the two ways on (`data fetch` prints how to place the file by hand)
         raise DatasetError(
-            str(path), f"the release dataset is not cached and could not be fetched ({exc}) Fetch it with "
-            "`python -m wtb_local data fetch` on a machine with internet access (WTB_CACHE_DIR chooses the "
-            "cache), or pass `--dataset sample` to run the embedded 8-session sample") from None
+            str(path), f"the release dataset is not cached and could not be fetched ({exc.cause}): "
+            "`python -m wtb_local data fetch` fetches it (or says how to place it by hand); "
+            "`--dataset sample` runs the embedded 8-session sample") from None
 
 
 def load_dataset(path_or_name: str | Path | None = RELEASE_NAME, *, quiet: bool = False) -> list[Session]:

@@ -79,9 +79,13 @@ def _tokenizer(r: RunRecords) -> str:
 
 
 def _dtype(r: RunRecords) -> str:
+    """The dtype the weights ran in, as recorded: `settings.resolved_dtype` (what `--dtype auto` became,
+    docs/real-model.md §3), else the backend's own record, else the dtype as asked (older manifests)."""
     config = _config(r.generation)
     quantization = config.get("quantization")
-    return _text(config.get("dtype")) + (f", {quantization}" if quantization else "")
+    ran = (_dict(r.generation.get("settings")).get("resolved_dtype")
+           or _dict(_dict(r.generation.get("backend")).get("settings")).get("dtype") or config.get("dtype"))
+    return _text(ran) + (f", {quantization}" if quantization else "")
 
 
 def _engine(r: RunRecords) -> str:
@@ -128,6 +132,19 @@ def _parser(r: RunRecords) -> str:
     options = r.manifest.get("parser_options")
     parser = _config(r.manifest).get("parser") or r.manifest.get("parser")
     return _text(parser) + (f" {_text(options)}" if options else "")
+
+
+def _parser_implementation(r: RunRecords) -> str:
+    """Whose code read the replies, and which version: wtb_local's own parsers or vLLM's (`vllm:NAME`)."""
+    parser = _dict(_dict(r.manifest.get("versions")).get("parser"))
+    version = parser.get("version") or _config(r.manifest).get("parser_version")
+    if not parser and not version:
+        return "unknown"
+    return f"{_text(parser.get('implementation'))} {_text(version)}"
+
+
+def _constrained(r: RunRecords) -> str:
+    return _text(_dict(_dict(r.generation.get("versions")).get("engine")).get("constrained_decoding"))
 
 
 def _checker(r: RunRecords) -> str:
@@ -180,14 +197,17 @@ FACTORS: tuple[Factor, ...] = (
     Factor("protocol", "prompt", "protocol.name, protocol.family", _protocol),
     Factor("model", "completion", "config.model", _model),
     Factor("revision", "completion", "config.resolved_revision (else config.revision)", _revision),
-    Factor("dtype / quantization", "completion", "config.dtype, config.quantization", _dtype),
+    Factor("dtype / quantization", "completion",
+           "settings.resolved_dtype (else backend.settings.dtype, config.dtype), config.quantization", _dtype),
     Factor("engine", "completion", "config.backend", _engine),
     Factor("engine version", "completion", "backend.*_version, backend.device", _engine_version),
+    Factor("constrained decoding", "completion", "versions.engine.constrained_decoding", _constrained),
     Factor("sampling", "completion", "sampling_used (else config.sampling)", _sampling),
     Factor("max new tokens", "completion", "config.sampling.max_new_tokens", _max_new_tokens),
     Factor("seed", "completion", "config.sampling.seed", _seed),
     Factor("context window", "completion", "context_length.value (else config.max_model_len)", _context),
     Factor("parser", "parse", "config.parser, parser_options", _parser),
+    Factor("parser implementation", "parse", "versions.parser (else config.parser_version)", _parser_implementation),
     Factor("checker", "verdict", "protocol.checker (a re-scoring's own)", _checker),
     Factor("evaluator", "verdict", "wtb_local.version, wtb_local.git_commit", _evaluator),
 )

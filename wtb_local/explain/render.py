@@ -30,10 +30,43 @@ def _pct(value: float) -> str:
     return f"{100 * value:.1f}%"
 
 
+# What each explain column means, shown under its table and as the header's hover title (tasks are named
+# session/task, the task numbered from 0 as in the result files and the report's trajectory browser).
+PAIR_WORDS = {
+    "b": "the second run of the pair", "task_gap": "task accuracy of the second minus the first, points",
+    "session_gap": "session accuracy of the second minus the first, points",
+    "flips": "tasks judged correct in one run and wrong in the other",
+    "flip_rate": "flips as % of the compared tasks", "only_a": "tasks correct in the first run only",
+    "only_b": "tasks correct in the second run only", "p_tasks": "exact McNemar p-value over the flipped tasks",
+    "p_sessions": "the same over whole sessions", "noise": "yes when p tasks < 0.05; seed pair: two seeds of one run",
+    "prompt": "flips whose first divergence is the prompt", "completion": "flips that first diverge in the completion",
+    "parse": "flips that first diverge in how the reply was parsed",
+    "verdict": "flips with the same parsed reply and another verdict (the checker)"}
+FLIP_WORDS = {
+    "b": "the second run of the pair", "task": "session/task, the task numbered from 0",
+    "verdicts": "the first run's verdict -> the second's", "stage": "the first stage where the two runs differ",
+    "step": "the step where they first differ, from 0", "factors": "the factors of that stage whose values differ",
+    "detail": "what differs there"}
+WATERFALL_WORDS = {
+    "task": "task accuracy after this step; + rows: the change it makes, points",
+    "session": "session accuracy after this step; + rows: the change, points",
+    "changed": "tasks whose verdict this step changes", "factors": "the factors this step replaces",
+    "how": "how the step is measured"}
+SEED_WORDS = {
+    "seeds": "the seeds of the --repeats run", "task": "mean task accuracy ± its standard error",
+    "session": "mean session accuracy ± its standard error", "values": "task accuracy of each seed",
+    "flip_rate": "% of tasks whose verdict is not the same in every seed",
+    "pairwise": "% of tasks two seeds judge differently, on average over the seed pairs"}
+
+
 def run_section(data: dict[str, Any]) -> Section:
     section = Section("runs", f"Runs compared ({data['tasks']} tasks, {data['sessions']} whole sessions)",
                       [("task_accuracy", "task %"), ("session_accuracy", "session %"), ("seed", "seed"),
                        ("group", "seed group")], label_header="run",
+                      definitions={"task_accuracy": "% of the compared tasks judged correct",
+                                   "session_accuracy": "% of the whole sessions compared whose every task is correct",
+                                   "seed": "the run's sampling seed, as recorded",
+                                   "group": "the --repeats run this seed belongs to (empty: a single run)"},
                       note="Accuracy over the tasks every run has (sessions: those whose every task is compared).")
     for run in data["runs"]:
         section.rows.append({"label": run["label"], "kind": "ours", "task_accuracy": run["task_accuracy"],
@@ -45,12 +78,18 @@ def run_section(data: dict[str, Any]) -> Section:
 def factor_sections(data: dict[str, Any]) -> list[Section]:
     labels = [run["label"] for run in data["runs"]]
     columns = [("stage", "stage"), *((f"r{i}", label) for i, label in enumerate(labels))]
+    factor_words = {"stage": "where the factor acts: tasks, prompt, completion, parse or verdict (docs/explain.md)",
+                    **{f"r{i}": f"the factor's value in {label}, as its manifest records it"
+                       for i, label in enumerate(labels)}}
     differ = Section("factors_differ", "Factors that differ", columns, label_header="factor", percent=False,
+                     definitions=factor_words,
                      note="Read from each run's manifest (docs/explain.md, 'Factors'); a replay's generation "
                      "factors are those of the run it replays.")
     equal = Section("factors_equal", "Factors that are equal", [("stage", "stage"), ("value", "value"),
                                                                 ("source", "read from")],
-                    label_header="factor", percent=False)
+                    label_header="factor", percent=False,
+                    definitions={"stage": factor_words["stage"], "value": "the value every run records",
+                                 "source": "the manifest fields it is read from"})
     for item in data["factors"]:
         if item["differ"]:
             differ.rows.append({"label": item["name"], "kind": "ours", "stage": item["stage"],
@@ -68,7 +107,7 @@ def pair_section(data: dict[str, Any]) -> Section:
                ("p_sessions", "p sessions"), ("noise", "beyond noise"), ("prompt", "prompt"),
                ("completion", "completion"), ("parse", "parse"), ("verdict", "verdict")]
     section = Section("pairs", "Verdict flips per pair, by first point of divergence", columns,
-                      label_header="run", percent=False,
+                      label_header="run", percent=False, definitions=PAIR_WORDS,
                       note=f"Gaps: second minus first, accuracy points. p: {data['test']}; 'beyond noise' when "
                       "p < 0.05 over tasks; 'seed pair' marks two seeds of one --repeats run"
                       + (f"; two seeds flip {_pct(data['pairs'][0]['seed_flip_rate'])} of the tasks on average."
@@ -88,7 +127,7 @@ def flip_section(data: dict[str, Any], limit: int | None = None) -> Section:
     columns = [("b", "vs"), ("task", "task"), ("verdicts", "verdicts"), ("stage", "first divergence"),
                ("step", "step"), ("factors", "factors of that stage that differ"), ("detail", "detail")]
     section = Section("flips", "Flipped tasks and where they diverge", columns, label_header="run",
-                      percent=False)
+                      percent=False, definitions=FLIP_WORDS)
     hidden = 0
     for pair in data["pairs"]:
         shown = pair["flipped"] if limit is None else pair["flipped"][:limit]
@@ -107,7 +146,7 @@ def waterfall_section(data: dict[str, Any]) -> Section:
     columns = [("task", "task %"), ("session", "session %"), ("changed", "tasks changed"),
                ("factors", "factors"), ("how", "how")]
     section = Section("waterfall", "The gap, one factor at a time (first run -> each other run)", columns,
-                      label_header="step",
+                      label_header="step", definitions=WATERFALL_WORDS,
                       note="Parser and checker are replaced without generation (re-parse of the recorded "
                       "completions, re-scoring); generation is the rest. The parts add up to the gap.")
     for item in data["decompositions"]:
@@ -128,6 +167,7 @@ def seed_section(data: dict[str, Any]) -> Section:
                ("values", "task % per seed"), ("flip_rate", "tasks not the same in every seed"),
                ("pairwise", "flips per seed pair")]
     section = Section("seeds", "Seed spread (--repeats)", columns, label_header="run", percent=False,
+                      definitions=SEED_WORDS,
                       note="Mean ± standard error over the seeds; a pair of runs whose flips are no more "
                       "than a seed pair's is within the seeds' noise.")
     for group in data["seeds"]:

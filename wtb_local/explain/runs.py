@@ -93,12 +93,15 @@ def _result_file(path: Path, manifest: dict[str, Any], model_dir: str) -> Path |
 def load_run(path: str | Path, dataset: str | None = None, *, label: str | None = None,
              group: str | None = None) -> ExplainRun:
     """One run directory (or re-scoring directory) with its verdicts, as `report` counts them."""
-    from wtb_local.jsonl import read_json_object
+    from wtb_local.contract.run_dir import ManifestError, load_manifest  # deferred: start-up
     from wtb_local.reports.runs import ReportError, load_runs  # deferred: start-up
     from wtb_local.scoring.files import ScoringError, model_dir_name, read_jsonl  # deferred: start-up
 
     folder = Path(path)
-    manifest = read_json_object(folder / "manifest.json")
+    try:  # checked against its model: one that does not validate is refused naming the field
+        manifest = load_manifest(folder / "manifest.json")
+    except ManifestError as exc:
+        raise ExplainError(str(exc)) from None
     if manifest is None:
         raise ExplainError(f"{path}: no readable manifest.json; explain reads run directories written by `run` "
                            "(or `rescore`'s RUN_DIR/score-<checker>)")
@@ -112,9 +115,11 @@ def load_run(path: str | Path, dataset: str | None = None, *, label: str | None 
     run = loaded[0]
     model_dir = model_dir_name(run.model_name)
     result_file = _result_file(folder, manifest, model_dir)
+    dropped: list[str] = []  # an incomplete last line left by an interrupted run, dropped as `run` does
     rows = run.result_rows if run.result_rows is not None else (
-        [row for _, row in read_jsonl(result_file)] if result_file is not None else [])
+        [row for _, row in read_jsonl(result_file, dropped)] if result_file is not None else [])
     generation, notes = generation_manifest(manifest)
+    notes = [*dict.fromkeys([*([run.note] if run.note else []), *dropped]), *notes]
     records = RunRecords(manifest=manifest, generation=generation, checker=run.facts.checker)
     sessions = {session.id: session for session in run.sessions or []}
     verdicts = {(task.session_id, task.task_idx): task.correct for task in run.tasks}

@@ -24,6 +24,7 @@ __all__ = [
     "get_parser",
     "normalize_model_id",
     "parse_completion",
+    "parse_reply",
     "parser_aliases",
     "parser_class",
     "parser_names",
@@ -55,6 +56,10 @@ def parser_aliases() -> dict[str, str]:
 
 def parser_class(name: str) -> type[ToolParser]:
     """The parser registered as `name`, or the one parser mirroring vLLM's parser of that name."""
+    from wtb_local.parsers.vllm_native import is_vllm_parser  # deferred: start-up
+
+    if is_vllm_parser(name):
+        raise ValueError(f"{name} is vLLM's own parser, built with the run's tokenizer (get_parser)")
     if name in _registry():
         return _registry()[name]
     owners = _vllm_owners().get(name, ())
@@ -66,14 +71,16 @@ def parser_class(name: str) -> type[ToolParser]:
     raise ValueError(f"unknown parser {name!r}; known parsers: {', '.join(parser_names())}")
 
 
-def get_parser(name: str, **options: Any) -> ToolParser:
+def get_parser(name: str, *, tokenizer: Any = None, **options: Any) -> ToolParser:
     """An instance of the named parser, or of the one mirroring that vLLM parser name (`options` are
     parser-specific, e.g. `thinking=True`; `thinking="per-step"`: the pre-fill is decided per step, see
-    parsers/prefill.py)."""
+    parsers/prefill.py). `vllm:NAME` is the installed vLLM's own parser, read with `tokenizer`
+    (parsers/vllm_native.py)."""
     from wtb_local.parsers.prefill import split_options  # deferred: start-up
+    from wtb_local.parsers.vllm_native import build, is_vllm_parser  # deferred: start-up
 
     built, per_step = split_options(options)
-    parser = parser_class(name)(**built)
+    parser = build(name, tokenizer, **built) if is_vllm_parser(name) else parser_class(name)(**built)
     parser.per_step_prefill = per_step
     return parser
 
@@ -198,6 +205,31 @@ def reasoning_calls(parser: ToolParser, reasoning: str | None,
         return []
 
 
+def parse_reply(
+    parser: ToolParser,
+    text: str,
+    *,
+    tools: list[dict[str, Any]] | None = None,
+    finish_reason: str | None = None,
+) -> ParseResult:
+    """`parser.parse`, with the calls written inside the reasoning block and in a foreign wrapper counted on
+    the result (docs/parser-policies.md §1, §3). A parser that raises is a bug of ours: the exception goes
+    to the caller (the run's step driver makes it an internal error, docs/reliability.md)."""
+    result = parser.parse(text, tools=tools, finish_reason=finish_reason)
+    if not isinstance(result, ParseResult):
+        raise TypeError(f"parser returned {type(result).__name__}, not ParseResult")
+    if result.reasoning and not result.calls_in_reasoning:
+        hidden = reasoning_calls(parser, result.reasoning, tools)
+        if hidden:
+            result = result.model_copy(update={"calls_in_reasoning": len(hidden)})
+    from wtb_local.parsers.deviations import format_deviation  # deferred: start-up
+
+    deviation = format_deviation(parser, text, result, tools)  # docs/parser-policies.md §3
+    if deviation is not None:
+        result = result.model_copy(update={"format_deviation": deviation})
+    return result
+
+
 def parse_completion(
     parser: ToolParser,
     text: str,
@@ -205,25 +237,12 @@ def parse_completion(
     tools: list[dict[str, Any]] | None = None,
     finish_reason: str | None = None,
 ) -> ParseResult:
-    """`parser.parse`, with any unexpected exception turned into an error result: a malformed reply must
-    never crash a run (parsers are written not to raise; this is the second line of defence). Calls written
-    inside the reasoning block and calls written in a foreign wrapper are counted on the result
-    (docs/parser-policies.md §1, §3)."""
+    """`parse_reply`, with an exception turned into an error result, for the readers that compare or probe
+    parsers outside a run (`parsers compare`, the template probe, the oracle's read-back check), where a
+    crash is shown as such. A run never scores it: its step driver calls `parse_reply`."""
     try:
-        result = parser.parse(text, tools=tools, finish_reason=finish_reason)
-        if not isinstance(result, ParseResult):
-            raise TypeError(f"parser returned {type(result).__name__}, not ParseResult")
-        if result.reasoning and not result.calls_in_reasoning:
-            hidden = reasoning_calls(parser, result.reasoning, tools)
-            if hidden:
-                result = result.model_copy(update={"calls_in_reasoning": len(hidden)})
-        from wtb_local.parsers.deviations import format_deviation  # deferred: start-up
-
-        deviation = format_deviation(parser, text, result, tools)  # docs/parser-policies.md §3
-        if deviation is not None:
-            result = result.model_copy(update={"format_deviation": deviation})
-        return result
-    except Exception as exc:  # noqa: BLE001 - defence in depth, the error becomes data
+        return parse_reply(parser, text, tools=tools, finish_reason=finish_reason)
+    except Exception as exc:  # noqa: BLE001 - shown as the parser's crash, never scored
         where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
         loc = f" at {where.filename.rsplit('/', 1)[-1]}:{where.lineno}" if where else ""
         return ParseResult(

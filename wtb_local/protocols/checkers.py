@@ -27,13 +27,13 @@ def score_with(checker: str, result_rows: list[dict[str, Any]], sessions: list[A
 
 
 def score_file(path: str | Path, sessions: Sequence[Any], model_name: str | None = None,
-               checker: str = "strict") -> ScoredFile:
+               checker: str = "strict", notes: list[str] | None = None) -> ScoredFile:
     """Score a result file with the release's checker, or the paper harness's (`lenient`,
     docs/reference/paper-harness.md §3.1); a score file's labels are re-counted, never scored twice."""
     if checker != "lenient":
-        return score_file_strict(path, sessions, model_name)
+        return score_file_strict(path, sessions, model_name, notes)
     from wtb_local.protocols.harness_scoring import harness_metrics, score_rows_lenient  # deferred: start-up
 
-    ordered, name, already = load_scorable(path, sessions, model_name)
+    ordered, name, already = load_scorable(path, sessions, model_name, notes)
     score_rows = ordered if already else score_rows_lenient(ordered, sessions)
     return ScoredFile(score_rows, harness_metrics(score_rows, sessions, model_dir_name(name)), name, already)

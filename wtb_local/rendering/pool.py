@@ -40,7 +40,7 @@ from array import array
 from pathlib import Path
 from typing import Any
 
-from wtb_local.faults import RenderWorkerDied
+from wtb_local.faults import InternalError, RenderWorkerDied
 
 _HEADER = struct.Struct("<I")
 START_TIMEOUT_S = 300.0  # importing transformers and unpickling a large tokenizer on a busy node
@@ -229,6 +229,8 @@ class RenderPool:
         self.loop_s += time.perf_counter() - started
         status, *rest = await future
         if status == "error":
+            if rest[1] is not None:  # an error of wtb_local's own rendering or tokenising, not the template's
+                raise InternalError(*rest[1])
             raise RenderFailed(rest[0])
         text, ids, render_s, tokenise_s, found = rest
         return text, ids, render_s, tokenise_s, found
@@ -358,7 +360,7 @@ class RenderPool:
                 mismatch.where = f"render worker {worker.index}"
             future.set_result(("ok", text, ids_from_bytes(ids), render_s, tokenise_s, found))
         else:
-            future.set_result(("error", rest[0]))
+            future.set_result(("error", rest[0], rest[1]))
 
     @staticmethod
     def _exited(worker: _Worker) -> str:

@@ -314,7 +314,13 @@ def variants(template: str, *, split: bool) -> list[Adaptation]:
 def _parser_for(parser: str | None, model_id: str, template: str) -> Any:
     """The run's parser (`--parser`), else the one the run would select for this template."""
     from wtb_local.parsers import get_parser, select_parser
+    from wtb_local.parsers.vllm_native import is_vllm_parser, vllm_name  # deferred: start-up
 
+    if is_vllm_parser(parser):  # vLLM's own parser reads with the tokenizer: the probe reads with ours of
+        try:                    # that name, else with the one the template selects (the same format)
+            return get_parser(vllm_name(str(parser)))
+        except ValueError:
+            parser = None
     try:
         return get_parser(parser or select_parser(model_id, chat_template=template))
     except ValueError as exc:  # no parser: past calls cannot be read back, so the template is not proven

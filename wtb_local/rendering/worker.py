@@ -7,7 +7,7 @@ library prints goes to stderr instead, so it cannot corrupt the replies):
                                                    -> ("ok", n, text, ids bytes, render s, tokenise s,
                                                        check counts, mismatches)
                                                       or ("error", n, "render failed: Type: message",
-                                                          check counts)
+                                                          internal, check counts)
   ("forget", 0, key)                               -> nothing
   ("reference", 0, path)                           -> nothing (that fast path off: checks.py)
 A conversation is its first `base` messages as last sent plus `new`; `render` is `render_text` then
@@ -15,6 +15,8 @@ A conversation is its first `base` messages as last sent plus `new`; `render` is
 ones. With each prompt come this worker's counts of the fast paths' checks so far and the mismatches
 found building it (checks.py). The fast paths' notes (FastTemplate, SegmentEncoder) are sent once each as
 ("note", 0, text), ahead of the reply to the request that turned one off (or at once on "reference").
+`internal` is None for the template's own refusal, else (kind, detail, where) of an error in wtb_local's
+own rendering or tokenising (faults.InternalError: never the step's outcome).
 """
 
 from __future__ import annotations
@@ -27,7 +29,13 @@ import sys
 import time
 from typing import Any, BinaryIO
 
+from wtb_local.faults import InternalError, template_side
 from wtb_local.rendering.pool import _HEADER, ids_to_bytes, pack
+
+
+def _internal(kind: str, exc: Exception) -> tuple[str, str, str]:
+    error = InternalError.of(kind, exc)
+    return error.kind, error.detail, error.where
 
 
 def _read(stream: BinaryIO) -> Any:
@@ -87,12 +95,17 @@ def serve(inbox: BinaryIO, outbox: BinaryIO) -> None:
         started = clock()
         try:
             text = renderer.render_text(list(messages), tools_by_number[tools_number], grows=True)
-        except Exception as exc:  # noqa: BLE001 - a template's raise_exception fails this step only
+        except Exception as exc:  # noqa: BLE001 - the template's refusal fails this step; ours is said as ours
+            internal = None if template_side(exc) else _internal("renderer", exc)
             send(("error", number, f"render failed: {type(exc).__name__}: {' '.join(str(exc).split())}",
-                  renderer.prompt_checks.totals()))
+                  internal, renderer.prompt_checks.totals()))
             continue
         rendered = clock()
-        ids = renderer.encode_prompt(text, key, family)
+        try:
+            ids = renderer.encode_prompt(text, key, family)
+        except Exception as exc:  # noqa: BLE001 - our tokenising: an internal error of the step
+            send(("error", number, "", _internal("tokenizer", exc), renderer.prompt_checks.totals()))
+            continue
         tokenised = clock()
         say_notes()  # before the reply: read even when that reply is the run's last
         checks = renderer.prompt_checks

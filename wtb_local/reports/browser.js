@@ -63,7 +63,7 @@
     page = Math.min(page, pages - 1);
     shown.slice(page * PAGE, (page + 1) * PAGE).forEach(function (t) {
       var row = el("tr", { "class": "b-row " + t[4], "data-key": t[0] + "/" + t[1] + "/" + t[2] }, [
-        el("td", {}, [runs[t[0]]]), el("td", {}, [t[1]]), el("td", {}, [String(t[2] + 1)]),
+        el("td", {}, [runs[t[0]]]), el("td", {}, [t[1]]), el("td", {}, [String(t[2])]),
         el("td", {}, [t[3]]), el("td", {}, [t[6]]), el("td", {}, [String(t[7])]),
         el("td", { "class": "verdict" }, [t[4]]), el("td", {}, [t[5] || ""])
       ]);
@@ -121,7 +121,7 @@
     var detail = $("b-detail");
     while (detail.firstChild) { detail.removeChild(detail.firstChild); }
     detail.appendChild(el("a", { "class": "back", href: "#browser" }, ["back to the task list"]));
-    detail.appendChild(el("h3", {}, [runs[t[0]] + " · " + t[1] + " · task " + (t[2] + 1) + " · " + t[3]]));
+    detail.appendChild(el("h3", {}, [runs[t[0]] + " · " + t[1] + " · task " + t[2] + " · " + t[3]]));
     detail.appendChild(el("p", { "class": "verdict-line " + t[4] }, [
       "verdict: " + t[4] + (t[5] ? " · " + t[5] : "") + (task && task.verdict ? " · " + pretty(task.verdict).replace(/\s+/g, " ") : "")]));
     detail.setAttribute("data-open", t[0] + "/" + t[1] + "/" + t[2]);

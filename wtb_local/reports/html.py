@@ -100,7 +100,14 @@ def _session_blocks(run_index: int, run: Run) -> tuple[list[list[Any]], list[str
 
 
 def _table(section: Section) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in (section.label_header, *(h for _, h in section.columns)))
+    """A table in its own scrolling box (a wide one scrolls there, not the page), every header with its
+    definition as a hover title, and a legend below that says the same in words."""
+    defined = [(h, section.definition(k)) for k, h in section.columns]
+    # a column holding text is left-aligned, header included, so the header sits over its cells
+    text_columns = [any(isinstance(row.get(k), str) for row in section.rows) for k, _ in section.columns]
+    head = f'<th>{html.escape(section.label_header)}</th>' + "".join(
+        f'<th{_TEXT_CELL if is_text else ""}{f" title={_attr(text)}" if text else ""}>{html.escape(h)}</th>'
+        for (h, text), is_text in zip(defined, text_columns, strict=True))
     body = []
     for row in section.rows:
         kind = row.get("kind", "ours")
@@ -109,10 +116,38 @@ def _table(section: Section) -> str:
                         f"{html.escape(format_value(row.get(k), kind, section.percent))}</td>"
                         for k, _ in section.columns)
         body.append(f'<tr class="{kind}"><th>{html.escape(row["label"])}</th>{cells}</tr>')
+    legend = "".join(f"<dt>{html.escape(h)}</dt><dd>{html.escape(text)}</dd>" for h, text in defined if text)
+    legend = f'<dl class="legend">{legend}</dl>' if legend else ""
     note = f'<p class="note">{html.escape(section.note)}</p>' if section.note else ""
     return (f'<section id="sec-{section.key}"><h2>{html.escape(section.title)}</h2>'
-            f'<table class="t"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>{note}'
-            "</section>")
+            f'<div class="scroll"><table class="t"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody>'
+            f"</table></div>{legend}{note}</section>")
+
+
+def _attr(text: str) -> str:
+    return '"' + html.escape(text, quote=True) + '"'
+
+
+# The trajectory browser's columns and what they mean. Tasks are numbered from 0, as the result files'
+# task_idx, `explain` and `parsers compare` number them (session/task/step).
+BROWSER_COLUMNS = (
+    ("model", "the run (its label in the tables above)"),
+    ("session", "the session id in the dataset"),
+    ("task", "the task's position in its session, from 0 (the result files' task_idx; Table 6's order1 is task 0)"),
+    ("type", "the task type: single-tool, multi-tool (parallel, sequential, mixed), clarify or chat"),
+    ("subtype", "the hidden-intention subtype of the turn (first turn, partial info, coreference, long-range)"),
+    ("transitions", "task-type changes in the session up to this task"),
+    ("verdict", "correct: each step's call names and arguments right; error: otherwise"),
+    ("error category", "the first failure of a failed task (docs/outputs-and-reports.md, 'Error categories')"),
+)
+
+
+def _browser_head() -> str:
+    return "".join(f"<th title={_attr(text)}>{html.escape(name)}</th>" for name, text in BROWSER_COLUMNS)
+
+
+def _browser_legend() -> str:
+    return "".join(f"<dt>{html.escape(name)}</dt><dd>{html.escape(text)}</dd>" for name, text in BROWSER_COLUMNS)
 
 
 def report_html(sections: Sequence[Section], runs: Sequence[Run], plots: Sequence[Path] = (),
@@ -146,8 +181,8 @@ def report_html(sections: Sequence[Section], runs: Sequence[Run], plots: Sequenc
 <span class="pager"><button id="b-prev" type="button">previous</button> <span id="b-page"></span>
 <button id="b-next" type="button">next</button></span>
 </div>
-<table class="t rows"><thead><tr><th>model</th><th>session</th><th>task</th><th>type</th><th>subtype</th>
-<th>transitions</th><th>verdict</th><th>error category</th></tr></thead><tbody id="b-rows"></tbody></table>
+<div class="scroll"><table class="t rows"><thead><tr>{_browser_head()}</tr></thead><tbody id="b-rows"></tbody>
+</table></div><dl class="legend">{_browser_legend()}</dl>
 <div id="b-detail"><p class="note">Click a task to see its conversation, raw completions, parsed calls, gold
 candidates and argument checks.</p></div>
 </section>

@@ -83,22 +83,28 @@ def _grouped_bars(plt: Any, path: Path, section: Section, keys: Sequence[tuple[s
     _finish(plt, fig, ax, path, title)
 
 
+_SHARED_ROW = 24  # characters of a legend label beyond which each label gets its own row
+
+
 def _finish(plt: Any, fig: Any, ax: Any, path: Path, title: str) -> None:
     """Shared axis, legend below the plot (never over the bars), tight PNG."""
     ax.set_ylabel("accuracy (%)")
     ax.set_ylim(0, _TOP)
     ax.set_yticks(range(0, 101, 20))
     ax.set_title(title)
-    handles, _ = ax.get_legend_handles_labels()
+    handles, labels = ax.get_legend_handles_labels()
+    # long run names (a model id of 50 characters) get a column each, short ones share a row
+    columns = 1 if max((len(label) for label in labels), default=0) > _SHARED_ROW else 3
     ax.legend(fontsize=8, frameon=False, loc="upper center",
               bbox_to_anchor=(0.5, -0.2 if ax.get_xlabel() else -0.1),
-              ncol=min(3, max(1, len(handles))))
+              ncol=min(columns, max(1, len(handles))))
     _save(plt, fig, path)
 
 
 def _save(plt: Any, fig: Any, path: Path) -> None:
-    fig.tight_layout()
-    fig.savefig(path, dpi=_DPI, bbox_inches="tight")
+    # bbox_inches="tight" grows the image to hold the legend and long labels outside the axes; tight_layout
+    # cannot (it only moves the axes, and warns "Tight layout not applied" when they leave no room)
+    fig.savefig(path, dpi=_DPI, bbox_inches="tight", pad_inches=0.15)
     plt.close(fig)
 
 
@@ -186,8 +192,9 @@ def write_plots(sections: Sequence[Section], out_dir: Path) -> list[Path]:
     if six is not None:
         _grouped_bars(plt, target(PLOT_NAMES[0]), six, [(k, h) for k, h in six.columns[:4]],
                       "Accuracy by task type")
-        _lines(plt, target(PLOT_NAMES[1]), six, [(k, f"task {k[-1]}") for k, _ in six.columns[4:8]],
-               "Accuracy by task order", "task position in the session")
+        # Table 6's order1..order4 (the paper's names); tasks themselves are numbered from 0 (task_idx 0..3)
+        _lines(plt, target(PLOT_NAMES[1]), six, [(k, f"order{k[-1]}") for k, _ in six.columns[4:8]],
+               "Accuracy by task order", "task order in the session (order1 = task 0)")
     subtypes = by_key.get("subtypes")
     if subtypes is not None:
         # every column of the table, so the plot and the table never disagree

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from wtb_local.jsonl import read_json_object
+from wtb_local.contract.run_dir import ManifestUnreadable, load_manifest
 from wtb_local.protocols import find_protocol
 from wtb_local.reports.table import ReportRow, metric_row, paper_row
 
@@ -48,7 +48,10 @@ def read_run_manifest(path: str | Path) -> dict[str, Any] | None:
     """The manifest of a run directory (or of the first repeat of a `--repeats` run); None if unreadable."""
     folder = Path(path)
     for candidate in (folder / "manifest.json", folder / "repeats" / "0" / "manifest.json"):
-        data = read_json_object(candidate)
+        try:  # checked against its model: one that does not validate is refused, naming the field
+            data = load_manifest(candidate)
+        except ManifestUnreadable:
+            continue
         if data is not None:
             return data
     return None

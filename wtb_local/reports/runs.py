@@ -9,12 +9,12 @@ file gives only the Table 6/7 rows.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from wtb_local.contract.run_dir import ManifestError, load_manifest
 from wtb_local.scoring.files import (
     METRIC_FILE_NAME,
     RESULT_FILE_NAME,
@@ -165,14 +165,12 @@ def _from_file(path: Path) -> _Found:
 
 
 def _read_manifest(folder: Path) -> dict[str, Any] | None:
-    manifest = folder / MANIFEST_NAME
-    if not manifest.is_file():
-        return None
+    """The run's manifest, checked against its model (contract/run_dir.py): one that is unreadable or does
+    not validate stops the report with its one line."""
     try:
-        data = json.loads(manifest.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise ReportError(f"{manifest}: unreadable run manifest ({' '.join(str(exc).split())})") from None
-    return data if isinstance(data, dict) else None
+        return load_manifest(folder / MANIFEST_NAME)
+    except ManifestError as exc:
+        raise ReportError(str(exc)) from None
 
 
 def load_runs(paths: Sequence[str | Path], dataset: str | None = None,
@@ -244,15 +242,17 @@ def _load(found: _Found, dataset: str | None, thinking: bool | None) -> Run:
                    note="metric file only: no per-task breakdowns, taxonomy or browser", facts=facts)
     facts = run_facts(found.manifest, name=found.model_name, thinking=thinking)
     sessions = _sessions(found, dataset)
-    result_rows = [row for _, row in read_jsonl(found.result)] if found.result else None
+    notes: list[str] = []  # an incomplete last line left by an interrupted run: dropped as `run` drops it
+    result_rows = [row for _, row in read_jsonl(found.result, notes)] if found.result else None
     from wtb_local.protocols.checkers import score_file
 
     # a score file is re-counted (not scored twice); a result file alone is scored here, with the checker
     # the run records (a lenient run keeps the harness's buckets, AP and OP)
     scored = score_file(found.score or found.result, sessions, found.model_name,  # type: ignore[arg-type]
-                        checker=facts.checker)
+                        checker=facts.checker, notes=notes)
     run = Run(found.model_name, found.model_name, facts.model_id, found.source, scored.metric, facts.thinking,
-              found.manifest, scored.score_rows, result_rows, sessions, facts=facts)
+              found.manifest, scored.score_rows, result_rows, sessions, facts=facts,
+              note="; ".join(dict.fromkeys(notes)) or None)
     run.tasks = task_records(scored.score_rows, sessions, facts.checker)
     return run
 

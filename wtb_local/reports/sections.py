@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from wtb_local.reports.glossary import definition
 from wtb_local.reports.health import HEALTH_COLUMNS, format_deviation_counts, run_health
 from wtb_local.reports.paper import paper_name, paper_rows
 from wtb_local.reports.runs import Run
@@ -39,6 +40,11 @@ class Section:
     note: str = ""
     percent: bool = True  # values are percentages (two decimals; diffs signed)
     label_header: str = "model"  # the header of the rows' label column
+    # column key -> what it means, where the glossary (reports/glossary.py) has no sentence for it
+    definitions: dict[str, str] = field(default_factory=dict)
+
+    def definition(self, key: str) -> str | None:
+        return self.definitions.get(key) or definition(key)
 
 
 def _paper(run: Run, table: int) -> tuple[str, dict[str, float]] | None:
@@ -165,7 +171,7 @@ def format_deviation_section(runs: Sequence[Run]) -> Section:
                       note="Steps per kind: fenced_json (a ``` block holding a JSON call), bare_json (a JSON "
                       "call in the text), format:<parser> (another family's format, as that parser reads "
                       "it); calls: the calls written so, not executed (docs/parser-policies.md §3).",
-                      percent=False)
+                      percent=False, definitions={"steps": "steps with tool calls written outside the format"})
     if not kinds:
         return section
     for run, counts in counted:
@@ -173,6 +179,33 @@ def format_deviation_section(runs: Sequence[Run]) -> Section:
                              "steps": sum(entry["steps"] for entry in counts.values()),
                              "calls": sum(entry["calls"] for entry in counts.values()),
                              **{kind: counts.get(kind, {}).get("steps", 0) for kind in kinds}})
+    return section
+
+
+VERSION_COLUMNS = (("engine", "engine"), ("engine_version", "engine version"),
+                   ("constrained", "constrained decoding"), ("parser", "parser"),
+                   ("parser_implementation", "parser implementation"), ("parser_version", "parser version"))
+
+
+def versions_section(runs: Sequence[Run]) -> Section:
+    """What a score depends on besides the model: the engine and its version, whether decoding was
+    constrained, the parser, whose code it is and its version (the manifest's `versions`); rows only for
+    runs whose manifest records them."""
+    section = Section("versions", "Versions a score depends on", list(VERSION_COLUMNS),
+                      note="From each run's manifest (`versions`); n/a: not recorded. A score moves with the "
+                      "parser's implementation and version: vllm:NAME is the installed vLLM's own parser "
+                      "(docs/parsers-and-templates.md, \"vLLM's own parsers\").", percent=False,
+                      label_header="run")
+    for run in runs:
+        versions = (run.manifest or {}).get("versions")
+        if not isinstance(versions, dict):
+            continue
+        engine, parser = versions.get("engine") or {}, versions.get("parser") or {}
+        section.rows.append({"label": run.label, "kind": "ours", "engine": engine.get("name"),
+                             "engine_version": engine.get("version"),
+                             "constrained": engine.get("constrained_decoding"), "parser": parser.get("name"),
+                             "parser_implementation": parser.get("implementation"),
+                             "parser_version": parser.get("version")})
     return section
 
 
@@ -184,7 +217,7 @@ def build_sections(runs: Sequence[Run], paper: bool = True) -> list[Section]:
     """Every table of the report, in reading order; sections with no rows are left out."""
     sections = [table_section(runs, 6, paper), table_section(runs, 7, paper), subtype_section(runs),
                 transition_section(runs), paper_error_section(runs, paper), error_section(runs),
-                health_section(runs), format_deviation_section(runs)]
+                health_section(runs), format_deviation_section(runs), versions_section(runs)]
     return [section for section in sections if section.rows]
 
 

@@ -63,7 +63,7 @@ class Entry:
     checkpoint_dtype: str = "bfloat16"  # how the weights are stored (memory estimate only)
     quantization: str | None = None  # asked of vLLM (--quantization)
     max_model_len: int | None = None
-    gpu_memory_utilization: float = 0.9
+    gpu_memory_utilization: float | None = None  # None: the installed vLLM's default (vllm_release.py)
     batch_sequences: int = 64
     batch_sequence_tokens: int = 4096
     why: str | None = None  # why this model id, where the paper's name is ambiguous
@@ -154,8 +154,8 @@ def _entry(path: Path, index: int, table: Any, defaults: dict[str, Any], resourc
             raise RosterError(f"{where}: field 'config.{key}': unknown (known: {', '.join(sorted(CONFIG_KEYS))})")
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             raise RosterError(f"{where}: field 'config.{key}': expected a positive integer, got {value!r}")
-    utilization = data.get("gpu_memory_utilization", 0.9)
-    if not 0 < utilization <= 1:
+    utilization = data.get("gpu_memory_utilization")
+    if utilization is not None and not 0 < utilization <= 1:
         raise RosterError(f"{where}: field 'gpu_memory_utilization': must be in (0, 1], got {utilization!r}")
     return Entry(index=index, **data)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from wtb_local import vllm_release
 from wtb_local.protocols import protocol_named
 from wtb_local.roster.file import WEIGHT_BYTES, Entry, Roster
 from wtb_local.roster.memory import Estimate, cached_config, estimate, kv_bytes_per_token, shape_from_config
@@ -178,7 +179,12 @@ def _memory(plan: EntryPlan, entry: Entry, roster: Roster, shape: dict[str, int]
             weights, plan.params_source = float(size), f"{plan.params_source}; weights: {source}"
     kind = kind or (stored_dtype(config).replace("float8_e4m3fn", "fp8") if config else entry.checkpoint_dtype)
     per_token = kv_bytes_per_token(shape, entry.tensor_parallel_size)
-    usable = entry.gpu_memory_utilization * res.gpu_memory_gib * res.gpus
+    share = entry.gpu_memory_utilization
+    if share is None and res.gpus:  # the share vLLM takes by default, as the installed release decides it
+
+        version = vllm_release.target_version()
+        share = vllm_release.default_gpu_memory_utilization(version, "cuda")
+    usable = (share or 0.0) * res.gpu_memory_gib * res.gpus
     plan.memory = estimate(weights, per_token, plan.context_tokens,
                            entry.batch_sequences * entry.batch_sequence_tokens, usable)
     if res.gpus == 0:
@@ -237,6 +243,8 @@ def format_plan(roster: Roster, plans: list[EntryPlan]) -> str:
     for p, cells in zip(plans, lines):
         out.append("  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip())
         out.extend(f"    {level}: {text}" for level, text in p.messages if level != "ok")
+    if any(p.entry.gpu_memory_utilization is None for p in plans):
+        out.append(_share_line(plans))
     counts = {level: sum(p.status == level for p in plans) for level in LEVELS}
     head = f"{len(plans)} entries: {counts['ok']} ok, {counts['warning']} warning, {counts['error']} error; "
     if roster.compare_with != "paper":  # not meant to cover the paper: no count of the paper's rows it lacks
@@ -250,3 +258,12 @@ def format_plan(roster: Roster, plans: list[EntryPlan]) -> str:
     if missing and len(missing) <= 10:  # a roster meant to cover the paper and missing a few
         out.append(f"rows without an entry: {', '.join(missing)}")
     return "\n".join(out)
+
+
+def _share_line(plans: list[EntryPlan]) -> str:
+    """Where `usable` comes from: the entry's gpu_memory_utilization, else the vLLM release's default."""
+
+    note = vllm_release.share_note(vllm_release.target_version(), "cuda")
+    given = sum(p.entry.gpu_memory_utilization is not None for p in plans)
+    return (f"usable memory: gpu_memory_utilization as given ({given} of {len(plans)} entries), else {note} "
+            f"(set {vllm_release.TARGET_VAR} to plan for another vLLM)")

@@ -45,9 +45,10 @@ def entry_options(entry: Entry, runs_dir: str | Path) -> list[tuple[str, str | N
     if entry.dtype != "auto":
         options.append(("--dtype", entry.dtype))
     options += [("--tensor-parallel-size", str(entry.tensor_parallel_size)),
-                ("--pipeline-parallel-size", str(entry.pipeline_parallel_size)),
-                ("--gpu-memory-utilization", str(entry.gpu_memory_utilization)),
-                ("--progress", "plain")]
+                ("--pipeline-parallel-size", str(entry.pipeline_parallel_size))]
+    if entry.gpu_memory_utilization is not None:  # else the job's vLLM keeps its own default
+        options.append(("--gpu-memory-utilization", str(entry.gpu_memory_utilization)))
+    options.append(("--progress", "plain"))
     return options
 
 

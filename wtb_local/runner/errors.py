@@ -39,3 +39,12 @@ class RecordError(RuntimeError):
 class LoopError(RuntimeError):
     """A callback of the session loop raised (making the episodes, building a session's row, counting its
     labels, reporting progress, a caller's hook): the run stops. The message says what failed, on one line."""
+
+
+class InternalErrors(RunError):
+    """The run ended, but steps met an error of wtb_local's own code (faults.InternalError) and were not
+    scored; `exit_code` is the command's (faults.INTERNAL_EXIT_CODE)."""
+
+    def __init__(self, line: str, exit_code: int) -> None:
+        super().__init__(line)
+        self.exit_code = exit_code

@@ -19,15 +19,18 @@ from typing import Any, NoReturn
 from wtb_local.backends import rerun_claim
 from wtb_local.backends.base import Backend
 from wtb_local.backends.environment import machine, package_versions
-from wtb_local.faults import Fault, FaultLog, stop_line
-from wtb_local.runner.errors import LoopError, RecordError, RunError, one_line
+from wtb_local.contract.manifest import SCHEMA_VERSION
+from wtb_local.contract.run_dir import ResultLines
+from wtb_local.faults import INTERNAL_EXIT_CODE, Fault, FaultLog, InternalError, stop_line
+from wtb_local.runner.errors import InternalErrors, LoopError, RecordError, RunError, one_line
 from wtb_local.runner.loop.loop import SessionRunner, resolve_scheduling
-from wtb_local.runner.loop.progress import ProgressStats, make_progress
+from wtb_local.runner.loop.progress import Loading, ProgressStats, make_progress
 from wtb_local.runner.loop.steps import StepDriver
 from wtb_local.runner.loop.stopping import RunInterrupted, StopSignal
 from wtb_local.runner.loop.stopping import current as current_stop
 from wtb_local.runner.loop.stopping import installed as stop_signals_installed
 from wtb_local.runner.loop.throughput import ThroughputMeter
+from wtb_local.runner.record import internal as internal_record
 from wtb_local.runner.record.lock import RunLock, locked
 from wtb_local.runner.record.manifest import read_manifest
 from wtb_local.runner.record.record import RunRecord, interrupted_line
@@ -74,6 +77,7 @@ def _new_manifest(prep: PreparedRun, paths: RunPaths, config: dict[str, Any],
     options = {k: v for k, v in settings.model_dump(mode="json").items()
                if k not in HASHED_FIELDS and k != "dataset"}
     return {
+        "schema_version": SCHEMA_VERSION,  # contract/manifest.py: what a reader of this manifest may rely on
         "wtb_local": checkout(),
         "status": "running",
         "config_hash": config_hash(config),
@@ -96,14 +100,42 @@ def _new_manifest(prep: PreparedRun, paths: RunPaths, config: dict[str, Any],
         "machine": machine(),
         "invocations": list((previous or {}).get("invocations", [])),
         "protocol": prep.applied.section,
+        "versions": run_versions(prep),
         "context_length": prep.context_length,
         "sources": dict(sorted(settings.sources.items())),  # where each value came from (prepare.py)
     }
 
 
+def run_versions(prep: PreparedRun) -> dict[str, Any]:
+    """The versions and constraints a score depends on: the engine and its version, the parser's
+    implementation and version, whether decoding was constrained (docs/reproducibility.md)."""
+    settings = prep.run
+    implementation = getattr(prep.parser, "implementation", "wtb_local") if prep.parser is not None else None
+    parser_version = settings.parser_version or (package_versions().get("wtb-local")
+                                                 if implementation == "wtb_local" else None)
+    return {"engine": prep.backend_class.engine(),
+            "parser": {"name": settings.parser, "implementation": implementation, "version": parser_version}}
+
+
+@dataclass
+class InternalLog:
+    """What the run's own errors left (docs/reliability.md, "Internal errors"): the completions kept by the
+    previous run to reuse, the errors met, the sessions they stopped and how many completions were reused."""
+
+    replay: dict[str, dict[str, Any]] = field(default_factory=dict)
+    errors: list[InternalError] = field(default_factory=list)
+    broken: list[dict[str, Any]] = field(default_factory=list)
+    driver: Any = None
+
+    @property
+    def reused(self) -> int:
+        return self.driver.reused if self.driver is not None else 0
+
+
 async def _run_pending(prep: PreparedRun, pending: list[Any], backend: Backend, *, model_name: str,
                        own_backend: bool, store: ResultStore, scheduling: str, stats: ProgressStats,
-                       meter: ThroughputMeter, err: Any, stop: StopSignal, audit: Any = None) -> None:
+                       meter: ThroughputMeter, err: Any, stop: StopSignal, audit: Any = None,
+                       internal: InternalLog | None = None) -> None:
     from wtb_local.evaluator.episode import session_result  # deferred: start-up
 
     settings = prep.run
@@ -112,7 +144,10 @@ async def _run_pending(prep: PreparedRun, pending: list[Any], backend: Backend, 
     pool = _start_pool(prep.renderer, settings.render_workers, err) if backend.needs_prompt else None
     try:
         if own_backend:
-            await backend.start()  # the render workers load meanwhile
+            # an engine that loads weights takes minutes on a CPU: say so, with the time (docs/real-model.md)
+            mode = settings.progress if backend.capabilities.loads_weights else "none"
+            with Loading(mode, f"loading the {backend.name} engine with {settings.model}", err):
+                await backend.start()  # the render workers load meanwhile
         if pool is not None:
             pool = await _pool_ready(pool, err)
         if audit is not None:
@@ -123,7 +158,10 @@ async def _run_pending(prep: PreparedRun, pending: list[Any], backend: Backend, 
         raise
     driver = StepDriver(backend, sampling=settings.sampling, parser=prep.parser, renderer=prep.renderer,
                         meter=meter, pool=pool, audit=audit)
+    internal = internal if internal is not None else InternalLog()
+    driver.replay, internal.driver = dict(internal.replay), driver
     meter.started = meter.now()  # rates count from the first request, not from engine start
+    runner: SessionRunner | None = None
     try:
         with make_progress(settings.progress, stats, err) as progress:
             runner = SessionRunner(driver, store, model_name=model_name, progress=progress,
@@ -132,6 +170,8 @@ async def _run_pending(prep: PreparedRun, pending: list[Any], backend: Backend, 
                                    label_counts=_label_counts, should_stop=lambda: stop.requested)
             await runner.run(pending, scheduling)
     finally:
+        if runner is not None:
+            internal.errors, internal.broken = runner.internal_errors, runner.broken
         if pool is not None:
             for note in pool.notes:
                 print(f"note: {note}", file=err)
@@ -201,9 +241,9 @@ async def _run_locked(prep: PreparedRun, backend: Backend | None, lock: RunLock,
         store.open(fresh=not resume)
     except RecordError as exc:
         raise RunError(_record_line(exc, len(store.rows), paths.result_file, None)) from exc
-    if store.dropped_lines:
-        print(f"warning: {paths.result_file}: dropped {store.dropped_lines} incomplete line(s) "
-              "left by an interrupted run", file=err)
+    dropped = ResultLines(dropped=store.dropped).note(paths.result_file)
+    if dropped:  # what every reader of the file says too (contract/run_dir.py)
+        print(f"warning: {dropped}", file=err)
     finished = store.finished()
     pending = [s for s in prep.selected if s.id not in finished]
     skipped = [s.id for s in prep.selected if s.id in finished]
@@ -221,17 +261,23 @@ async def _run_locked(prep: PreparedRun, backend: Backend | None, lock: RunLock,
     # earlier runs), and the one that stopped it (docs/reliability.md)
     faults: dict[str, Any] = {"mark": _fault_log(backend).snapshot(), "stopping": None}
     audit: Any = None
+    # the completions the sessions stopped by an internal error got, reused by this run (internal.py)
+    internal = InternalLog(replay=internal_record.read_kept(paths.run_dir) if resume else {})
 
     def figures() -> dict[str, Any]:
         meter.writer_busy_s = store.write_s
-        return {"requests": stats.requests, "failed_requests": stats.failed_requests,
+        return {"sessions_run": len(store.rows) - len(skipped),
+                "requests": stats.requests, "failed_requests": stats.failed_requests,
                 "prompt_tokens": stats.prompt_tokens, "generated_tokens": stats.generated_tokens,
                 **_fault_log(backend).since(faults["mark"], faults["stopping"]),
+                "internal_errors": internal_record.counts(internal.errors),
+                "completions_reused": internal.reused,
                 **({"prompt_checks": audit.record()} if audit is not None else {}),
                 "throughput": meter.summary(stats.tasks_this_run)}
 
     record.figures = figures
-    invocation: dict[str, Any] = {"started": started_at, "sessions_run": len(pending)}
+    # sessions_scheduled: what this invocation set out to run; sessions_run (at its end): the ones it wrote
+    invocation: dict[str, Any] = {"started": started_at, "sessions_scheduled": len(pending)}
     try:
         record.begin(invocation)
     except RecordError as exc:
@@ -252,7 +298,7 @@ async def _run_locked(prep: PreparedRun, backend: Backend | None, lock: RunLock,
             with stop.armed():
                 await _run_pending(prep, pending, backend, model_name=paths.model_name, own_backend=own_backend,
                                    store=store, scheduling=scheduling, stats=stats, meter=meter, err=err,
-                                   stop=stop, audit=audit)
+                                   stop=stop, audit=audit, internal=internal)
     except (asyncio.CancelledError, Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - each one recorded
         ended = exc
     # Every way the sessions end comes here: the result file is closed, and the record says how they ended.
@@ -266,6 +312,7 @@ async def _run_locked(prep: PreparedRun, backend: Backend | None, lock: RunLock,
             described = backend.describe()
             manifest.update(backend=described, rerun=rerun_claim(described, manifest.get("scheduling")))
         kept = len(store.rows)
+        broken_file = _keep_broken(paths, internal, set(store.rows), resume)
         if ended is not None or store_error is not None or stop.requested:
             _end_stopped(record, ended, store_error, stop, kept, paths, settings.backend)
 
@@ -285,6 +332,10 @@ async def _run_locked(prep: PreparedRun, backend: Backend | None, lock: RunLock,
         raise RunError(f"scoring the run failed ({one_line(exc)}); {kept} finished session(s) kept in "
                        f"{paths.result_file}" + (f"; {problem}" if problem else "") + ": rerun the same command "
                        "to score them") from exc
+    if internal.errors:
+        line = _internal_line(internal, kept, paths.result_file, broken_file)
+        problem = record.close("failed", failure=internal.errors[0].summary())
+        raise InternalErrors(line + (f"; {problem}" if problem else ""), INTERNAL_EXIT_CODE)
     complete = {s.id for s in prep.selected} <= {r["id"] for r in result_rows}
     summary = {"sessions_scored": len(score_rows), "task_accuracy": metric["total_info"]["task"],
                "session_accuracy": metric["total_info"]["session"],
@@ -296,6 +347,31 @@ async def _run_locked(prep: PreparedRun, backend: Backend | None, lock: RunLock,
     stop.raise_held()
     return RunOutcome(paths, settings, metric, score_rows, result_rows, manifest, skipped,
                       [s.id for s in pending])
+
+
+def _keep_broken(paths: RunPaths, internal: InternalLog, written: set[str], resumed: bool) -> Path | None:
+    """The sessions this run's internal errors stopped, with their completions, written for the rerun, and
+    those the previous run left that this one neither finished nor reached (a fault or a signal stopped it
+    first); the file removed once none is left."""
+    broken = list(internal.broken)
+    done = written | {row["id"] for row in broken}
+    if resumed:
+        broken += [row for row in internal_record.read_rows(paths.run_dir) if row["id"] not in done]
+    try:
+        return internal_record.write_broken(paths.run_dir, broken)
+    except OSError:
+        return None  # the completions are lost, never a result: the rerun generates them again
+
+
+def _internal_line(internal: InternalLog, kept: int, result_file: Path, broken_file: Path | None) -> str:
+    """The one line of a run whose steps met errors of wtb_local's own code."""
+    first = internal.errors[0]
+    by_kind = ", ".join(f"{kind} {n}" for kind, n in internal_record.counts(internal.errors).items())
+    where = f", their completions kept in {broken_file}" if broken_file is not None else ""
+    return (f"{first.summary()}{first.place()}; {len(internal.errors)} step(s) met an error of wtb_local's own "
+            f"code ({by_kind}) and none was scored; {len(internal.broken)} session(s) left unfinished{where}; "
+            f"{kept} finished session(s) kept in {result_file}: report it with the run's manifest.json; once it "
+            "is fixed, rerun the same command to finish them")
 
 
 def _fault_log(backend: Any) -> FaultLog:

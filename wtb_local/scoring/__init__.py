@@ -82,10 +82,12 @@ class ScoredFile:
 
 
 def load_scorable(path: str | Path, sessions: Sequence[Session],
-                  model_name: str | None = None) -> tuple[list[dict[str, Any]], str, bool]:
+                  model_name: str | None = None,
+                  notes: list[str] | None = None) -> tuple[list[dict[str, Any]], str, bool]:
     """A result file's rows (or a score file's, then `True`: already scored), checked against the
-    sessions and sorted by numeric id, with the model name they are scored under."""
-    rows = read_jsonl(path)
+    sessions and sorted by numeric id, with the model name they are scored under. `notes` gets the note
+    of an incomplete last line left out, as `run` leaves it out (files.read_jsonl)."""
+    rows = read_jsonl(path, notes)
     if not rows:
         raise ScoringError(f"{path}: no rows (empty file)")
     name = model_name or default_model_name(path, [row for _, row in rows])
@@ -95,11 +97,12 @@ def load_scorable(path: str | Path, sessions: Sequence[Session],
     return ordered, name, already
 
 
-def score_file(path: str | Path, sessions: Sequence[Session], model_name: str | None = None) -> ScoredFile:
+def score_file(path: str | Path, sessions: Sequence[Session], model_name: str | None = None,
+               notes: list[str] | None = None) -> ScoredFile:
     """Score a result file with the release's checker (the paper harness's: protocols/checkers.py's
     `score_file`). A score file (rows with `results`) is not scored twice (the reference's walk is not
     idempotent): its labels are re-counted into the metric."""
-    ordered, name, already = load_scorable(path, sessions, model_name)
+    ordered, name, already = load_scorable(path, sessions, model_name, notes)
     if already:
         annotate_categories(ordered, sessions)
         return ScoredFile(ordered, compute_metrics(ordered, sessions, model_dir_name(name)), name, True)

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from wtb_local.jsonl import json_lines
+from wtb_local.contract.run_dir import incomplete_last, incomplete_note, numbered_lines
 
 RESULT_FILE_NAME = "Wild-Tool-Bench_result.jsonl"
 SCORE_FILE_NAME = "Wild-Tool-Bench_score.jsonl"
@@ -30,15 +30,23 @@ def score_dir(out_dir: str | Path, model_name: str) -> Path:
     return Path(out_dir) / "score" / model_dir_name(model_name)
 
 
-def read_jsonl(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
-    """(line number, object) for every non-blank line. Raises ScoringError naming file and line."""
+def read_jsonl(path: str | Path, notes: list[str] | None = None) -> list[tuple[int, dict[str, Any]]]:
+    """(line number, object) for every non-blank line. An incomplete last line (an interrupted write) is
+    dropped, as the run drops it when it resumes, with the same note added to `notes`
+    (contract/run_dir.py); any other bad line raises ScoringError naming file and line."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ScoringError(f"{path}: cannot read: {_one_line(exc)}") from None
+    numbered = list(numbered_lines(text))
+    last = incomplete_last(numbered)
+    if last is not None:
+        numbered.pop()
+        if notes is not None:
+            notes.append(incomplete_note(path))
     rows: list[tuple[int, dict[str, Any]]] = []
-    for number, line in json_lines(text):
+    for number, line in numbered:
         try:
             row = json.loads(line)
         except ValueError as exc:
@@ -49,9 +57,9 @@ def read_jsonl(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
     return rows
 
 
-def read_result_rows(path: str | Path) -> list[dict[str, Any]]:
+def read_result_rows(path: str | Path, notes: list[str] | None = None) -> list[dict[str, Any]]:
     """The rows of a result file (one session per line). Structure is checked when scoring."""
-    return [row for _, row in read_jsonl(path)]
+    return [row for _, row in read_jsonl(path, notes)]
 
 
 def write_result_rows(path: str | Path, rows: Iterable[dict[str, Any]]) -> Path:

@@ -13,6 +13,11 @@ A callback that raises (making the episodes, building a row, counting its labels
 caller's `on_finished`) or a row the writer could not write stops the run at once: the error is kept, the
 run's task is cancelled, and `run` raises it (a `LoopError` or the store's `RecordError`), so nothing is
 left waiting for a session that will never be reported (docs/reliability.md, "No hangs").
+
+An error of wtb_local's own code on a step (faults.InternalError) stops only its session: its other tasks
+take no further step, no row is written for it, and `broken` holds what the rerun needs (the error, where
+it happened, the completions the session got); the other sessions run on (docs/reliability.md, "Internal
+errors").
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from wtb_local.faults import failed_requests
+from wtb_local.faults import InternalError, failed_requests
 from wtb_local.runner.errors import LoopError, RecordError, one_line
 from wtb_local.runner.loop.progress import Progress
 from wtb_local.runner.loop.steps import StepDriver
@@ -50,6 +55,7 @@ class _SessionState:
     session: Any
     episodes: list[Any]
     remaining: int = field(init=False)
+    broken: InternalError | None = None  # the first internal error of one of its steps
 
     def __post_init__(self) -> None:
         self.remaining = len(self.episodes)
@@ -78,6 +84,8 @@ class SessionRunner:
         self._task: asyncio.Task[Any] | None = None
         self._failure: BaseException | None = None  # a callback's or the writer's error: the run stops
         self._cancelled = False  # whether `_fail` cancelled the run's task
+        self.internal_errors: list[InternalError] = []  # every one, in the order met
+        self.broken: list[dict[str, Any]] = []  # per session stopped by one: its error and completions
 
     async def run(self, sessions: Sequence[Any], scheduling: str) -> None:
         self._loop = asyncio.get_running_loop()
@@ -126,28 +134,51 @@ class SessionRunner:
             raise LoopError(f"making the episodes of {session.id}: {one_line(exc)}") from exc
 
     async def _run_episode(self, state: _SessionState, episode: Any) -> None:
-        while not episode.done:
-            if self.should_stop():
-                raise StopRequested
-            request, error = await self.driver.build(episode)
-            completion = await self.driver.generate(request) if request is not None else None
-            self._record(episode, request, completion, error)
+        try:
+            while not episode.done and state.broken is None:
+                if self.should_stop():
+                    raise StopRequested
+                request, error = await self.driver.build(episode)
+                completion = await self.driver.generate(request) if request is not None else None
+                self._record(episode, request, completion, error)
+        except InternalError as exc:
+            self._internal(state, episode, exc)
         self._episode_done(state)
+
+    def _internal(self, state: _SessionState, episode: Any, exc: InternalError) -> None:
+        exc.step = (episode.session_id, episode.task_idx, episode.step)
+        self.internal_errors.append(exc)
+        if state.broken is None:
+            state.broken = exc
+
+    async def _guarded(self, state: _SessionState, episode: Any, work: Any) -> Any:
+        """`await work`, an internal error stopping the episode's session instead of the wave."""
+        try:
+            return await work
+        except InternalError as exc:
+            self._internal(state, episode, exc)
+            return None
 
     async def _run_waves(self, states: list[_SessionState]) -> None:
         active = [(st, ep) for st in states for ep in st.episodes if not ep.done]
         while active:
             if self.should_stop():
                 raise StopRequested
-            built = await asyncio.gather(*(self.driver.build(ep) for _, ep in active))  # in order
+            built = await asyncio.gather(*(self._guarded(st, ep, self.driver.build(ep)) for st, ep in active))
+            built = [b if b is not None else (None, None) for b in built]  # in order
             async with asyncio.TaskGroup() as group:
-                tasks = [group.create_task(self.driver.generate(req)) if req is not None else None
-                         for req, _ in built]
+                tasks = [group.create_task(self._guarded(st, ep, self.driver.generate(req)))
+                         if req is not None and st.broken is None else None
+                         for (st, ep), (req, _) in zip(active, built)]
             completions = [task.result() if task is not None else None for task in tasks]
             still = []
             for (state, episode), (request, error), completion in zip(active, built, completions):
-                self._record(episode, request, completion, error)
-                if episode.done:
+                if state.broken is None:
+                    try:
+                        self._record(episode, request, completion, error)
+                    except InternalError as exc:
+                        self._internal(state, episode, exc)
+                if episode.done or state.broken is not None:
                     self._episode_done(state)
                 else:
                     still.append((state, episode))
@@ -158,7 +189,8 @@ class SessionRunner:
         self.progress.step(outcome.prompt_tokens, outcome.completion_tokens)
 
     def _episode_done(self, state: _SessionState) -> None:
-        self.progress.task_done()
+        if state.broken is None:
+            self.progress.task_done()
         state.remaining -= 1
         if state.remaining == 0:
             self._finish(state)
@@ -166,6 +198,14 @@ class SessionRunner:
     def _finish(self, state: _SessionState) -> None:
         if self._failure is not None:
             raise self._failure
+        if state.broken is not None:  # not written: the rerun runs it, reusing what it got
+            error = state.broken
+            self.broken.append({"id": state.session.id, "error": {
+                "kind": error.kind, "detail": error.detail, "where": error.where,
+                "task": error.step[1] if error.step else None, "step": error.step[2] if error.step else None},
+                "completions": self.driver.kept_completions(state.session.id)})
+            return
+        self.driver.forget(state.session.id)
         started = self.driver.meter.now()
         try:
             row = self.session_row(state.session, state.episodes, self.model_name)

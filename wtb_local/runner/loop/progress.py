@@ -9,6 +9,7 @@ left.
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from typing import Self, TextIO
 
@@ -101,22 +102,41 @@ class Progress:
 
 
 class PlainProgress(Progress):
-    """A line every `interval` seconds and one at the end."""
+    """A line every `interval` seconds while steps finish, one at the end, and one every `heartbeat` seconds
+    while none does (a CPU engine's first wave of prompts takes minutes: the run says it is still going)."""
 
-    def __init__(self, stats: ProgressStats, stream: TextIO | None = None, interval: float = 10.0) -> None:
+    def __init__(self, stats: ProgressStats, stream: TextIO | None = None, interval: float = 10.0,
+                 heartbeat: float | None = 30.0) -> None:
         super().__init__(stats)
         self.stream = stream or sys.stderr
         self.interval = interval
         self._last = time.monotonic()
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self._beat: threading.Thread | None = None
+        if heartbeat:
+            self._beat = threading.Thread(target=self._heartbeat, args=(heartbeat,), daemon=True)
+            self._beat.start()
 
-    def refresh(self) -> None:
-        now = time.monotonic()
-        if now - self._last >= self.interval:
-            self._last = now
+    def _print(self) -> None:
+        with self._lock:
+            self._last = time.monotonic()
             print(self.stats.line(), file=self.stream, flush=True)
 
+    def _heartbeat(self, every: float) -> None:
+        while not self._closed.wait(min(every, 1.0)):
+            if time.monotonic() - self._last >= every:
+                self._print()
+
+    def refresh(self) -> None:
+        if time.monotonic() - self._last >= self.interval:
+            self._print()
+
     def close(self) -> None:
-        print(self.stats.line(), file=self.stream, flush=True)
+        self._closed.set()
+        if self._beat is not None:
+            self._beat.join()
+        self._print()
 
 
 class RichProgress(Progress):
@@ -151,11 +171,68 @@ class RichProgress(Progress):
         self._bar.stop()
 
 
+class Loading:
+    """What the run does before its first request (loading the engine), with the elapsed time: a line at the
+    start, one every `interval` seconds from a thread (the engine's start blocks the event loop), and one
+    when it is done; on a terminal (`rich`) one status line that counts the seconds. Mode `none`: silent."""
+
+    def __init__(self, mode: str, what: str, stream: TextIO | None = None, interval: float = 30.0) -> None:
+        self.stream = stream or sys.stderr
+        self.mode = _display_mode(mode, self.stream)
+        self.what = what
+        self.interval = interval
+        self.started = time.monotonic()
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._status: object = None
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def __enter__(self) -> Self:
+        self.started = time.monotonic()
+        if self.mode == "none":
+            return self
+        if self.mode == "rich":
+            from rich.console import Console  # deferred: start-up (rich only on a terminal)
+
+            self._status = Console(file=self.stream).status(f"{self.what}  0s")
+            self._status.start()  # type: ignore[attr-defined]
+            self._thread = threading.Thread(target=self._tick_rich, daemon=True)
+        else:
+            print(f"{self.what} ...", file=self.stream, flush=True)
+            self._thread = threading.Thread(target=self._tick_plain, daemon=True)
+        self._thread.start()
+        return self
+
+    def _tick_plain(self) -> None:
+        while not self._done.wait(self.interval):
+            print(f"{self.what}  elapsed {self.elapsed():.0f}s", file=self.stream, flush=True)
+
+    def _tick_rich(self) -> None:
+        while not self._done.wait(1.0):
+            self._status.update(f"{self.what}  {self.elapsed():.0f}s")  # type: ignore[attr-defined]
+
+    def __exit__(self, kind: object, *exc: object) -> None:
+        self._done.set()
+        if self._thread is not None:
+            self._thread.join()
+        if self._status is not None:
+            self._status.stop()  # type: ignore[attr-defined]
+        if self.mode != "none" and kind is None:
+            print(f"{self.what}: done in {self.elapsed():.0f}s", file=self.stream, flush=True)
+
+
+def _display_mode(mode: str, target: TextIO) -> str:
+    if mode == "auto":
+        return "rich" if target.isatty() else "plain"
+    return mode
+
+
 def make_progress(mode: str, stats: ProgressStats, stream: TextIO | None = None) -> Progress:
     """`auto` = rich on a terminal, plain lines otherwise."""
     target = stream or sys.stderr
-    if mode == "auto":
-        mode = "rich" if target.isatty() else "plain"
+    mode = _display_mode(mode, target)
     if mode == "rich":
         return RichProgress(stats, target)
     if mode == "plain":

@@ -4,16 +4,20 @@ What the model or its conversation did is data: a template that raises while ren
 prompt, a request the engine could not serve (an error Completion) or an unreadable tool call becomes an
 error on that step with its reason; the other episodes never notice. What the machine did (a backend that
 raises: a dead engine, out of memory, a server that is down) is a fault that stops the run before the step
-is recorded (wtb_local/faults.py).
+is recorded (wtb_local/faults.py). What wtb_local's own code did (a parser, the renderer outside the
+template's code, our tokenising, the judge raising) is an `InternalError`: raised to the session loop, never
+recorded as the step's outcome; the completions the session got are kept (`kept_completions`) so that the
+rerun reuses them (`replay`) instead of generating them again, as far as the conversation is the same.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
 from wtb_local.backends.base import Backend
-from wtb_local.faults import Fault, classify
+from wtb_local.faults import Fault, InternalError, classify, template_side
 from wtb_local.parsers.prefill import STEP_FIELD, decides_per_step, prompt_prefills, step_parser
 from wtb_local.runner.loop.seeds import request_id, request_seed
 from wtb_local.runner.loop.throughput import ThroughputMeter
@@ -54,6 +58,16 @@ class StepDriver:
             raise ValueError(f"backend {backend.name!r} produces text: a tool-call parser is needed")
         if backend.needs_prompt and renderer is None:
             raise ValueError(f"backend {backend.name!r} needs prompts: a prompt renderer is needed")
+        # The completions each session in flight got (parsed ones), kept until it is written: a session
+        # stopped by an internal error leaves them to its rerun (docs/reliability.md, "Internal errors").
+        self.keeps = bool(backend.produces_text)
+        self._kept: dict[str, list[dict[str, Any]]] = {}
+        # The completions a previous run kept, by request id: sent back instead of generating again while
+        # every reused step of the task reads back as the reply recorded with it.
+        self.replay: dict[str, dict[str, Any]] = {}
+        self._replayed: dict[str, Any] = {}  # request id -> the reply recorded with its reused completion
+        self._diverged: set[tuple[str, int]] = set()  # tasks whose conversation differs from the recorded one
+        self.reused = 0
 
     def build_request(self, episode: Any) -> tuple[GenerationRequest | None, str | None]:
         """The request for the episode's current step, or (None, reason) when it cannot be built."""
@@ -125,20 +139,23 @@ class StepDriver:
             try:
                 text = (self.renderer.render_text(messages, tools, **({"grows": True} if shared else {}))
                         if staged else None)
-            except Exception as exc:  # noqa: BLE001 - a template's raise_exception fails this step only
-                return None, f"render failed: {type(exc).__name__}: {_one_line(exc)}"
+            except Exception as exc:  # noqa: BLE001 - the template's refusal fails this step; ours raises
+                return None, _render_failed(exc)
             if staged:
                 started = self.meter.now()
                 # the next prompt of the task extends this one; a task's first, its session's latest
                 key = (episode.session_id, episode.task_idx)
                 request.prompt = text
-                request.prompt_token_ids = self.renderer.encode_prompt(text, key, episode.session_id)
+                try:
+                    request.prompt_token_ids = self.renderer.encode_prompt(text, key, episode.session_id)
+                except Exception as exc:
+                    raise InternalError.of("tokenizer", exc) from exc
                 timing[0] = self.meter.now() - started
                 return request, None
             try:
                 rendered = self.renderer.render(messages, tools)
-            except Exception as exc:  # noqa: BLE001 - a template's raise_exception fails this step only
-                return None, f"render failed: {type(exc).__name__}: {_one_line(exc)}"
+            except Exception as exc:  # noqa: BLE001 - the template's refusal fails this step; ours raises
+                return None, _render_failed(exc)
             request.prompt = rendered.text
             request.prompt_token_ids = list(rendered.token_ids)
         return request, None
@@ -147,10 +164,19 @@ class StepDriver:
         """One completion. A backend answers what the model did, a request it cannot serve included, with a
         Completion; whatever it raises is the machine's (wtb_local/faults.py) and stops the run: recording it
         on the step would store an unfinished session as finished and score the machine as the model."""
+        kept = self.replay.pop(request.request_id, None)
+        if kept is not None and (request.session_id, request.task_idx) not in self._diverged:
+            self.reused += 1
+            self._replayed[request.request_id] = kept.get("reply")
+            return Completion(request_id=request.request_id, text=kept["text"],
+                              finish_reason=kept.get("finish_reason") or "stop",
+                              prompt_tokens=kept.get("prompt_tokens") or 0,
+                              completion_tokens=kept.get("completion_tokens") or 0,
+                              latency_s=kept.get("latency_s") or 0.0)
         self.meter.request_sent()
         try:
             return await self.backend.generate(request)
-        except Fault:
+        except (Fault, InternalError):  # our tokenising wrapper's error is ours, not the machine's
             raise
         except Exception as exc:  # a backend's unsorted exception is a fault all the same
             raise classify(exc) from exc
@@ -185,14 +211,15 @@ class StepDriver:
     def _accept(self, episode: Any, request: GenerationRequest | None, completion: Completion | None,
                 build_error: str | None) -> StepOutcome:
         if completion is None:
-            episode.accept({"content": "", "tool_calls": None}, error_reason=build_error or "no completion")
+            self._judge(episode, completion, {"content": "", "tool_calls": None},
+                        error_reason=build_error or "no completion")
             return StepOutcome(error=build_error)
         counts = {"latency": completion.latency_s, "input_tokens": completion.prompt_tokens,
                   "output_tokens": completion.completion_tokens}
         outcome = StepOutcome(completion.prompt_tokens, completion.completion_tokens, completion.error)
         if completion.error is not None:
             extra = {"raw": completion.text, "finish_reason": completion.finish_reason}
-            episode.accept({"content": "", "tool_calls": None}, error_reason=completion.error,
+            self._judge(episode, completion, {"content": "", "tool_calls": None}, error_reason=completion.error,
                            extra=extra, **counts)
             return outcome
         if completion.reply is not None:  # reply-level backend: already parsed, passed as given
@@ -201,11 +228,17 @@ class StepDriver:
             if getattr(self.backend, "records_raw", False):  # a server that parsed its own output
                 extra = {"raw": completion.text, "finish_reason": completion.finish_reason,
                          "server_message": reply.pop("server_message", None)}
-            episode.accept(reply, extra=extra, **counts)
+            self._judge(episode, completion, reply, extra=extra, **counts)
             return outcome
         parse_started = self.meter.now()
         prefilled = self._prefilled(request)
-        result = self._parse(completion, request.tools if request is not None else [], prefilled)
+        try:
+            result = self._parse(completion, request.tools if request is not None else [], prefilled)
+        except Exception as exc:
+            error = InternalError.of("parser", exc)
+            error.completion = completion
+            self._keep(episode, completion, None)
+            raise error from exc
         reply, error_reason = reply_from_parse(result, completion.request_id, self.id_style)
         self._parse_s = self.meter.now() - parse_started
         extra: dict[str, Any] = {"raw": completion.text, "finish_reason": completion.finish_reason}
@@ -219,9 +252,43 @@ class StepDriver:
             extra["calls_in_reasoning"] = result.calls_in_reasoning
         if result.format_deviation is not None:  # docs/parser-policies.md §3: counted in run health
             extra["format_deviation"] = result.format_deviation.model_dump()
-        episode.accept(reply, error_reason=error_reason, extra=extra, **counts)
+        self._check_replayed(episode, completion.request_id, reply)
+        self._keep(episode, completion, reply)
+        self._judge(episode, completion, reply, error_reason=error_reason, extra=extra, **counts)
         outcome.error = error_reason
         return outcome
+
+    def _judge(self, episode: Any, completion: Completion | None, reply: dict[str, Any], **fields: Any) -> None:
+        """`episode.accept`: the judge's exception is an internal error (the completion kept with it)."""
+        try:
+            episode.accept(reply, **fields)
+        except Exception as exc:
+            error = InternalError.of("judge", exc)
+            error.completion = completion
+            raise error from exc
+
+    def _keep(self, episode: Any, completion: Completion, reply: dict[str, Any] | None) -> None:
+        if self.keeps:
+            self._kept.setdefault(episode.session_id, []).append(
+                {"request_id": completion.request_id, "text": completion.text,
+                 "finish_reason": completion.finish_reason, "prompt_tokens": completion.prompt_tokens,
+                 "completion_tokens": completion.completion_tokens, "latency_s": completion.latency_s,
+                 "reply": reply})
+
+    def _check_replayed(self, episode: Any, rid: str, reply: dict[str, Any]) -> None:
+        """A reused completion that reads back as another reply than recorded (the fix changed how it is
+        read) changes the rest of its task's conversation: its later completions are generated again."""
+        if rid in self._replayed:
+            recorded = self._replayed.pop(rid)
+            if recorded is None or json.loads(json.dumps(reply)) != recorded:
+                self._diverged.add((episode.session_id, episode.task_idx))
+
+    def kept_completions(self, session_id: str) -> list[dict[str, Any]]:
+        """The completions a session got so far (handed over, and forgotten here)."""
+        return self._kept.pop(session_id, [])
+
+    def forget(self, session_id: str) -> None:
+        self._kept.pop(session_id, None)
 
     def _prefilled(self, request: GenerationRequest | None) -> bool | None:
         """Whether this step's generation prompt opened a reasoning block: read from the rendered prompt,
@@ -235,9 +302,9 @@ class StepDriver:
 
     def _parse(self, completion: Completion, tools: list[dict[str, Any]],
                prefilled: bool | None = None) -> ParseResult:
-        from wtb_local.parsers import parse_completion
+        from wtb_local.parsers import parse_reply
 
-        return parse_completion(step_parser(self.parser, prefilled), completion.text, tools=tools,
+        return parse_reply(step_parser(self.parser, prefilled), completion.text, tools=tools,
                                 finish_reason=completion.finish_reason)
 
 
@@ -258,6 +325,14 @@ def reply_from_parse(result: ParseResult, rid: str,
     if result.errors and not calls:
         return reply, "parse error: " + "; ".join(_one_line(e) for e in result.errors)
     return reply, None
+
+
+def _render_failed(exc: Exception) -> str:
+    """The step's `render failed` reason when the chat template itself refused (its `raise_exception`, an
+    error inside its code); anything else raised while rendering is ours (faults.InternalError)."""
+    if not template_side(exc):
+        raise InternalError.of("renderer", exc) from exc
+    return f"render failed: {type(exc).__name__}: {_one_line(exc)}"
 
 
 def _one_line(value: Any) -> str:

@@ -13,25 +13,22 @@ import os
 from pathlib import Path
 from typing import Any
 
-from wtb_local.jsonl import read_json_object
+from wtb_local.contract.run_dir import ManifestError, ManifestUnreadable, check_manifest, load_manifest
+
+__all__ = ["MANIFEST_NAME", "ManifestError", "manifest_near", "read_manifest", "write_manifest"]
 
 MANIFEST_NAME = "manifest.json"
 
 
-class ManifestError(ValueError):
-    """The manifest of an existing run directory cannot be read."""
-
-
 def read_manifest(run_dir: str | Path) -> dict[str, Any] | None:
+    """The manifest of a run directory to resume, checked against its model (contract/manifest.py); None
+    when there is none. ManifestError (one line naming the field) when it cannot be used."""
     path = Path(run_dir) / MANIFEST_NAME
-    if not path.exists():
-        return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ManifestError(f"{path}: unreadable run manifest ({exc}); "
-                            "use --overwrite to start afresh") from None
-    if not isinstance(data, dict) or not isinstance(data.get("config"), dict):
+        data = load_manifest(path)
+    except ManifestError as exc:
+        raise ManifestError(f"{exc}; use --overwrite to start afresh") from None
+    if data is not None and not isinstance(data.get("config"), dict):
         raise ManifestError(f"{path}: field config: missing; use --overwrite to start afresh")
     return data
 
@@ -39,6 +36,7 @@ def read_manifest(run_dir: str | Path) -> dict[str, Any] | None:
 def write_manifest(run_dir: str | Path, manifest: dict[str, Any]) -> Path:
     """Atomic write (temporary file + rename) so a killed run never leaves half a manifest."""
     path = Path(run_dir) / MANIFEST_NAME
+    check_manifest(manifest, path)  # written only as its model allows (contract/manifest.py)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w", encoding="utf-8") as handle:
@@ -58,7 +56,10 @@ def manifest_near(path: str | Path) -> dict[str, Any] | None:
     if len(path.parents) >= 3:
         candidates.append(path.parents[2] / MANIFEST_NAME)
     for candidate in candidates:
-        data = read_json_object(candidate)
+        try:  # checked against its model: one that does not validate is refused, naming the field
+            data = load_manifest(candidate)
+        except ManifestUnreadable:
+            continue
         if data is not None:
             return data
     return None

@@ -38,10 +38,11 @@ def interrupted_line(signal_name: str, kept: int, result_file: Path) -> str:
 
 
 def mark_killed(invocations: list[Any]) -> int:
-    """Mark the invocations a killed process left open (no `finished`) as killed; how many there were."""
+    """Mark the invocations a killed process left open (no `finished`, or still `running`) as killed; how
+    many there were. Every earlier invocation is closed by then: only this run's may say running."""
     count = 0
     for invocation in invocations:
-        if isinstance(invocation, dict) and "finished" not in invocation:
+        if isinstance(invocation, dict) and ("finished" not in invocation or invocation.get("status") == "running"):
             invocation.update(finished=None, status=KILLED)
             count += 1
     return count

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from wtb_local.contract.run_dir import read_result_lines
 from wtb_local.runner.errors import RunError
 from wtb_local.runner.record.manifest import read_manifest
 from wtb_local.runner.setup.config import config_diff, config_hash
@@ -35,14 +35,4 @@ def check_resume(settings: Any, paths: RunPaths, config: dict[str, Any]) -> bool
 
 def has_finished_session(result_file: Path) -> bool:
     """Whether the result file holds at least one complete session line (what resuming would keep)."""
-    with open(result_file, encoding="utf-8", errors="replace") as handle:
-        for line in handle:
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(row, dict) and isinstance(row.get("id"), str) and "result" in row:
-                return True
-    return False
+    return bool(read_result_lines(result_file).rows)

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from wtb_local.contract.run_dir import Dropped, read_result_lines
 from wtb_local.runner.errors import RecordError
 
 Durable = Callable[[BaseException | None], None]  # called in the writer thread after the row's fsync
@@ -44,10 +45,6 @@ def _row_text(row: dict[str, Any]) -> str:
     return json.dumps(row, ensure_ascii=False) + "\n"
 
 
-def _is_session_row(value: Any) -> bool:
-    return isinstance(value, dict) and isinstance(value.get("id"), str) and "result" in value
-
-
 class ResultStore:
     """Append-only JSON-lines file of finished sessions."""
 
@@ -55,6 +52,7 @@ class ResultStore:
         self.path = Path(path)
         self.rows: dict[str, dict[str, Any]] = {}
         self.dropped_lines = 0
+        self.dropped: list[Dropped] = []  # the lines `open` left out, and why (contract/run_dir.py)
         self.commits = 0  # fsyncs of submitted rows (group commits)
         self.write_s = 0.0  # the writer thread's busy time: writing and fsyncing
         self._handle: Any = None
@@ -70,6 +68,7 @@ class ResultStore:
         self.rows = {}
         self._texts = {}
         self.dropped_lines = 0
+        self.dropped = []
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             if not fresh and self.path.exists():
@@ -81,19 +80,12 @@ class ResultStore:
             raise RecordError(self.path, exc) from exc
 
     def _load_existing(self) -> None:
-        with open(self.path, encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError:
-                    self.dropped_lines += 1
-                    continue
-                if not _is_session_row(row) or row["id"] in self.rows:
-                    self.dropped_lines += 1
-                    continue
-                self.rows[row["id"]] = row
+        # the one reader's rule (contract/run_dir.py), so every command reading the file keeps the same rows
+        read = read_result_lines(self.path)
+        self.dropped = read.dropped
+        self.dropped_lines = len(read.dropped)
+        for _, row in read.rows:
+            self.rows[row["id"]] = row
 
     def _write_all(self, rows: list[dict[str, Any]]) -> None:
         """Replace the file at once (temporary file + rename); on failure the file is as it was."""
@@ -182,6 +174,7 @@ class ResultStore:
         started = time.perf_counter()
         error = self._error
         if error is None:
+            start = self._size()
             try:
                 self._handle.write("".join(text for _, text, _ in items))
                 self._handle.flush()
@@ -192,6 +185,7 @@ class ResultStore:
                         self._texts[row["id"]] = text
                 self.commits += 1
             except BaseException as exc:  # noqa: BLE001 - reported to every waiting row and to wait()
+                self._keep_landed(start, [(row, text) for row, text, _ in items])
                 error = self._fail(exc)
         self.write_s += time.perf_counter() - started
         for _, _, durable in items:
@@ -201,6 +195,32 @@ class ResultStore:
                 durable(error)
             except BaseException as exc:  # noqa: BLE001 - the callback's own failure stops the run too
                 self._fail(exc)
+
+    def _size(self) -> int | None:
+        try:
+            return os.fstat(self._handle.fileno()).st_size
+        except (OSError, ValueError):
+            return None
+
+    def _keep_landed(self, start: int | None, items: list[tuple[dict[str, Any], str]]) -> None:
+        """After a failed write, the rows whose whole line reached the file before the failure (a full disk
+        takes the bytes that fit and refuses the rest): the next `open` keeps them, so they are counted as
+        safe. The partial line after them is what the next `open` drops."""
+        end = self._size()
+        if start is None or end is None:
+            return
+        try:
+            os.fsync(self._handle.fileno())  # what did land, made durable where the disk still allows
+        except (OSError, ValueError):
+            pass
+        landed = start
+        with self._lock:
+            for row, text in items:
+                landed += len(text.encode("utf-8"))
+                if landed > end:
+                    break
+                self.rows[row["id"]] = row
+                self._texts[row["id"]] = text
 
     def _fail(self, exc: BaseException) -> RecordError:
         with self._lock:

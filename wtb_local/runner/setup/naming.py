@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
+from wtb_local.contract.run_dir import ManifestUnreadable, load_manifest
 from wtb_local.runner.record.manifest import MANIFEST_NAME
 
 # <hub cache>/models--Org--Name/snapshots/<commit>
@@ -38,11 +38,10 @@ def read_run_manifest(path: str | Path) -> dict[str, Any] | None:
     run_dir = run_dir_of(path)
     if run_dir is None:
         return None
-    try:
-        data = json.loads((run_dir / MANIFEST_NAME).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+    try:  # a manifest that does not validate is refused, naming the field (ManifestError)
+        return load_manifest(run_dir / MANIFEST_NAME)
+    except ManifestUnreadable:
+        return None  # not JSON: read as a folder without a manifest, as before
 
 
 def recorded_model(manifest: dict[str, Any]) -> tuple[str | None, str | None]:

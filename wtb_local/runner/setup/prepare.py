@@ -71,7 +71,7 @@ def _prepare(options: RunOptions, renderer: Any, err: Any, engine: bool) -> Prep
     values: dict[str, Any] = {name: getattr(options, name) for name in cli_fields()}
     sources = {name: options.source(name) for name in cli_fields()}
 
-    chosen = _backend_choice(options)
+    chosen = _backend_choice(options, err)
     _fold(values, sources, chosen)
     backend = chosen.backend
     caps = backend.capabilities
@@ -86,10 +86,12 @@ def _prepare(options: RunOptions, renderer: Any, err: Any, engine: bool) -> Prep
     _fold(values, sources, _model_choice(values, sources, backend, err))
     data = _dataset_selection(values, backend, err)
     _fold(values, sources, data)
-    template = _template_choice(values, caps, renderer)
+    template = _template_choice(values, caps, renderer, err)
     _fold(values, sources, template)
     reading = _parser_and_thinking(values, sources, backend, protocol, template.renderer)
     _fold(values, sources, reading)
+    if reading.sources.get("parser_options", "").startswith("per step: "):  # a fallback: said at start
+        print(f"warning: parser options {reading.sources['parser_options']}", file=err)
     protocol.sampling(values, sources, options, err)
     _unused_options(options, backend, err)
     applied = _protocol_applied(values, protocol, caps, template.renderer, reading.parser, data.selected)
@@ -152,10 +154,12 @@ class BackendChoice:
         return {"backend": self.name}
 
 
-def _backend_choice(options: RunOptions) -> BackendChoice:
+def _backend_choice(options: RunOptions, err: Any) -> BackendChoice:
     name, said = options.backend, {}
     if name == "auto":
         name, said["backend"] = auto_backend(script=options.script, replay=options.replay)
+        if not (options.script or options.replay):  # an engine: say which and why before it loads
+            print(f"backend: {name}, {said['backend']}", file=err)
     if name not in backend_names():
         raise RunError(f"--backend: unknown backend {name!r}; choose auto or one of {', '.join(backend_names())}")
     return BackendChoice(backend_class(name), name, said)
@@ -270,8 +274,8 @@ class TemplateChoice:
                 "tokenizer_sha256": self.tokenizer_sha256}
 
 
-def _template_choice(values: dict[str, Any], caps: Any, renderer: Any) -> TemplateChoice:
-    renderer, note = _renderer(values, caps, renderer)
+def _template_choice(values: dict[str, Any], caps: Any, renderer: Any, err: Any = None) -> TemplateChoice:
+    renderer, note = _renderer(values, caps, renderer, err)
     return TemplateChoice(renderer, note, getattr(getattr(renderer, "choice", None), "sha256", None),
                           resolved_revision(values["model"], values["revision"]),
                           tokenizer_sha256(values["model"], values["revision"]))
@@ -289,6 +293,7 @@ class ParserAndThinking:
 
     def resolved(self) -> dict[str, Any]:
         return {"parser_options": self.parser_options, "parser": getattr(self.parser, "name", None),
+                "parser_version": getattr(self.parser, "version", None),  # vLLM's own parsers: vLLM's
                 **({"max_new_tokens": self.max_new_tokens} if self.max_new_tokens is not None else {})}
 
 
@@ -302,8 +307,12 @@ def _parser_and_thinking(values: dict[str, Any], sources: dict[str, str], backen
         name = values["parser"] or protocol.default_parser(values)
         if not values["parser"] and name:
             said["parser"] = f"protocol {protocol.name}"
+        fallbacks: dict[str, str] = {}
         parser, parser_options = choose_parser(name, model=values["model"], renderer=renderer,
-                                               options=parser_options)
+                                               options=parser_options, revision=values["revision"],
+                                               trust_remote_code=values["trust_remote_code"],
+                                               fallbacks=fallbacks)
+        said.update(fallbacks)  # recorded in the manifest's sources, and said at start (_prepare)
         if said.get("parser", sources["parser"]) == "default":
             said["parser"] = "chosen from the template and model id"
     thinking = _thinking_mode({**values, "parser": getattr(parser, "name", None)}, backend, renderer)
@@ -445,9 +454,12 @@ def _shard(spec: str | None) -> str | None:
     return shard.spec if shard else None
 
 
-def _renderer(values: dict[str, Any], caps: Any, renderer: Any) -> tuple[Any, str | None]:
+def _renderer(values: dict[str, Any], caps: Any, renderer: Any, err: Any = None) -> tuple[Any, str | None]:
     """A backend that renders needs the renderer; one that uses it when on disk (the oracle) loads it from
-    disk only, and says what it does without it."""
+    disk only, and says what it does without it (the manifest's `template_note`). A tokenizer on disk
+    without a usable chat template is that too, said at start; any other error loading it stops the run
+    with one line, since replies written by the parser's format can read back differently."""
+    from wtb_local.rendering.templates import TemplateError  # deferred: start-up
     from wtb_local.runner.setup.tokenizer import load_renderer, tokenizer_on_disk  # deferred: start-up
 
     if renderer is not None or caps.needs_tokenizer == "no":
@@ -461,8 +473,15 @@ def _renderer(values: dict[str, Any], caps: Any, renderer: Any) -> tuple[Any, st
         return None, "no local tokenizer; replies written by the parser's format"
     try:
         return load_renderer(values["model"], local_only=True, **kwargs), None
-    except Exception as exc:  # noqa: BLE001 - no usable tokenizer: the parser's format writes replies
-        return None, f"no chat template ({type(exc).__name__}); replies written by the parser's format"
+    except TemplateError as exc:  # the tokenizer has no chat template to cut replies from
+        note = (f"no chat template ({type(exc).__name__}: {' '.join(str(exc).split())}); replies written by "
+                "the parser's format")
+        print(f"warning: --model {values['model']}: {note}", file=err or sys.stderr)
+        return None, note
+    except Exception as exc:  # noqa: BLE001 - any other failure is said, never worked around
+        raise RunError(f"--model {values['model']}: loading its tokenizer from disk failed ({type(exc).__name__}: "
+                       f"{' '.join(str(exc).split())}); fix it, or pass --parser without --model to write replies "
+                       "in the parser's format") from None
 
 
 def _thinking_mode(values: dict[str, Any], backend: type[Backend], renderer: Any) -> Any:

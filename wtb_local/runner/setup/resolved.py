@@ -28,6 +28,9 @@ class ResolvedRun(BaseModel):
     request_timeout: float = 600.0  # seconds for one server reply (openai, openai-chat); not hashed
     served_model_name: str | None = None  # the name server backends send in requests (None: `model`)
     parser: str | None = None
+    # The version of the parser's implementation when it is not wtb_local's own: `vllm:NAME` records the
+    # installed vLLM's version (hashed when set: a vLLM upgrade may read the same completions differently).
+    parser_version: str | None = None
     # e.g. {"thinking": "per-step"} when generation prompts may pre-fill <think>; recorded so replays parse alike
     parser_options: dict[str, Any] = Field(default_factory=dict)
     chat_template: str | None = None
@@ -68,6 +71,8 @@ class ResolvedRun(BaseModel):
     verify_prompts: str | None = None
     on_prompt_mismatch: str | None = None
     progress: str = "auto"
+    engine_log_level: str | None = None  # vLLM's log level (None: error, info with --verbose); not hashed
+    verbose: bool = False
     protocol: str | None = None  # the protocol's hash value: None for release (left out of the hash)
     paper_family: str | None = None
     template_sha256: str | None = None
