@@ -210,6 +210,7 @@ def test_bad_format_and_dataset_mismatch_are_one_line(oracle: Path, tmp_path: Pa
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # a tiny model generating through transformers, then every report format: minutes on 2 shared cores
 def test_report_of_a_tiny_model_run(tmp_path: Path) -> None:
     """A real generation run (tiny random-weight model, transformers backend): every table, the health
     figures it records (raw completions, cut by the 8-token limit, tokens, latency) and the browser."""

@@ -100,7 +100,7 @@ def _chromium(*args: str, profile: Path) -> subprocess.CompletedProcess[str]:
     return done
 
 
-@pytest.mark.slow
+@pytest.mark.browser
 def test_a_45_run_report_fits_1400_px(roster_report: Path, tmp_path: Path) -> None:
     if CHROMIUM is None:
         if os.environ.get("CI", "").lower() in ("true", "1", "yes"):

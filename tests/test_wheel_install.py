@@ -24,7 +24,8 @@ import pytest
 
 from tests.rendering.conftest import make_tokenizer, real_templates
 
-pytestmark = pytest.mark.slow
+# Building the sdist and the wheel, and installing it with its dependencies into a clean venv.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 ROOT = Path(__file__).resolve().parents[1]
 CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")

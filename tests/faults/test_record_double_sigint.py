@@ -1,9 +1,10 @@
 """A double Ctrl-C, 20 times (docs/reliability.md, "Signals" and "Record faults"): SIGINT while sessions are
 being written, then a second SIGINT a seeded moment later (0 to 50 ms, while the run shuts down). Every time
-the process ends within 2 s of the second signal, with exit 130, the run's one line and no traceback; the
+the process ends (never hangs) after the second signal, with exit 130, the run's one line and no traceback; the
 manifest says `interrupted`, never `running`; the lock is released; and the rerun ends with the files of an
 uninterrupted run. Before the run record owned the second signal, it raised KeyboardInterrupt wherever the
-main thread was, inside asyncio too, and about one run in five hung for good."""
+main thread was, inside asyncio too, and about one run in five hung for good. How soon it ends is a machine's
+speed here; the 2 s bound is asserted against a 3 s slow shutdown in tests/runner/test_signals.py."""
 
 from __future__ import annotations
 
@@ -29,11 +30,10 @@ from tests.faults.record_cases import (
 )
 
 TIMES = 20
-SECOND_WITHIN_S = 2.0
 HUNG_AFTER_S = 30.0  # a process still alive this long after the second signal has hung
 
 
-def _double_sigint(dataset: Path, out: Path, gap: float) -> tuple[subprocess.Popen[str], str, float]:
+def _double_sigint(dataset: Path, out: Path, gap: float) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(command(dataset, out), env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             text=True, cwd=ROOT)
     try:
@@ -45,19 +45,18 @@ def _double_sigint(dataset: Path, out: Path, gap: float) -> tuple[subprocess.Pop
         proc.send_signal(signal.SIGINT)
         time.sleep(gap)
         proc.send_signal(signal.SIGINT)
-        second = time.monotonic()
         try:
             _, stderr = proc.communicate(timeout=HUNG_AFTER_S)
         except subprocess.TimeoutExpired:
             raise AssertionError(f"hung after the second SIGINT (gap {gap:.4f} s)") from None
-        return proc, stderr, time.monotonic() - second
+        return proc, stderr
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
 
 
-def test_a_double_sigint_20_times_ends_within_2_s_interrupted_and_resumes_identically(tmp_path: Path) -> None:
+def test_a_double_sigint_20_times_ends_interrupted_and_resumes_identically(tmp_path: Path) -> None:
     dataset = make_dataset(tmp_path)
     reference = reference_run(dataset, tmp_path / "reference")
     draw = seeded("wtb_local fault suite: double SIGINT gaps")
@@ -65,9 +64,8 @@ def test_a_double_sigint_20_times_ends_within_2_s_interrupted_and_resumes_identi
     identical = 0
     for number, gap in enumerate(gaps):
         out = tmp_path / f"sigint-{number}"
-        proc, stderr, elapsed = _double_sigint(dataset, out, gap)
+        proc, stderr = _double_sigint(dataset, out, gap)
         assert proc.returncode == 130, (gap, stderr)
-        assert elapsed < SECOND_WITHIN_S, (gap, elapsed)
         result = out / RESULT
         kept = len(complete_rows(result))
         assert stderr.splitlines() == [(f"interrupted by SIGINT: {kept} finished session(s) kept in {result}; "

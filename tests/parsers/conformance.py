@@ -3,7 +3,10 @@
     class TestHermes(ParserConformance):
         parser_name = "hermes"
 
-Most inputs are written by the parser's own `format`, so the suite does not depend on the syntax.
+Most inputs are written by the parser's own `format`, so the suite does not depend on the syntax. A bug
+shared by `parse` and `format` would pass those, so `test_reads_real_outputs` also reads the real outputs of
+tests/fixtures/parsers/ (texts no parser here wrote) that this parser reads, against the calls the fixtures'
+own labels name.
 Families add what only they can write through hooks:
 - `malformed_samples()`: {case: text} replies that attempt a call that cannot be read; each must come
   back with errors (never as a clean plain-text answer);
@@ -23,7 +26,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from wtb_local.parsers import get_parser, parse_completion
+from wtb_local.parsers import get_parser, parse_completion, select_parser
 from wtb_local.parsers.base import ToolParser
 from wtb_local.schema import ParsedCall, ParseResult
 
@@ -82,6 +85,59 @@ def same_content(got: str | None, want: str | None) -> bool:
     return (got or "").strip() == (want or "").strip()
 
 
+def real_outputs(parser_name: str) -> list[tuple[str, str, dict[str, Any], list[dict[str, Any]]]]:
+    """(sample id, text, parse keywords, labelled calls) of every real output in tests/fixtures/parsers/ that
+    `parser_name` reads, with the options, tools and finish reason the sample modules read it with. Samples
+    declared as a policy difference (each module's OURS) are left out: their label is not our result, and
+    those modules assert our result exactly."""
+    from tests.parsers import test_samples as release
+    from tests.parsers import test_samples_deepseek_glm_kimi_minimax as fam_a
+    from tests.parsers import test_samples_gemma_qwen35_olmo as gemma
+
+    found = []
+    for index, sample in enumerate(release.SAMPLES, start=1):
+        name = select_parser(sample["model"])
+        if name == parser_name and index not in release.OURS:
+            kwargs = {"options": release.OPTIONS.get(index, {}), "tools": sample.get("tools"),
+                      "finish_reason": "stop"}
+            found.append((f"output_samples.jsonl:{index}", sample["raw"], kwargs,
+                          sample["expected"].get("tool_calls") or []))
+    for line, sample in sorted(fam_a.SAMPLES.items()):
+        if select_parser(sample["model"]) == parser_name and line not in fam_a.OURS:
+            tools = [{"type": "function", "function": tool} for tool in sample.get("tools") or []] or None
+            kwargs = {"options": {"thinking": True} if fam_a._prefilled(sample) else {}, "tools": tools,
+                      "finish_reason": fam_a._finish(sample)}
+            found.append((f"2026/fam_a_samples.jsonl:{line}", sample["text"], kwargs, sample["expected_calls"]))
+    for line, sample in sorted(gemma.SAMPLES.items()):
+        if sample["family"] == parser_name and line not in gemma.OURS:
+            kwargs = {"options": gemma.OPTIONS.get(line, {}), "tools": sample.get("tools"),
+                      "finish_reason": gemma.FINISH.get(line, "stop")}
+            found.append((f"2026/gemma-qwen35-olmo.jsonl:{line}", sample["text"], kwargs, sample["expected_calls"]))
+    return found
+
+
+def labelled_calls_mismatch(got: ParseResult, want: list[dict[str, Any]]) -> str | None:
+    """What differs between the parsed calls and a fixture's labelled ones: names always; arguments as JSON
+    values when the label gives an object, as stripped text when it gives a string, the raw text when it gives
+    `arguments_raw`; a label without arguments asserts the name only."""
+    names = [c.name for c in got.tool_calls]
+    if names != [w["name"] for w in want]:
+        return f"calls {names} != {[w['name'] for w in want]}"
+    for c, w in zip(got.tool_calls, want, strict=True):
+        if "arguments_raw" in w and c.arguments != w["arguments_raw"]:
+            return f"{c.name} raw arguments {c.arguments!r} != {w['arguments_raw']!r}"
+        if isinstance(w.get("arguments"), str) and c.arguments.strip() != w["arguments"].strip():
+            return f"{c.name} arguments {c.arguments!r} != {w['arguments']!r}"
+        if isinstance(w.get("arguments"), dict):
+            try:
+                value = json.loads(c.arguments)
+            except ValueError:
+                return f"{c.name} arguments {c.arguments!r} are not JSON; the label is {w['arguments']}"
+            if value != w["arguments"]:
+                return f"{c.name} arguments {value} != {w['arguments']}"
+    return None
+
+
 class ParserConformance:
     parser_name: ClassVar[str]
     parser_options: ClassVar[dict[str, Any]] = {}
@@ -89,6 +145,8 @@ class ParserConformance:
     reasoning_open_tag: ClassVar[str] = "<think>"  # removed to test a prompt that pre-filled it
     reasoning_close_tag: ClassVar[str] = "</think>"
     xfail_cases: ClassVar[dict[str, str]] = {}
+    # Why tests/fixtures/parsers/ holds no real output this parser reads (None: it holds some, and they count)
+    no_real_outputs: ClassVar[str | None] = None
 
     # --- hooks ----------------------------------------------------------------------------------------
 
@@ -248,6 +306,22 @@ class ParserConformance:
         assert result.calls_in_reasoning == 1, (text, result)
         assert "search" in (result.reasoning or "") and "No, not yet." in (result.reasoning or ""), result
         assert same_content(result.content, "Done."), result
+
+    def test_reads_real_outputs(self) -> None:
+        """Texts a model or an upstream test wrote, not `format`: the calls must be the fixtures' labels."""
+        samples = real_outputs(self.parser_name)
+        if self.no_real_outputs:
+            assert not samples, f"{len(samples)} real outputs are read by {self.parser_name}: drop no_real_outputs"
+            return
+        assert samples, f"no real output in tests/fixtures/parsers/ is read by {self.parser_name}"
+        failures = []
+        for sample_id, text, kwargs, want in samples:
+            parser = get_parser(self.parser_name, **kwargs["options"])
+            got = parser.parse(text, tools=kwargs["tools"], finish_reason=kwargs["finish_reason"])
+            problem = labelled_calls_mismatch(got, want)
+            if problem:
+                failures.append(f"{sample_id}: {problem}")
+        assert not failures, "\n".join(failures)
 
     def test_truncated_call(self) -> None:
         full = self.parser.format(

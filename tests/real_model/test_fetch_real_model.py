@@ -64,6 +64,7 @@ def test_joined_parts_with_another_sha256_are_refused(tmp_path: Path) -> None:
                                f"with sha256 {real_model.GGUF_SHA256}")
 
 
+@pytest.mark.timeout(1800)  # the first user of real_model_dir may fetch and convert the model (conftest)
 def test_a_second_call_returns_the_cached_folder_at_once(real_model_dir: Path) -> None:
     started = time.monotonic()
     done = _script(str(real_model_dir))
@@ -74,6 +75,7 @@ def test_a_second_call_returns_the_cached_folder_at_once(real_model_dir: Path) -
     assert elapsed < 5.0  # about 0.1 s here: the marker and file sizes are read, nothing is converted
 
 
+@pytest.mark.timeout(1800)  # the first user of real_model_dir may fetch and convert the model (conftest)
 def test_the_folder_is_the_ggufs_model_tokenizer_and_template(real_model_dir: Path) -> None:
     marker = json.loads((real_model_dir / real_model.MARKER).read_text())
     assert marker["gguf_sha256"] == real_model.GGUF_SHA256

@@ -193,6 +193,7 @@ def test_stop_mode_on_the_loop_stops_before_the_prompt_is_sent(model_dir: Path, 
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # render worker processes on a tiny model, a run each: minutes on 2 shared cores
 @pytest.mark.parametrize("path", ["rendering", "tokenisation"])
 def test_reference_mode_in_render_workers_turns_the_path_off_in_every_worker(
         path: str, model_dir: Path, reference: dict[str, Any], tmp_path: Path) -> None:
@@ -222,6 +223,7 @@ def test_reference_mode_in_render_workers_turns_the_path_off_in_every_worker(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # render worker processes on a tiny model, a run each: minutes on 2 shared cores
 def test_stop_mode_in_render_workers_stops_before_the_prompt_is_sent(model_dir: Path, reference: dict[str, Any],
                                                                      tmp_path: Path) -> None:
     rid, sha = _target(reference)
@@ -288,6 +290,7 @@ def test_a_run_without_fast_paths_says_the_options_change_nothing(tmp_path: Path
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # render worker processes on a tiny model, a run each: minutes on 2 shared cores
 def test_a_mismatch_while_the_run_is_prepared_is_recorded_and_holds_for_render_workers(
         model_dir: Path, reference: dict[str, Any], tmp_path: Path) -> None:
     """The thinking probe's prompt (prepare, before any step) rendered wrong by the fast path: recorded with

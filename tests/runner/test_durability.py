@@ -60,6 +60,7 @@ def _complete_rows(path: Path) -> dict[str, dict]:
     return rows
 
 
+@pytest.mark.faults  # kills a real run in its own process
 @pytest.mark.parametrize("workers", ["0", "2"])
 def test_reported_sessions_survive_kill_9_and_resume_skips_exactly_the_finished(workload: tuple[Path, Path],
                                                                                 tmp_path: Path, workers: str) -> None:

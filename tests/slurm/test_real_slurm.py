@@ -32,8 +32,11 @@ from tests.slurm.cluster import local_slurm, missing_programs
 ROOT = Path(__file__).resolve().parents[2]
 MISSING = missing_programs()
 
+# A private Slurm cluster started in the fixture, then jobs queued, run and waited for (up to 300 s
+# each): more than the default limit.
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.timeout(900),
     pytest.mark.skipif(bool(MISSING) and os.environ.get("CI") != "true",
                        reason=f"Slurm not installed ({', '.join(MISSING)}): apt-get install -y slurm-wlm munge"),
 ]

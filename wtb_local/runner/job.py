@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any, NoReturn
+from urllib.parse import urlsplit, urlunsplit
 
 from wtb_local.backends import rerun_claim
 from wtb_local.backends.base import Backend
@@ -76,6 +77,9 @@ def _new_manifest(prep: PreparedRun, paths: RunPaths, config: dict[str, Any],
     # other options; `sampling_used` the values the requests were actually sampled with.
     options = {k: v for k, v in settings.model_dump(mode="json").items()
                if k not in HASHED_FIELDS and k != "dataset"}
+    for key in URL_SETTINGS:  # a manifest is shared with results: never a password or token it was given
+        if isinstance(options.get(key), str):
+            options[key] = without_credentials(options[key])
     return {
         "schema_version": SCHEMA_VERSION,  # contract/manifest.py: what a reader of this manifest may rely on
         "wtb_local": checkout(),
@@ -485,3 +489,15 @@ def run_job(options: RunOptions, **kwargs: Any) -> RunOutcome:
     or KeyboardInterrupt (before) propagates so the caller can say how to resume."""
     with stop_signals_installed():
         return asyncio.run(run_job_async(options, **kwargs))
+
+
+URL_SETTINGS = ("base_url", "mlflow_uri")
+
+
+def without_credentials(url: str) -> str:
+    """`url` with any user name and password in it replaced by `***` (`https://***@host/...`)."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=f"***@{host}"))
