@@ -77,6 +77,14 @@ COLUMN_DEFINITIONS: dict[str, str] = {
     "calls": "tool calls written outside the format (not executed)",
     "fenced_json": "steps with a ``` block holding a JSON call",
     "bare_json": "steps with a JSON call in the text",
+    # versions a score depends on (the manifest's `versions`)
+    "engine": "what generated the completions (vllm, transformers, a server, or a replay of recorded ones)",
+    "engine_version": "that engine's version as the run recorded it",
+    "constrained": "whether decoding was constrained to the tool schema (vLLM's strict tool calling or "
+                   "structured outputs), as the engine or server said it; unknown where a server does not say",
+    "parser": "the tool-call parser that read the completions",
+    "parser_implementation": "whose code that parser is: wtb_local's own, or the installed vLLM's (vllm:NAME)",
+    "parser_version": "the parser's version: wtb_local's for its own parsers, vLLM's for vllm:NAME",
 }
 
 

@@ -111,10 +111,11 @@ def _table(section: Section) -> str:
     body = []
     for row in section.rows:
         kind = row.get("kind", "ours")
-        # text cells (failure reasons, notes) wrap; numbers stay on one line
-        cells = "".join(f"<td{_TEXT_CELL if isinstance(row.get(k), str) else ''}>"
+        # a text column's cells (failure reasons, notes, versions) wrap and sit left, its empty ones too, under
+        # their header; numbers stay on one line
+        cells = "".join(f"<td{_TEXT_CELL if is_text else ''}>"
                         f"{html.escape(format_value(row.get(k), kind, section.percent))}</td>"
-                        for k, _ in section.columns)
+                        for (k, _), is_text in zip(section.columns, text_columns, strict=True))
         body.append(f'<tr class="{kind}"><th>{html.escape(row["label"])}</th>{cells}</tr>')
     legend = "".join(f"<dt>{html.escape(h)}</dt><dd>{html.escape(text)}</dd>" for h, text in defined if text)
     legend = f'<dl class="legend">{legend}</dl>' if legend else ""

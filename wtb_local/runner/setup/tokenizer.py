@@ -37,12 +37,17 @@ def load_renderer(model: str | None, *, revision: str | None = None, trust_remot
                           parser=parser)
 
 
+# What transformers' AutoTokenizer loads a tokenizer from; a directory with none of them holds no tokenizer.
+TOKENIZER_FILES = ("tokenizer_config.json", "tokenizer.json", "tokenizer.model", "vocab.json", "tiktoken.model")
+
+
 def tokenizer_on_disk(model: str | None, revision: str | None) -> bool:
-    """A local model directory, or a hub id whose tokenizer is in the local hub cache."""
+    """A local model directory holding a tokenizer, or a hub id whose tokenizer is in the local hub cache. A
+    directory without tokenizer files (a folder named only for the run's name) has none to load."""
     if not model:
         return False
     if Path(model).is_dir():
-        return True
+        return any((Path(model) / name).is_file() for name in TOKENIZER_FILES)
     try:
         from huggingface_hub import try_to_load_from_cache
 
