@@ -241,7 +241,7 @@ def test_report_of_a_tiny_model_run(tmp_path: Path) -> None:
     assert int(errors["failed"]) == round(8 * (1 - float(six["task_acc"]) / 100))
     assert sorted(p.name for p in (tmp_path / "r").iterdir()) == [
         "errors.csv", "health.csv", "report.html", "subtypes.csv", "table6.csv", "table7.csv", "table8.csv",
-        "transitions.csv"]
+        "transitions.csv", "versions.csv"]  # versions: a run that generated records its engine and parser
 
 
 def test_a_folder_of_runs_keeps_runs_of_one_model_apart(oracle: Path, tmp_path: Path) -> None:

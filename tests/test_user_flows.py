@@ -130,8 +130,8 @@ def test_replay_of_a_partial_run_replays_its_sessions_and_explains_failed_reques
     assert other.exit_code == 0, other.output
     warning = [line for line in other.stderr.splitlines() if line.startswith("warning:")]
     # the step it names is the first of the four it counts
-    assert warning == ["warning: 4 request(s) failed and were scored as step errors: no recorded completion for "
-                       "wild_tool_bench_2/0/0 and 3 more of that kind, with other numbers (4)"]
+    assert warning == [("warning: 4 request(s) failed and were scored as step errors: no recorded completion for "
+                       "wild_tool_bench_2/0/0 and 3 more of that kind, with other numbers (4)")]
 
 
 def test_openai_backend_without_a_server_fails_fast() -> None:

@@ -91,7 +91,7 @@ def render(model: str, session_id: str | None, task: int, step: int, dataset: st
     if renderer.template_kwargs:
         click.echo(f"template kwargs: {renderer.template_kwargs}", err=True)
     click.echo(f"prompt tokens: {len(rendered.token_ids)}", err=True)
-    foreign = foreign_template(renderer.model_id, chat_template)
+    foreign = foreign_template(model, chat_template)  # the id given, whichever protocol renders
     if foreign:
         click.echo(f"warning: {foreign}", err=True)
 
