@@ -48,7 +48,7 @@ class Sample:
 
 def samples() -> list[Sample]:
     """Every sample, with the reasoning pre-fill and finish reason its own test reads it with."""
-    from tests.parsers import test_samples, test_samples_2026_fam_a, test_samples_2026_gemma_qwen35_olmo
+    from tests.parsers import test_samples, test_samples_deepseek_glm_kimi_minimax, test_samples_gemma_qwen35_olmo
 
     found = []
     rows = FILES["reference"].read_text(encoding="utf-8").splitlines()
@@ -56,10 +56,10 @@ def samples() -> list[Sample]:
         found.append(Sample(f"reference:{line}", row["family"], row["model"], row["raw"], row.get("tools"),
                             "stop", dict(test_samples.OPTIONS.get(line, {}))))
     for row in map(json.loads, FILES["2026-a"].read_text(encoding="utf-8").splitlines()):
-        prefilled = test_samples_2026_fam_a._prefilled(row)
+        prefilled = test_samples_deepseek_glm_kimi_minimax._prefilled(row)
         found.append(Sample(f"2026-a:{row['line']}", row["family"], row["model"], row["text"], row.get("tools"),
-                            test_samples_2026_fam_a._finish(row), {"thinking": True} if prefilled else {}))
-    module = test_samples_2026_gemma_qwen35_olmo
+                            test_samples_deepseek_glm_kimi_minimax._finish(row), {"thinking": True} if prefilled else {}))
+    module = test_samples_gemma_qwen35_olmo
     for row in map(json.loads, FILES["2026-b"].read_text(encoding="utf-8").splitlines()):
         found.append(Sample(f"2026-b:{row['line']}", row["family"], row["model"], row["text"], row.get("tools"),
                             "stop", dict(module.OPTIONS.get(row["line"], {}))))
@@ -67,7 +67,7 @@ def samples() -> list[Sample]:
 
 
 def our_parser_name(sample: Sample) -> str:
-    from tests.parsers.test_samples_2026_gemma_qwen35_olmo import SELECTED
+    from tests.parsers.test_samples_gemma_qwen35_olmo import SELECTED
     from wtb_local.parsers import select_parser
 
     if sample.model in SELECTED:
