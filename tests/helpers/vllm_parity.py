@@ -48,7 +48,11 @@ class Sample:
 
 def samples() -> list[Sample]:
     """Every sample, with the reasoning pre-fill and finish reason its own test reads it with."""
-    from tests.parsers import test_samples, test_samples_deepseek_glm_kimi_minimax, test_samples_gemma_qwen35_olmo
+    from tests.parsers import (
+        test_samples,
+        test_samples_deepseek_glm_kimi_minimax,
+        test_samples_gemma_qwen35_olmo,
+    )
 
     found = []
     rows = FILES["reference"].read_text(encoding="utf-8").splitlines()
