@@ -50,6 +50,11 @@ SKIPPED: list[tuple[str, str]] = [
                        "server, and the lines that use one run against loopback servers")),
     (r"(^|\s)sbatch ", "needs SLURM; tests/test_slurm.py runs the scripts with a fake srun"),
     (r"(^|\s)slurm/\S+\.sh\b", "submits SLURM jobs (sbatch); the slurm/ scripts are tested with fakes"),
+    (r"^python -m wtb_local export \S+ --to (inspect|mlflow)\b|^inspect view ",
+     "needs the export extra (inspect_ai, mlflow) and a server; tests/exports/ runs these in the export tier"),
+    (r"^python -m wtb_local export \S+ --to leaderboard\b",
+     ("the release is not here, and a sample run's leaderboard row is refused; tests/exports/test_leaderboard.py "
+      "writes a full-release run's row and checks the refusal")),
     (r"\s--repeats [2-9]", ("repeats need a backend that samples, and the stand-in oracle does not (it is refused); "
                             "tests/runner/test_repeats.py runs them on a loopback server that samples by seed")),
 ]
