@@ -45,16 +45,19 @@ SKIPPED: list[tuple[str, str]] = [
     (r"^python3 -m venv ", "creates a virtual environment; the lines run in the project's own (.ci/run makes one)"),
     (r"^\. \.venv/bin/activate$", "activates that environment (each line here runs in its own shell)"),
     (r"^pip (install|uninstall) ", "installs packages: CI's .ci/run does exactly this on a fresh venv"),
-    (r"^python -m pytest\b", "the test suite itself (CI runs it)"),
+    (r"^python -m pytest\b|(^|\s)\S*python -m pytest\b", "the test suite itself (CI runs it)"),
     (r"^vllm serve ", ("starts a vLLM server on a GPU; tests/runner/test_openai_chat.py starts the real (CPU) "
                        "server, and the lines that use one run against loopback servers")),
     (r"(^|\s)sbatch ", "needs SLURM; tests/test_slurm.py runs the scripts with a fake srun"),
     (r"(^|\s)slurm/\S+\.sh\b", "submits SLURM jobs (sbatch); the slurm/ scripts are tested with fakes"),
-    (r"^python -m wtb_local export \S+ --to (inspect|mlflow)\b|^inspect view ",
+    (r"^python -m wtb_local export \S+ --to (inspect|mlflow)\b|^inspect view |\s--mlflow-uri ",
      "needs the export extra (inspect_ai, mlflow) and a server; tests/exports/ runs these in the export tier"),
     (r"^python -m wtb_local export \S+ --to leaderboard\b",
      ("the release is not here, and a sample run's leaderboard row is refused; tests/exports/test_leaderboard.py "
       "writes a full-release run's row and checks the refusal")),
+    (r"\svllm:\w|--parser(s)? \S*vllm:",
+     ("vLLM's own parsers need vLLM and the run's tokenizer on disk; tests/runner/test_vllm_parser.py runs "
+      "`parsers compare` and a replay through vllm:hermes (marker vllm)")),
     (r"\s--repeats [2-9]", ("repeats need a backend that samples, and the stand-in oracle does not (it is refused); "
                             "tests/runner/test_repeats.py runs them on a loopback server that samples by seed")),
 ]
