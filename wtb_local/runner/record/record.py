@@ -86,6 +86,13 @@ class RunRecord:
             self.invocation.update(finished=now(), wall_s=round(time.monotonic() - self._started, 3))
             self.invocation.update(self.figures())
 
+    def _count_written(self, invocation: dict[str, Any]) -> None:
+        """`sessions_run` as the result file holds it now: the figures are taken when the sessions stop, but
+        the writer thread may still be finishing rows then (it is drained before a close or an abandon)."""
+        written = self.figures().get("sessions_run")
+        if written is not None:
+            invocation["sessions_run"] = written
+
     def close(self, status: str, failure: str | None = None, **fields: Any) -> str | None:
         """End the invocation and the run with `status` (and the one-line `failure`), adding `fields` to the
         manifest. Never raises for the write: returns None when the record is on disk, else a clause saying
@@ -93,6 +100,7 @@ class RunRecord:
         with self.stop.holding():  # a first signal now waits until the record is on disk (stopping.py)
             self.settle()
             if self.invocation is not None:
+                self._count_written(self.invocation)
                 self.invocation["status"] = status
                 if failure:
                     self.invocation["failure"] = failure
@@ -137,6 +145,7 @@ class RunRecord:
                     if "finished" not in invocation:
                         invocation.update(finished=now(), wall_s=round(time.monotonic() - self._started, 3))
                         invocation.update(self.figures())
+                    self._count_written(invocation)
                     invocation["status"] = "interrupted"
                     invocations[-1] = invocation
                 manifest = {**self.manifest, "invocations": invocations, "status": "interrupted"}
