@@ -48,7 +48,7 @@ def test_cut_mid_thought_is_an_error_not_a_final_answer() -> None:
 def test_replay_reuses_the_recorded_parser_options(tmp_path) -> None:
     import json
 
-    from wtb_local.backends.replay import recorded_parser
+    from wtb_local.contract.recorded import recorded_parser
 
     result_file = tmp_path / "result" / "m" / "Wild-Tool-Bench_result.jsonl"
     result_file.parent.mkdir(parents=True)
@@ -65,7 +65,7 @@ def test_replay_with_another_parser_keeps_the_prompt_options(tmp_path) -> None:
     import json
 
     from wtb_local.backends import backend_class
-    from wtb_local.backends.replay import replay_parser
+    from wtb_local.contract.recorded import replay_parser
 
     run = tmp_path / "run"
     result_file = run / "result" / "m" / "Wild-Tool-Bench_result.jsonl"

@@ -9,8 +9,8 @@ import os
 import time
 from pathlib import Path
 
+from wtb_local.contract.lock_file import RunLock
 from wtb_local.reports.run_status import status_note
-from wtb_local.runner.record.lock import RunLock
 from wtb_local.runner.record.record import _stop_children, mark_killed
 
 

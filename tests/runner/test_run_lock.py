@@ -1,4 +1,4 @@
-"""The run directory's lock (wtb_local/runner/record/lock.py; docs/reliability.md, "One run per folder"): one holder
+"""The run directory's lock (wtb_local/contract/lock_file.py; docs/reliability.md, "One run per folder"): one holder
 at a time, named in one line; a lock left by a dead process taken over; a reader's probe never refuses a
 run; a forked child never keeps the lock; `run.lock` gone once released."""
 
@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from wtb_local.contract.lock_file import LOCK_NAME, Holder, live_holder
-from wtb_local.runner.record.lock import RunDirLocked, RunLock, locked
+from wtb_local.contract.lock_file import LOCK_NAME, Holder, RunDirLocked, RunLock, live_holder, locked
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,7 +39,7 @@ def test_a_held_folder_refuses_a_second_holder_naming_the_first(tmp_path: Path) 
 
 
 def test_a_lock_left_by_a_killed_process_is_taken_over_and_named(tmp_path: Path) -> None:
-    code = ("import sys, time; from wtb_local.runner.record.lock import RunLock; RunLock(sys.argv[1]).acquire(); "
+    code = ("import sys, time; from wtb_local.contract.lock_file import RunLock; RunLock(sys.argv[1]).acquire(); "
             "print('held', flush=True); time.sleep(60)")
     proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
@@ -102,7 +101,7 @@ def test_a_readers_probe_never_makes_a_run_refuse_to_start(tmp_path: Path) -> No
 def test_a_forked_child_does_not_keep_the_lock(tmp_path: Path) -> None:
     """An engine process forked by a run closes its copy of the lock: when the run dies, the folder is free
     although the child lives on."""
-    code = ("import os, sys, time; from wtb_local.runner.record.lock import RunLock; RunLock(sys.argv[1]).acquire()\n"
+    code = ("import os, sys, time; from wtb_local.contract.lock_file import RunLock; RunLock(sys.argv[1]).acquire()\n"
             "child = os.fork()\n"
             "if child == 0:\n    os.close(1); os.close(2); time.sleep(60); os._exit(0)\n"
             "print(child, flush=True); os._exit(0)\n")  # the run dies without releasing; its child lives

@@ -21,20 +21,19 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from wtb_local.backends.base import Backend, Capabilities, SetupError, file_sha256
-from wtb_local.contract.manifest import Manifest
-from wtb_local.contract.run_dir import ManifestError, incomplete_last, load_manifest, numbered_lines
+from wtb_local.contract.recorded import (
+    ReplayError,
+    find_result_file,
+    recorded_dataset,
+    recorded_manifest,
+    replay_parser,
+)
+from wtb_local.contract.run_dir import incomplete_last, numbered_lines
 from wtb_local.schema import Completion, GenerationRequest
-from wtb_local.scoring.files import RESULT_FILE_NAME, model_dir_name
-
-MANIFEST_NAME = "manifest.json"  # runner/record/manifest.py's; a backend does not import the runner
 
 ReplayKey = tuple[str, int, int]  # (session id, task index, step)
 
 _STEP_KEY = re.compile(r"step_(0|[1-9][0-9]*)")
-
-
-class ReplayError(ValueError):
-    """An unusable replay source; the message names the file (and line and field for a malformed line)."""
 
 
 @dataclass(frozen=True)
@@ -48,83 +47,6 @@ class RecordedStep:
     latency_s: float
     error: str | None  # set: the request was not served (no completion to parse)
     prefilled: bool | None = None  # the step's prompt pre-filled a reasoning opening (parsers/prefill.py)
-
-
-def find_result_file(path: str | Path, model_name: str | None = None) -> Path:
-    """The result file to replay: `path` itself, or `<path>/result/<model>/Wild-Tool-Bench_result.jsonl`
-    of a run directory (the only one there, or the one of `model_name` when there are several)."""
-    path = Path(path)
-    if path.is_file():
-        return path
-    if not path.is_dir():
-        raise ReplayError(f"{path}: no such file or directory (give a run directory or a result file)")
-    found = sorted((path / "result").glob(f"*/{RESULT_FILE_NAME}"))
-    if len(found) == 1:
-        return found[0]
-    if not found:
-        raise ReplayError(f"{path}: not a run directory (no result/<model>/{RESULT_FILE_NAME})")
-    if model_name:
-        wanted = path / "result" / model_dir_name(model_name) / RESULT_FILE_NAME
-        if wanted in found:
-            return wanted
-    models = ", ".join(p.parent.name for p in found)
-    raise ReplayError(f"{path}: several result files ({models}); give the result file itself")
-
-
-def recorded_manifest(path: str | Path) -> Manifest | None:
-    """The manifest of the run a replay source (run directory or result file) belongs to, read through its
-    model; None when there is none or it cannot be read (the replay then goes by its flags alone)."""
-    path = Path(path).resolve()
-    for candidate in (path, *path.parents[:3]):
-        file = candidate / MANIFEST_NAME
-        if file.is_file():
-            try:
-                return load_manifest(file)
-            except (OSError, ManifestError):
-                return None
-    return None
-
-
-def recorded_dataset(manifest: Manifest) -> str | None:
-    """The dataset a recorded run read: its file when that is still there, else the name it was given."""
-    path = manifest.dataset_path
-    if path is not None and Path(path).is_file():
-        return path
-    return manifest.dataset_source
-
-
-def recorded_parser(result_file: str | Path) -> tuple[str | None, dict[str, Any]]:
-    """The parser the recorded run used and its options (e.g. thinking pre-filled by the template), from
-    the manifest of its run directory; (None, {}) when unknown."""
-    try:
-        manifest = load_manifest(Path(result_file).resolve().parents[2] / MANIFEST_NAME)
-    except (OSError, IndexError, ManifestError):
-        return None, {}
-    if manifest is None:
-        return None, {}
-    parser = manifest.extra("parser")
-    options = manifest.extra("parser_options")
-    return (parser if isinstance(parser, str) and parser else None,
-            options if isinstance(options, dict) else {})
-
-
-# Options that describe the prompt, not the parser (whether it pre-filled a reasoning opening): they hold
-# for any parser that reads the recorded completions. Other options are the recorded parser's own.
-PROMPT_OPTIONS = ("thinking",)
-
-
-def replay_parser(result_file: str | Path, parser: str | None = None,
-                  options: dict[str, Any] | None = None) -> tuple[str | None, dict[str, Any]]:
-    """The parser a replay reads the recorded completions with, and its options: `parser` (default: the
-    recorded one) with `options` when given, else the recorded options that still apply (all of them for
-    the recorded parser, the prompt's (`PROMPT_OPTIONS`) for another one)."""
-    recorded, recorded_options = recorded_parser(result_file)
-    name = parser or recorded
-    if options:
-        return name, dict(options)
-    if name == recorded:
-        return name, dict(recorded_options)
-    return name, {k: v for k, v in recorded_options.items() if k in PROMPT_OPTIONS}
 
 
 def _is_int(value: Any) -> bool:

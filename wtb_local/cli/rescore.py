@@ -28,7 +28,7 @@ from wtb_local.protocols import CHECKERS, score_with
               help="Dataset of the run (default: the path its manifest records; its sha256 must match).")
 def rescore(run_dir: str, checker: str, dataset: str | None) -> None:
     """Re-score RUN_DIR's result file with another argument checker (no generation)."""
-    from wtb_local.runner.record.lock import RunDirLocked, locked  # deferred: start-up (--help)
+    from wtb_local.contract.lock_file import RunDirLocked, locked  # deferred: start-up (--help)
 
     try:
         # it writes the run's manifest: never while a run is writing it

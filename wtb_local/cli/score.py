@@ -127,7 +127,7 @@ def score(
 
 def _result_file(path: str, model_name: str | None) -> str:
     """A run directory's result file (like `report` and `--replay` take a run directory), or `path`."""
-    from wtb_local.backends.replay import ReplayError, find_result_file  # deferred: start-up (--help)
+    from wtb_local.contract.recorded import ReplayError, find_result_file  # deferred: start-up (--help)
 
     try:
         return str(find_result_file(path, model_name))

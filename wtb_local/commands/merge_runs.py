@@ -17,10 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from wtb_local.contract.lock_file import live_holder
+from wtb_local.contract.lock_file import live_holder, locked
 from wtb_local.contract.shard_dirs import SHARDS_DIR, Shard, parse_shard_dir
 from wtb_local.runner.errors import RunError
-from wtb_local.runner.record.lock import locked
 from wtb_local.runner.record.manifest import ManifestError, read_manifest, write_manifest
 from wtb_local.runner.setup.config import config_diff
 from wtb_local.runner.setup.paths import RunPaths

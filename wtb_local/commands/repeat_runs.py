@@ -83,7 +83,7 @@ def check_repeats(prep: Any, repeats: int) -> None:
 
 
 async def run_repeats_async(options: RunOptions, repeats: int, stderr: Any = None) -> RepeatsOutcome:
-    from wtb_local.runner.record.lock import locked
+    from wtb_local.contract.lock_file import locked
     from wtb_local.runner.setup.prepare import prepare
 
     err = stderr or sys.stderr

@@ -13,6 +13,7 @@ the line instead (scoring/files.py), as they refuse any other bad input.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,6 +81,27 @@ def load_manifest_data(path: str | Path) -> dict[str, Any] | None:
         raise ManifestUnreadable(f"{path}: unreadable run manifest ({' '.join(str(exc).split())})") from None
     check_manifest(data, path)
     return data
+
+
+def write_manifest(run_dir: str | Path, manifest: dict[str, Any]) -> Path:
+    """Atomic write (temporary file + rename) so a killed run never leaves half a manifest."""
+    path = Path(run_dir) / MANIFEST_NAME
+    check_manifest(manifest, path)  # written only as its model allows (manifest.py)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(manifest, handle, indent=2, ensure_ascii=False)
+        handle.write("\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+    return path
+
+
+def session_index(session_id: str) -> int:
+    """N of `wild_tool_bench_N`, the order of a result file's rows (ids without a numeric suffix sort last)."""
+    tail = session_id.rsplit("_", 1)[-1]
+    return int(tail) if tail.isdigit() else 1 << 62
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from wtb_local.contract.manifest import Manifest
+from wtb_local.contract.recorded import recorded_manifest
 from wtb_local.contract.run_dir import ManifestError, as_manifest, load_manifest
 from wtb_local.explain.factors import RunRecords, read_factors
 
@@ -55,22 +56,15 @@ def _dict(value: Any) -> dict[str, Any]:
 
 
 def generation_manifest(manifest: Manifest) -> tuple[Manifest, list[str]]:
-    """The manifest of the run whose completions `manifest`'s run holds: itself, or for a backend that
-    replays recorded completions, the recorded run's (followed through replays of replays); with a note
-    when a replayed run's manifest cannot be found."""
-    from wtb_local.backends import backend_class
-    from wtb_local.backends.replay import recorded_manifest  # deferred: start-up
-
+    """The manifest of the run whose completions `manifest`'s run holds: itself, or for a run that replayed
+    recorded completions (its hashed config holds the replayed file's `replay_sha256`, which only a replay
+    records), the recorded run's (followed through replays of replays); with a note when a replayed run's
+    manifest cannot be found."""
     current = manifest
     for _ in range(_REPLAY_DEPTH):
-        name = current.section("config").get("backend")
-        try:
-            replays = backend_class(str(name)).capabilities.replays
-        except ValueError:
-            return current, []
         source = current.section("settings").get("replay")  # the recorded source (`--replay`)
-        if not replays or not isinstance(source, str) or not source:  # fixed replies of its own (a script)
-            return current, []
+        if not current.section("config").get("replay_sha256") or not isinstance(source, str) or not source:
+            return current, []  # generated its completions, or fixed replies of its own (a script)
         recorded = recorded_manifest(source)
         if recorded is None:
             return current, [(f"the replayed run's manifest ({source}) is not readable: generation factors "
@@ -80,7 +74,7 @@ def generation_manifest(manifest: Manifest) -> tuple[Manifest, list[str]]:
 
 
 def _result_file(path: Path, manifest: Manifest, model_dir: str) -> Path | None:
-    from wtb_local.scoring.files import RESULT_FILE_NAME  # deferred: start-up
+    from wtb_local.contract.paths import RESULT_FILE_NAME  # deferred: start-up
 
     recorded = manifest.section("files").get("result")
     candidates = [Path(recorded)] if isinstance(recorded, str) and recorded else []

@@ -6,7 +6,7 @@ strings the three together.
 
 - `RunOptions` (setup/options.py): what the user asked; `prepare(options)` (setup/prepare.py): a
   `PreparedRun` holding the frozen `ResolvedRun` (setup/resolved.py) with the source of every value.
-- `hashed_config`/`config_hash`/`config_diff` (setup/config.py): the part that must match to resume a run
+- `hashed_config`/`config_hash` (setup/config.py), `config_diff` (contract/config_diff.py): the part that must match to resume a run
   directory.
 - `run_job(options)` / `run_job_async(options, backend=None, renderer=None)` (job.py): dataset → run →
   score → files; returns a `RunOutcome` (paths, metric, rows, manifest).
@@ -17,12 +17,13 @@ strings the three together.
 
 from __future__ import annotations
 
+from wtb_local.contract.config_diff import config_diff
 from wtb_local.runner.errors import RunError
 from wtb_local.runner.job import RunOutcome, run_job, run_job_async
 from wtb_local.runner.loop.loop import SessionRunner, resolve_scheduling
 from wtb_local.runner.loop.seeds import request_id, request_seed
 from wtb_local.runner.loop.steps import StepDriver, reply_from_parse
-from wtb_local.runner.setup.config import config_diff, config_hash, hashed_config
+from wtb_local.runner.setup.config import config_hash, hashed_config
 from wtb_local.runner.setup.options import RunOptions
 from wtb_local.runner.setup.paths import RunPaths, run_paths
 from wtb_local.runner.setup.prepare import PreparedRun, prepare

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit, urlunsplit
 from wtb_local.backends import rerun_claim
 from wtb_local.backends.base import Backend
 from wtb_local.backends.environment import machine, package_versions
+from wtb_local.contract.lock_file import RunLock, locked
 from wtb_local.contract.manifest import SCHEMA_VERSION
 from wtb_local.contract.run_dir import ResultLines
 from wtb_local.faults import INTERNAL_EXIT_CODE, Fault, FaultLog, InternalError, stop_line
@@ -32,7 +33,6 @@ from wtb_local.runner.loop.stopping import current as current_stop
 from wtb_local.runner.loop.stopping import installed as stop_signals_installed
 from wtb_local.runner.loop.throughput import ThroughputMeter
 from wtb_local.runner.record import internal as internal_record
-from wtb_local.runner.record.lock import RunLock, locked
 from wtb_local.runner.record.manifest import read_manifest
 from wtb_local.runner.record.record import RunRecord, interrupted_line
 from wtb_local.runner.record.record import now as _now

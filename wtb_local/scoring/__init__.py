@@ -17,17 +17,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from wtb_local.contract.paths import RESULT_FILE_NAME, model_dir_name
 from wtb_local.evaluator.judge import score_session
 from wtb_local.evaluator.metrics import compute_metrics, session_index
 from wtb_local.schema import Session
 from wtb_local.scoring.checks import check_rows
 from wtb_local.scoring.files import (
     METRIC_FILE_NAME,
-    RESULT_FILE_NAME,
     SCORE_FILE_NAME,
     ScoringError,
     append_result_row,
-    model_dir_name,
     read_jsonl,
     read_metric,
     read_result_rows,

@@ -10,20 +10,15 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from wtb_local.contract.paths import model_dir_name
 from wtb_local.contract.run_dir import incomplete_last, incomplete_note, numbered_lines
 
-RESULT_FILE_NAME = "Wild-Tool-Bench_result.jsonl"
 SCORE_FILE_NAME = "Wild-Tool-Bench_score.jsonl"
 METRIC_FILE_NAME = "Wild-Tool-Bench_metric.json"
 
 
 class ScoringError(ValueError):
     """Bad scoring input; the message is one line naming file, line and field."""
-
-
-def model_dir_name(model_name: str) -> str:
-    """The reference's folder name for a model: `/` replaced by `_`."""
-    return model_name.replace("/", "_")
 
 
 def score_dir(out_dir: str | Path, model_name: str) -> Path:

@@ -8,12 +8,10 @@ adds sessions to the run appends its times to `invocations`.
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Any
 
-from wtb_local.contract.run_dir import ManifestError, ManifestUnreadable, check_manifest, load_manifest_data
+from wtb_local.contract.run_dir import ManifestError, ManifestUnreadable, load_manifest_data, write_manifest
 
 __all__ = ["MANIFEST_NAME", "ManifestError", "manifest_near", "read_manifest", "write_manifest"]
 
@@ -31,21 +29,6 @@ def read_manifest(run_dir: str | Path) -> dict[str, Any] | None:
     if data is not None and not isinstance(data.get("config"), dict):
         raise ManifestError(f"{path}: field config: missing; use --overwrite to start afresh")
     return data
-
-
-def write_manifest(run_dir: str | Path, manifest: dict[str, Any]) -> Path:
-    """Atomic write (temporary file + rename) so a killed run never leaves half a manifest."""
-    path = Path(run_dir) / MANIFEST_NAME
-    check_manifest(manifest, path)  # written only as its model allows (contract/manifest.py)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(manifest, handle, indent=2, ensure_ascii=False)
-        handle.write("\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-    return path
 
 
 def manifest_near(path: str | Path) -> dict[str, Any] | None:

@@ -20,8 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from wtb_local.contract.lock_file import RunLock
 from wtb_local.runner.errors import RecordError
-from wtb_local.runner.record.lock import RunLock
 from wtb_local.runner.record.manifest import MANIFEST_NAME, write_manifest
 
 DRAIN_S = 1.0  # how long a second signal lets the writer thread finish the rows it was given

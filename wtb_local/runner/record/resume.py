@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from wtb_local.contract.config_diff import config_diff
 from wtb_local.contract.run_dir import read_result_lines
 from wtb_local.runner.errors import RunError
 from wtb_local.runner.record.manifest import read_manifest
-from wtb_local.runner.setup.config import config_diff, config_hash
+from wtb_local.runner.setup.config import config_hash
 from wtb_local.runner.setup.paths import RunPaths
 
 

@@ -28,17 +28,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from wtb_local.contract.run_dir import Dropped, read_result_lines
+from wtb_local.contract.run_dir import Dropped, read_result_lines, session_index
 from wtb_local.runner.errors import RecordError
 
 Durable = Callable[[BaseException | None], None]  # called in the writer thread after the row's fsync
 _Item = tuple[dict[str, Any], str, Durable | None]  # a row, its line, its callback
-
-
-def session_index(session_id: str) -> int:
-    """N of `wild_tool_bench_N` (ids without a numeric suffix sort last)."""
-    tail = session_id.rsplit("_", 1)[-1]
-    return int(tail) if tail.isdigit() else 1 << 62
 
 
 def _row_text(row: dict[str, Any]) -> str:

@@ -1,36 +1,13 @@
-"""Where a run's files go: `runs/<model>/` (or `--out`) in the reference's own layout, so `score` and
-the reference scorer read a run directory unchanged:
-
-    <run dir>/manifest.json
-    <run dir>/result/<model>/Wild-Tool-Bench_result.jsonl
-    <run dir>/score/<model>/Wild-Tool-Bench_score.jsonl
-    <run dir>/score/<model>/Wild-Tool-Bench_metric.json
-
-`<model>` is the model name with `/` replaced by `_`; the default run directory adds a server backend, the
+"""Where a run's files go: `runs/<model>/` (or `--out`), laid out as contract/paths.py says. The default run directory adds a server backend, the
 thinking mode and the protocol when they were chosen (`runs/Qwen_Qwen3-8B-no-thinking`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
+from wtb_local.contract.paths import RunPaths, model_dir_name
 from wtb_local.runner.setup.resolved import ResolvedRun
-from wtb_local.scoring.files import RESULT_FILE_NAME, model_dir_name
-
-
-@dataclass
-class RunPaths:
-    run_dir: Path
-    model_name: str
-
-    @property
-    def result_file(self) -> Path:
-        return self.run_dir / "result" / model_dir_name(self.model_name) / RESULT_FILE_NAME
-
-    @property
-    def score_dir(self) -> Path:
-        return self.run_dir / "score" / model_dir_name(self.model_name)
 
 
 def run_paths(run: ResolvedRun) -> RunPaths:
