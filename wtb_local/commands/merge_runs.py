@@ -17,12 +17,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from wtb_local.contract.config_diff import config_diff
+from wtb_local.contract.errors import RunError
 from wtb_local.contract.lock_file import live_holder, locked
+from wtb_local.contract.manifest import Manifest
+from wtb_local.contract.paths import RunPaths
+from wtb_local.contract.run_dir import (
+    MANIFEST_NAME,
+    ManifestError,
+    check_manifest,
+    load_manifest_data,
+    session_index,
+    write_manifest,
+)
 from wtb_local.contract.shard_dirs import SHARDS_DIR, Shard, parse_shard_dir
-from wtb_local.runner.errors import RunError
-from wtb_local.runner.record.manifest import ManifestError, read_manifest, write_manifest
-from wtb_local.runner.setup.config import config_diff
-from wtb_local.runner.setup.paths import RunPaths
 
 # Manifest entries, besides `config`, that every shard must share.
 _AGREED = ("parser_options", "template_kwargs", "protocol")
@@ -58,14 +66,24 @@ def find_shards(run_dir: Path) -> list[tuple[Shard, Path]]:
     return sorted(found, key=lambda item: (item[0].count, item[0].index))
 
 
-def _agreed_view(manifest: dict[str, Any]) -> dict[str, Any]:
-    view = {"config": manifest.get("config"), "selection_sha256": (manifest.get("shard") or {}).get(
-        "selection_sha256")}
-    view.update({key: manifest.get(key) for key in _AGREED if key in manifest})
+@dataclass
+class _Loaded:
+    """A finished shard: its folder's name and path, its manifest (every value merge reads comes from the
+    model) and the manifest as written (what the merged manifest copies)."""
+
+    name: str
+    path: Path
+    manifest: Manifest
+    written: dict[str, Any]
+
+
+def _agreed_view(manifest: Manifest) -> dict[str, Any]:
+    view = {"config": manifest.config, "selection_sha256": manifest.section("shard").get("selection_sha256")}
+    view.update({key: manifest.extra(key) for key in _AGREED if key in (manifest.model_extra or {})})
     return view
 
 
-def _check_shards(run_dir: Path) -> list[tuple[str, Path, dict[str, Any]]]:
+def _check_shards(run_dir: Path) -> list[_Loaded]:
     shards = find_shards(run_dir)
     counts = sorted({shard.count for shard, _ in shards})
     if len(counts) > 1:
@@ -81,46 +99,63 @@ def _check_shards(run_dir: Path) -> list[tuple[str, Path, dict[str, Any]]]:
             problems.append(f"{shard.dir_name}: still running ({holder.describe()})")
             continue
         try:
-            manifest = read_manifest(path)
+            read = _read_shard_manifest(path)
         except ManifestError as exc:
             problems.append(f"{shard.dir_name}: {exc}")
             continue
-        if manifest is None:
+        if read is None:
             problems.append(f"{shard.dir_name}: no manifest.json (never started)")
             continue
-        status = manifest.get("status")
+        written, manifest = read
+        status = manifest.status
         if status == "running":
             problems.append(f"{shard.dir_name}: status running, but its process died (rerun or requeue that "
                             "shard: it resumes)")
         elif status != "complete":
             problems.append(f"{shard.dir_name}: status {status} (rerun or requeue that shard: it resumes)")
-        recorded = manifest.get("shard") or {}
+        recorded = manifest.section("shard")
         if (recorded.get("index"), recorded.get("count")) != (shard.index, shard.count):
             problems.append(f"{shard.dir_name}: its manifest records shard "
                             f"{recorded.get('index')}/{recorded.get('count')}")
-        loaded.append((shard.dir_name, path, manifest))
+        loaded.append(_Loaded(shard.dir_name, path, manifest, written))
     if problems:
         raise RunError(f"{run_dir}: cannot merge: {_listing(problems)}")
-    first_name, _, first = loaded[0]
+    first = loaded[0]
     conflicts = []
-    for name, _, manifest in loaded[1:]:
-        for line in config_diff(_agreed_view(first), _agreed_view(manifest)):
-            conflicts.append(f"{name} vs {first_name}: {line}")
+    for other in loaded[1:]:
+        for line in config_diff(_agreed_view(first.manifest), _agreed_view(other.manifest)):
+            conflicts.append(f"{other.name} vs {first.name}: {line}")
     if conflicts:
         raise RunError(f"{run_dir}: shards disagree, cannot merge: {_listing(conflicts)}")
     return loaded
 
 
-def _merged_rows(run_dir: Path, loaded: list[tuple[str, Path, dict[str, Any]]],
-                 model_name: str, notes: list[str] | None = None) -> list[dict[str, Any]]:
-    from wtb_local.runner.record.store import session_index
+def _read_shard_manifest(path: Path) -> tuple[dict[str, Any], Manifest] | None:
+    """A shard's manifest as written and as its model; None when there is none. ManifestError (one line)
+    as `run` refuses to resume it: not readable, not valid, or without a `config`."""
+    file = path / MANIFEST_NAME
+    try:
+        written = load_manifest_data(file)
+    except ManifestError as exc:
+        raise ManifestError(f"{exc}; use --overwrite to start afresh") from None
+    if written is None:
+        return None
+    manifest = check_manifest(written, file)
+    if manifest.config is None:
+        raise ManifestError(f"{file}: field config: missing; use --overwrite to start afresh")
+    return written, manifest
+
+
+def _merged_rows(run_dir: Path, loaded: list[_Loaded], model_name: str,
+                 notes: list[str] | None = None) -> list[dict[str, Any]]:
     from wtb_local.scoring import ScoringError, read_result_rows
 
     owner: dict[str, str] = {}
     rows: list[dict[str, Any]] = []
     duplicated = []
-    for name, path, _ in loaded:
-        result_file = RunPaths(path, model_name).result_file
+    for shard in loaded:
+        name = shard.name
+        result_file = RunPaths(shard.path, model_name).result_file
         try:
             shard_rows = read_result_rows(result_file, notes)
         except ScoringError as exc:
@@ -132,11 +167,11 @@ def _merged_rows(run_dir: Path, loaded: list[tuple[str, Path, dict[str, Any]]],
                 continue
             owner[str(session_id)] = name
             rows.append(row)
-    selection = [sid for _, _, manifest in loaded for sid in manifest["shard"].get("sessions", [])]
+    selection = [sid for shard in loaded for sid in shard.manifest.section("shard").get("sessions", [])]
     missing = sorted(set(selection) - set(owner), key=session_index)
     problems = ([f"session(s) in two shards: {_listing(duplicated)}"] if duplicated else []) + (
         [f"session(s) in no shard: {_listing(missing)}"] if missing else [])
-    size = loaded[0][2]["shard"].get("selection_size")
+    size = loaded[0].manifest.section("shard").get("selection_size")
     if not problems and size is not None and len(owner) != size:
         problems.append(f"{len(owner)} sessions in the shards, {size} selected")
     if problems:
@@ -144,11 +179,11 @@ def _merged_rows(run_dir: Path, loaded: list[tuple[str, Path, dict[str, Any]]],
     return sorted(rows, key=lambda row: session_index(row["id"]))
 
 
-def _dataset_sessions(manifest: dict[str, Any], dataset: str | None) -> tuple[list[Any], str]:
+def _dataset_sessions(manifest: Manifest, dataset: str | None) -> tuple[list[Any], str]:
     from wtb_local.dataset import DatasetError, dataset_sha256, read_dataset, resolve_dataset
 
-    recorded = manifest["config"].get("dataset_sha256")
-    source = dataset or (manifest.get("dataset") or {}).get("path")
+    recorded = manifest.section("config").get("dataset_sha256")
+    source = dataset or manifest.section("dataset").get("path")
     if not source:
         raise RunError("the shards' manifests name no dataset file; pass --dataset PATH")
     try:
@@ -174,15 +209,15 @@ def merge_run(run_dir: str | Path, *, dataset: str | None = None, err: Any = Non
 
 def _merge_locked(run_dir: Path, dataset: str | None, err: Any) -> MergeOutcome:
     from wtb_local.protocols import protocol_named
-    from wtb_local.runner.job import score_run
+    from wtb_local.protocols.checkers import score_run
     from wtb_local.scoring import write_result_rows
     from wtb_local.scoring.length_cuts import length_cuts
 
     loaded = _check_shards(run_dir)
-    first = loaded[0][2]
-    model_name = first["config"].get("model_name") or (first.get("model") or {}).get("name")
-    if not isinstance(model_name, str) or not model_name:
-        raise RunError(f"{loaded[0][1] / 'manifest.json'}: field config.model_name: missing")
+    first = loaded[0].manifest
+    model_name = first.model_name
+    if model_name is None:
+        raise RunError(f"{loaded[0].path / 'manifest.json'}: field config.model_name: missing")
     paths = RunPaths(run_dir, model_name)
     notes: list[str] = []  # a shard's incomplete last line, dropped as its own rerun would drop it
     rows = _merged_rows(run_dir, loaded, model_name, notes)
@@ -191,25 +226,27 @@ def _merge_locked(run_dir: Path, dataset: str | None, err: Any) -> MergeOutcome:
     sessions, dataset_path = _dataset_sessions(first, dataset)
     write_result_rows(paths.result_file, rows)
     # Judged with the checker of the run's protocol, as the run itself is (runner/job.py).
-    checker = protocol_named(first["config"].get("protocol")).checker
+    checker = protocol_named(first.section("config").get("protocol")).checker
     score_rows, metric = score_run(rows, sessions, model_name, paths, checker=checker)
 
-    manifest = {key: value for key, value in first.items() if key not in ("shard", "invocations", "summary")}
-    # Every shard's invocations, tagged: their wall times add up to the run's device time.
-    manifest["invocations"] = [{**invocation, "shard": name} for name, _, manifest_ in loaded
-                               for invocation in manifest_.get("invocations", [])]
-    manifest.update(
+    # The merged manifest is the first shard's as written (its fields in their order), less the shard's own.
+    merged = {key: value for key, value in loaded[0].written.items()
+              if key not in ("shard", "invocations", "summary")}
+    # Every shard's invocations, as written, tagged: their wall times add up to the run's device time.
+    merged["invocations"] = [{**invocation, "shard": shard.name} for shard in loaded
+                             for invocation in shard.written.get("invocations", [])]
+    merged.update(
         status="complete",
         merged=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         files={"result": str(paths.result_file), "score_dir": str(paths.score_dir)},
-        shards={"count": len(loaded), "selection_sha256": first["shard"]["selection_sha256"],
-                "parts": [{"dir": str(path), "sessions": manifest_["shard"]["sessions"],
-                           "work": manifest_["shard"].get("work")}
-                          for _, path, manifest_ in loaded]},
+        shards={"count": len(loaded), "selection_sha256": first.section("shard")["selection_sha256"],
+                "parts": [{"dir": str(shard.path), "sessions": shard.manifest.section("shard")["sessions"],
+                           "work": shard.manifest.section("shard").get("work")}
+                          for shard in loaded]},
         summary={"sessions_scored": len(score_rows), "task_accuracy": metric["total_info"]["task"],
                  "session_accuracy": metric["total_info"]["session"], "length_cuts": length_cuts(rows)},
     )
-    manifest["dataset"] = {**(first.get("dataset") or {}), "path": dataset_path,
-                           "sessions_selected": first["shard"].get("selection_size")}
-    write_manifest(run_dir, manifest)
-    return MergeOutcome(paths, manifest, metric, rows, [name for name, _, _ in loaded])
+    merged["dataset"] = {**first.section("dataset"), "path": dataset_path,
+                         "sessions_selected": first.section("shard").get("selection_size")}
+    write_manifest(run_dir, merged)
+    return MergeOutcome(paths, merged, metric, rows, [shard.name for shard in loaded])

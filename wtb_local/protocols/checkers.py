@@ -7,7 +7,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from wtb_local.scoring import ScoredFile, load_scorable, model_dir_name, score_results
+from wtb_local.contract.errors import RecordError
+from wtb_local.contract.paths import RunPaths
+from wtb_local.scoring import ScoredFile, load_scorable, model_dir_name, score_results, write_score_files
 from wtb_local.scoring import score_file as score_file_strict
 
 CHECKERS = ("strict", "lenient")
@@ -24,6 +26,18 @@ def score_with(checker: str, result_rows: list[dict[str, Any]], sessions: list[A
     if checker != "strict":
         raise ValueError(f"unknown checker {checker!r}; choose one of {', '.join(CHECKERS)}")
     return score_results(result_rows, sessions, model_name, source=source)
+
+
+def score_run(result_rows: list[dict[str, Any]], sessions: list[Any], model_name: str,
+              paths: RunPaths, checker: str = "strict") -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Score every session of a run (or a merged one) and write the score and metric files into its run
+    directory; a failed write is a RecordError naming the file."""
+    score_rows, metric = score_with(checker, result_rows, sessions, model_name, str(paths.result_file))
+    try:
+        write_score_files(paths.run_dir, model_name, score_rows, metric)
+    except OSError as exc:
+        raise RecordError(exc.filename or paths.score_dir, exc) from exc
+    return score_rows, metric
 
 
 def score_file(path: str | Path, sessions: Sequence[Any], model_name: str | None = None,

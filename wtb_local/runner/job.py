@@ -24,6 +24,7 @@ from wtb_local.contract.lock_file import RunLock, locked
 from wtb_local.contract.manifest import SCHEMA_VERSION
 from wtb_local.contract.run_dir import ResultLines
 from wtb_local.faults import INTERNAL_EXIT_CODE, Fault, FaultLog, InternalError, stop_line
+from wtb_local.protocols.checkers import score_run
 from wtb_local.runner.errors import InternalErrors, LoopError, RecordError, RunError, one_line
 from wtb_local.runner.loop.loop import SessionRunner, resolve_scheduling
 from wtb_local.runner.loop.progress import Loading, ProgressStats, make_progress
@@ -466,21 +467,6 @@ def _first_cause(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     return exc
-
-
-def score_run(result_rows: list[dict[str, Any]], sessions: list[Any], model_name: str,
-              paths: RunPaths, checker: str = "strict") -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Score every session in the result file and write the score and metric files (`lenient`: the
-    paper harness's checker, wtb_local.protocols)."""
-    from wtb_local.protocols import score_with
-    from wtb_local.scoring import write_score_files
-
-    score_rows, metric = score_with(checker, result_rows, sessions, model_name, str(paths.result_file))
-    try:
-        write_score_files(paths.run_dir, model_name, score_rows, metric)
-    except OSError as exc:
-        raise RecordError(exc.filename or paths.score_dir, exc) from exc
-    return score_rows, metric
 
 
 def run_job(options: RunOptions, **kwargs: Any) -> RunOutcome:
