@@ -386,6 +386,7 @@ def make_figures(out: Path, gap: str | None, page: str | None, plot: str | None)
 
 def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(ROOT))
+    from wtb_local.backends import engine_backends
     from wtb_local.explain.plan import PlanError, make_plan, plan_script
 
     args = _arguments(argv)
@@ -395,7 +396,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out_dir).resolve()
     (out / "logs").mkdir(parents=True, exist_ok=True)
     try:
-        plan = make_plan(args.model_dir, runs_dir=str(out / "runs"), engine=args.engine,
+        plan = make_plan(args.model_dir, engines=engine_backends(), runs_dir=str(out / "runs"), engine=args.engine,
                          run_options=_run_options(args), explain_out=str(out / "explain"),
                          generated_parsers=args.generated_parsers, context_window=args.context_window)
     except PlanError as exc:

@@ -14,10 +14,11 @@ from wtb_local.commands.repeat_runs import mean_and_stderr, repeat_seed
 from wtb_local.explain.build import explain_runs
 from wtb_local.explain.divergence import first_divergence
 from wtb_local.explain.runs import load_run, runs_to_explain
+from wtb_local.runner.job import replay_run
 
 
 def _explain(*paths: Path) -> dict:
-    return explain_runs(runs_to_explain([str(p) for p in paths]))
+    return explain_runs(runs_to_explain([str(p) for p in paths]), replay_run)
 
 
 def _differing(data: dict) -> list[str]:

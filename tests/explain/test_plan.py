@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from tests.runner.conftest import chat_template
+from wtb_local.backends import engine_backends
 from wtb_local.explain.plan import ALTERNATIVE_PARSERS, make_plan
 from wtb_local.parsers import parser_names
 
@@ -112,7 +113,7 @@ def test_a_greedy_local_model_has_no_seed_runs(tmp_path: Path) -> None:
     model = build_tiny_tokenizer(tmp_path / "greedy model", chat_template("Qwen/Qwen2.5-7B-Instruct"),
                                  special_tokens=["<tool_call>", "</tool_call>"])
     (model / "generation_config.json").write_text(json.dumps({"do_sample": False}), encoding="utf-8")
-    plan = make_plan(str(model), runs_dir="out", run_options=["--dataset sample --limit 2"])
+    plan = make_plan(str(model), engines=engine_backends(), runs_dir="out", run_options=["--dataset sample --limit 2"])
     assert plan.notes == [
         (f"{model} decodes greedily (its generation_config.json, or --temperature 0): every seed gives the same "
          "completions, so there are no seed runs; the noise left is the engine's own"),
@@ -120,7 +121,7 @@ def test_a_greedy_local_model_has_no_seed_runs(tmp_path: Path) -> None:
     assert plan.runs[0].args == ("run", "--model", str(model), "--backend", "vllm", "--dataset", "sample",
                                  "--limit", "2", "--out", "out/base")
     assert plan.runs[1].args[:4] == ("run", "--backend", "replay", "--replay") and plan.runs[1].args[4] == "out/base"
-    sampled = make_plan(str(model), runs_dir="out", run_options=["--temperature 0.7"])
+    sampled = make_plan(str(model), engines=engine_backends(), runs_dir="out", run_options=["--temperature 0.7"])
     assert sampled.notes == [f"no template override serves {model}"]
     assert sampled.runs[0].args[5:7] == ("--repeats", "3")
     # a model path with a space is quoted in the script

@@ -19,6 +19,7 @@ RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "runner" / "real_m
 
 def test_vllms_hermes_and_ours_give_the_same_verdicts(real_model_dir: Path, tmp_path: Path) -> None:
     from wtb_local.commands.parser_comparison import compare_parsers
+    from wtb_local.runner.job import replay_run
 
     run = tmp_path / "run"
     shutil.copytree(RECORDED, run)
@@ -27,7 +28,7 @@ def test_vllms_hermes_and_ours_give_the_same_verdicts(real_model_dir: Path, tmp_
     manifest["config"]["model"] = str(real_model_dir)  # the recording machine's cache path, here this one's
     (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
 
-    report = compare_parsers(run, ["hermes", "vllm:hermes"], dataset="sample")
+    report = compare_parsers(run, ["hermes", "vllm:hermes"], replay=replay_run, dataset="sample")
     ours, theirs = report["tasks"]["hermes"], report["tasks"]["vllm:hermes"]
     assert (ours["tasks"], ours["not_comparable"], theirs["not_comparable"]) == (8, 0, 0)
     assert theirs["verdicts_differing"] == 0 and theirs["correct"] == ours["correct"]

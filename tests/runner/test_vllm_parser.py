@@ -56,8 +56,9 @@ def test_a_replay_through_vllms_hermes_records_its_version(oracle_run: Path, tmp
 
 def test_parsers_compare_with_vllms_parser(oracle_run: Path) -> None:
     from wtb_local.commands.parser_comparison import compare_parsers
+    from wtb_local.runner.job import replay_run
 
-    report = compare_parsers(oracle_run, ["hermes", "vllm:hermes"])
+    report = compare_parsers(oracle_run, ["hermes", "vllm:hermes"], replay=replay_run)
     hermes, vllm = report["completions"]["hermes"], report["completions"]["vllm:hermes"]
     assert hermes["calls"] > 0 and vllm["calls"] == hermes["calls"]
     assert (vllm["disagreements"], vllm["parse_failures"]) == (0, 0)

@@ -41,10 +41,11 @@ def explain(ctx: click.Context, run_dirs: tuple[str, ...], plan_model: str | Non
     if plan_model is not None:
         if run_dirs:
             raise click.UsageError("--plan MODEL takes no RUN_DIR")
+        from wtb_local.backends import engine_backends  # deferred: start-up (--help)
         from wtb_local.explain.plan import PlanError, make_plan, plan_script  # deferred: start-up (--help)
 
         try:
-            planned = make_plan(plan_model, runs_dir=runs_dir, engine=engine, run_options=run_options,
+            planned = make_plan(plan_model, engines=engine_backends(), runs_dir=runs_dir, engine=engine, run_options=run_options,
                                 generated_parsers=generated_parsers, context_window=context_window)
         except PlanError as exc:
             raise click.ClickException(str(exc)) from None
@@ -57,6 +58,7 @@ def explain(ctx: click.Context, run_dirs: tuple[str, ...], plan_model: str | Non
     from wtb_local.explain.runs import ExplainError, runs_to_explain  # deferred: start-up (--help)
     from wtb_local.reports.build import parse_formats, png_refused  # deferred: start-up (--help)
     from wtb_local.runner.errors import RunError  # deferred: start-up (--help)
+    from wtb_local.runner.job import replay_run  # deferred: start-up (--help)
 
     try:
         chosen = parse_formats(formats)
@@ -68,7 +70,7 @@ def explain(ctx: click.Context, run_dirs: tuple[str, ...], plan_model: str | Non
     if refused:
         raise click.ClickException(refused)
     try:
-        data = explain_runs(runs_to_explain(run_dirs, dataset))
+        data = explain_runs(runs_to_explain(run_dirs, dataset), replay_run)
     except (ExplainError, RunError) as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(plain(data), nl=False)

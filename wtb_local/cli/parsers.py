@@ -152,10 +152,11 @@ def compare(run_dir: str, names: str, dataset: str | None, output_format: str, k
     disagreements (with examples) and the task verdicts each parser leads to (replayed)."""
     from wtb_local.commands.parser_comparison import compare_parsers, to_markdown
     from wtb_local.runner.errors import RunError  # deferred: start-up (--help)
+    from wtb_local.runner.job import replay_run  # deferred: start-up (--help)
 
     wanted = [name.strip() for name in names.split(",") if name.strip()]
     try:
-        report = compare_parsers(run_dir, wanted, dataset=dataset, keep=keep)
+        report = compare_parsers(run_dir, wanted, replay=replay_run, dataset=dataset, keep=keep)
     except (RunError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     for note in report.get("notes", []):  # e.g. an incomplete last line dropped, as `run` drops it

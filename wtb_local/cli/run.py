@@ -58,11 +58,12 @@ def run(ctx: click.Context, **params: Any) -> None:
     click.echo(f"result:   {paths.result_file}")
     click.echo(f"score:    {paths.score_dir}")
     click.echo(f"manifest: {paths.run_dir / 'manifest.json'}")
-    throughput = (outcome.manifest.get("summary") or {}).get("throughput")
+    recorded = outcome.recorded
+    throughput = recorded.section("summary").get("throughput")
     if throughput and throughput.get("steps"):
         click.echo(summary_line(throughput))
-    if outcome.manifest.get("status") != "complete":
-        click.echo(f"warning: run status {outcome.manifest.get('status')}", err=True)
+    if recorded.status != "complete":
+        click.echo(f"warning: run status {recorded.status}", err=True)
     from wtb_local.cli.health import health_lines  # deferred: start-up (--help)
     from wtb_local.reports.present import present  # deferred: start-up (--help)
 

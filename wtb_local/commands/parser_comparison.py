@@ -13,24 +13,24 @@ Two views, each parser against the first one named (the baseline):
   that accepts a different reply leads the conversation to steps the run never recorded: such a task is
   "not comparable" (no completion exists to judge), not a failure, and is left out of the accuracy.
 
-Each parser gets the recorded options that still apply (`backends.replay.replay_parser`, as a replay run
+Each parser gets the recorded options that still apply (`contract.recorded.replay_parser`, as a replay run
 does): `thinking` (the prompt pre-filled the reasoning tag, once or per step) describes the prompt, not
 the parser, so it applies to every parser.
 """
 
 from __future__ import annotations
 
-import asyncio
-import io
 import json
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from wtb_local.contract.errors import RunError
 from wtb_local.contract.manifest import Manifest
+from wtb_local.contract.recorded import ReplayError, find_result_file, recorded_parser, replay_parser
 from wtb_local.contract.run_dir import ManifestError, load_manifest
 from wtb_local.parsers.prefill import STEP_FIELD, step_parser
-from wtb_local.runner.errors import RunError
 
 UNRECORDED = "no recorded completion for "
 _EXAMPLES = 3
@@ -143,17 +143,12 @@ def _task_verdicts(score_rows: list[dict[str, Any]], result_rows: list[dict[str,
     return verdicts
 
 
-def _replay(result_file: Path, manifest: Manifest, parser: str, options: dict[str, Any],
+def _replay(replay: Callable[..., Any], result_file: Path, manifest: Manifest, parser: str,
             dataset: str, out: Path) -> dict[str, str]:
-    from wtb_local.runner.job import run_job_async
-    from wtb_local.runner.setup.options import RunOptions
-
     config = manifest.section("config")
-    # the replay keeps the recorded options that still apply to `parser` (`options`, backends/replay.py)
-    run = RunOptions(backend="replay", replay=str(result_file), model=config.get("model"),
-                     model_name=config.get("model_name") or result_file.parent.name, parser=parser,
-                     dataset=dataset, out=str(out), progress="none")
-    outcome = asyncio.run(run_job_async(run, stderr=io.StringIO()))
+    # the replay keeps the recorded options that still apply to `parser` (contract/recorded.py, replay_parser)
+    outcome = replay(result_file, parser=parser, dataset=dataset, out=out, model=config.get("model"),
+                     model_name=config.get("model_name") or result_file.parent.name)
     return _task_verdicts(outcome.score_rows, outcome.result_rows)
 
 
@@ -168,10 +163,11 @@ def _tokenizer(name: str, manifest: Manifest) -> Any:
                           trust_remote_code=bool(config.get("trust_remote_code", settings.get("trust_remote_code"))))
 
 
-def compare_parsers(run_dir: str | Path, parser_names: list[str], *, dataset: str | None = None,
-                    keep: str | Path | None = None) -> dict[str, Any]:
-    """The comparison as a JSON-ready dict. `keep`: write each parser's replayed run under keep/<parser>."""
-    from wtb_local.backends.replay import ReplayError, find_result_file, recorded_parser, replay_parser
+def compare_parsers(run_dir: str | Path, parser_names: list[str], *, replay: Callable[..., Any],
+                    dataset: str | None = None, keep: str | Path | None = None) -> dict[str, Any]:
+    """The comparison as a JSON-ready dict. `replay`: runs a replay of the recorded completions through one
+    parser and returns its outcome (`runner.job.replay_run`, which `parsers compare` passes). `keep`: write
+    each parser's replayed run under keep/<parser>."""
     from wtb_local.parsers import get_parser
 
     if not parser_names:
@@ -203,7 +199,7 @@ def compare_parsers(run_dir: str | Path, parser_names: list[str], *, dataset: st
     with tempfile.TemporaryDirectory(prefix="wtb-compare-") as scratch:
         root = Path(keep) if keep else Path(scratch)
         for name in parser_names:
-            verdicts[name] = _replay(result_file, manifest, name, chosen[name], dataset, root / name)
+            verdicts[name] = _replay(replay, result_file, manifest, name, dataset, root / name)
     baseline = parser_names[0]
     tasks = {}
     for name in parser_names:

@@ -10,18 +10,12 @@ table row shows).
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import math
 import os
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-from wtb_local.runner.errors import RunError
-from wtb_local.runner.setup.options import RunOptions
 
 SUMMARY_NAME = "repeats.json"
 
@@ -53,71 +47,6 @@ def mean_metric(metrics: list[dict[str, Any]]) -> dict[str, Any]:
         return first
 
     return merge(metrics)
-
-
-@dataclass
-class RepeatsOutcome:
-    run_dir: Path
-    summary: dict[str, Any]
-    outcomes: list[Any]
-
-
-def check_repeats(prep: Any, repeats: int) -> None:
-    """Repeats differ only where replies are sampled: refused, in one line, where they cannot differ."""
-    if repeats < 2:
-        return
-    run, caps = prep.run, prep.backend_class.capabilities
-    if not caps.samples:
-        what = "replays fixed replies" if caps.replays else "does not sample"
-        raise RunError(f"--repeats {repeats}: the {run.backend} backend {what}; every repeat would give the "
-                       "same replies")
-    if run.sampling.temperature == 0:
-        raise RunError(f"--repeats {repeats}: greedy decoding (--temperature 0) gives the same replies every "
-                       "time; repeats need sampled decoding")
-    from wtb_local.runner.record.run_record import sampling_used  # deferred: start-up
-
-    used = sampling_used(run)
-    if used.get("do_sample") is False:
-        raise RunError(f"--repeats {repeats}: greedy decoding ({used['source']}: do_sample false) gives the "
-                       "same replies every time; pass --temperature above 0 for sampled decoding")
-
-
-async def run_repeats_async(options: RunOptions, repeats: int, stderr: Any = None) -> RepeatsOutcome:
-    from wtb_local.contract.lock_file import locked
-    from wtb_local.runner.setup.prepare import prepare
-
-    err = stderr or sys.stderr
-    prep = prepare(options, None, err)
-    check_repeats(prep, repeats)
-    with locked(prep.paths.run_dir, err):  # one repeats run per folder; each repeat locks its own too
-        return await _run_repeats(options, repeats, prep, err)
-
-
-async def _run_repeats(options: RunOptions, repeats: int, prep: Any, err: Any) -> RepeatsOutcome:
-    from wtb_local.runner.job import run_job_async
-
-    run_dir = prep.paths.run_dir
-    backend = prep.build_backend()
-    await backend.start()
-    outcomes = []
-    try:
-        for r in range(repeats):
-            seed = repeat_seed(options.seed, r)
-            one = options.model_copy(update={"out": str(run_dir / "repeats" / str(r)), "seed": seed,
-                                             "model_name": prep.run.model_name})
-            print(f"repeat {r + 1} of {repeats} (seed {seed})", file=err)
-            outcomes.append(await run_job_async(one, backend=backend, renderer=prep.renderer, stderr=err))
-    finally:
-        await backend.close()
-    summary = summarize(run_dir, [o.settings.seed for o in outcomes], [o.metric for o in outcomes])
-    return RepeatsOutcome(run_dir, summary, outcomes)
-
-
-def run_repeats(options: RunOptions, repeats: int, **kwargs: Any) -> RepeatsOutcome:
-    from wtb_local.runner.loop.stopping import installed
-
-    with installed():
-        return asyncio.run(run_repeats_async(options, repeats, **kwargs))
 
 
 def summarize(run_dir: Path, seeds: list[int], metrics: list[dict[str, Any]]) -> dict[str, Any]:

@@ -5,6 +5,7 @@ test, the waterfall from the first run to each other one, and the seed spread of
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 from wtb_local.explain.decompose import counts, decompose, reparse, session_sets
@@ -68,10 +69,10 @@ def _seed_groups(runs: Sequence[ExplainRun], keys: list[TaskKey],
     return found
 
 
-def explain_runs(runs: Sequence[ExplainRun],
-                 reparse_with: Callable[[ExplainRun, str], list[dict[str, Any]]] = reparse) -> dict[str, Any]:
+def explain_runs(runs: Sequence[ExplainRun], replay: Callable[..., Any]) -> dict[str, Any]:
     """The whole explanation. The first run is the baseline of the waterfalls; a `--repeats` run's seeds
-    are compared with each other for the noise, not decomposed."""
+    are compared with each other for the noise, not decomposed. `replay`: runs a replay of a recorded
+    run through another parser (`runner.job.replay_run`, which `explain` passes)."""
     runs = list(runs)
     keys, notes = common_tasks(runs)
     sessions = session_sets(runs, keys)
@@ -87,7 +88,7 @@ def explain_runs(runs: Sequence[ExplainRun],
     pairs = [_pair(a, b, keys, sessions, seed_rate) for i, a in enumerate(runs) for b in runs[i + 1:]]
     base = runs[0]
     others = [run for run in runs[1:] if base.group is None or run.group != base.group]
-    decompositions = [decompose(base, run, keys, reparse_with) for run in others]
+    decompositions = [decompose(base, run, keys, partial(reparse, replay=replay)) for run in others]
     summary = []
     for run in runs:
         task, session = _accuracy(run, keys, sessions)

@@ -19,8 +19,6 @@ generated those steps because its parser read what A's did not.
 
 from __future__ import annotations
 
-import asyncio
-import io
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -75,20 +73,16 @@ def _has_raw(run: ExplainRun) -> bool:
     return False
 
 
-def reparse(run: ExplainRun, parser: str) -> list[dict[str, Any]]:
-    """`run`'s recorded completions replayed through `parser`: the replay's result rows (scored rows are
-    recomputed by the caller with whichever checker it needs)."""
-    from wtb_local.runner.job import run_job_async  # deferred: start-up
-    from wtb_local.runner.setup.options import RunOptions  # deferred: start-up
-
+def reparse(run: ExplainRun, parser: str, replay: Callable[..., Any]) -> list[dict[str, Any]]:
+    """`run`'s recorded completions replayed through `parser` by `replay` (`runner.job.replay_run`, which
+    `explain` passes): the replay's result rows (scored rows are recomputed by the caller with whichever
+    checker it needs)."""
     config = run.manifest.section("config")
     dataset = run.dataset_path or (run.manifest.dataset_source or "release")
     with tempfile.TemporaryDirectory(prefix="wtb-explain-") as scratch:
-        options = RunOptions(backend="replay", replay=str(run.result_file), model=config.get("model"),
-                             model_name=config.get("model_name") or run.model_name, parser=parser,
-                             dataset=dataset, out=str(Path(scratch) / "replay"), progress="none",
-                             **({"protocol": _protocol_of(run)} if _protocol_of(run) else {}))
-        outcome = asyncio.run(run_job_async(options, stderr=io.StringIO()))
+        outcome = replay(run.result_file, parser=parser, dataset=dataset, out=Path(scratch) / "replay",
+                         model=config.get("model"), model_name=config.get("model_name") or run.model_name,
+                         protocol=_protocol_of(run))
     return outcome.result_rows
 
 
@@ -127,7 +121,7 @@ def _part(name: str, factors: list[str], how: str, before: Verdicts, after: Verd
 
 
 def decompose(a: ExplainRun, b: ExplainRun, keys: list[TaskKey],
-              reparse_with: Callable[[ExplainRun, str], list[dict[str, Any]]] = reparse) -> dict[str, Any]:
+              reparse_with: Callable[[ExplainRun, str], list[dict[str, Any]]]) -> dict[str, Any]:
     """The waterfall from `a` to `b` on the compared tasks `keys`."""
     sessions = session_sets([a, b], keys)
     differing = {f.name for f in FACTORS if a.factors[f.name] != b.factors[f.name]}

@@ -99,21 +99,21 @@ def _default_dir(model: str) -> str:
     return f"runs/explain-{normalize_model_id(model).rsplit('/', 1)[-1] or 'model'}"
 
 
-def make_plan(model: str, *, runs_dir: str | None = None, engine: str | None = None,
+def make_plan(model: str, *, engines: Sequence[str], runs_dir: str | None = None, engine: str | None = None,
               run_options: Sequence[str] = (), explain_out: str | None = None,
               generated_parsers: bool = False, context_window: int | None = None) -> Plan:
-    """The runs for `model`; `run_options` are shell-split and added to every run; `explain_out`: where the
+    """The runs for `model`; `engines`: the in-process engine backends, the first the default engine
+    (`backends.engine_backends()`, which `explain --plan` passes); `run_options` are shell-split and added to every run; `explain_out`: where the
     explanation goes (default: `explain` in the runs directory); `generated_parsers`: each alternative
     parser also run with generation, on the baseline's engine and first seed; `context_window`: a run with
     that `--max-model-len` (a deployment with a smaller window, where long prompts end their step)."""
-    from wtb_local.backends import engine_backends
     from wtb_local.parsers import select_parser  # deferred: start-up
     from wtb_local.protocols import protocol_named, protocol_names  # deferred: start-up
     from wtb_local.rendering.templates import override_for  # deferred: start-up
     from wtb_local.roster.memory import cached_config  # deferred: start-up
 
     options = tuple(word for text in run_options for word in shlex.split(text))
-    engines = engine_backends()
+    engines = list(engines)
     base_engine = engine or engines[0]
     if base_engine not in engines:
         raise PlanError(f"--engine {base_engine}: choose an in-process engine backend ({', '.join(engines)})")

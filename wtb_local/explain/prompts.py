@@ -26,14 +26,15 @@ def _dict(value: Any) -> dict[str, Any]:
 def _renderer(model: str, revision: str | None, chat_template: str | None, kwargs: str, parser: str | None,
               trust_remote_code: bool) -> tuple[Any, str | None]:
     """(renderer, None) or (None, why not); loaded once per distinct recording."""
-    from wtb_local.runner.setup.tokenizer import load_renderer, tokenizer_on_disk  # deferred: start-up
+    from wtb_local.rendering.renderer import PromptRenderer  # deferred: start-up
+    from wtb_local.rendering.templates import tokenizer_on_disk  # deferred: start-up
 
     if not tokenizer_on_disk(model, revision):
         return None, f"the tokenizer of {model} is not on disk"
-    try:
-        renderer = load_renderer(model, revision=revision, trust_remote_code=trust_remote_code,
-                                 chat_template=chat_template, template_kwargs=json.loads(kwargs), parser=parser,
-                                 local_only=True)
+    try:  # as a run loads a tokenizer it uses when on disk (runner/setup/tokenizer.py)
+        renderer = PromptRenderer.from_local(model, revision=revision, trust_remote_code=trust_remote_code,
+                                             chat_template=chat_template, template_kwargs=json.loads(kwargs),
+                                             parser=parser)
     except Exception as exc:  # noqa: BLE001 - a missing package or file: not re-rendered, and said why
         return None, f"cannot load the tokenizer of {model} ({type(exc).__name__})"
     return renderer, None

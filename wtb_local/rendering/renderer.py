@@ -87,6 +87,19 @@ class PromptRenderer:
         return cls(tokenizer, model_id=model_id_or_path, chat_template=chat_template,
                    template_kwargs=template_kwargs, thinking=thinking, parser=parser)
 
+    @classmethod
+    def from_local(cls, model: str, *, revision: str | None = None, trust_remote_code: bool = False,
+                   chat_template: str | None = None, template_kwargs: dict[str, Any] | None = None,
+                   parser: str | None = None) -> PromptRenderer:
+        """Load the tokenizer from a local directory or the hub cache only (never the network): for a run
+        that uses a tokenizer when it is on disk, and for `explain` re-rendering a recorded run's prompts."""
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(model, revision=revision, trust_remote_code=trust_remote_code,
+                                                  local_files_only=True)
+        return cls(tokenizer, model_id=model, chat_template=chat_template, template_kwargs=template_kwargs,
+                   parser=parser)
+
     def __getstate__(self) -> dict[str, Any]:
         """What a render worker needs (pool.py): the tokenizer, the template chosen and its variables, the
         checks' policy. The fast paths hold compiled code and caches; a copy builds its own, and checks

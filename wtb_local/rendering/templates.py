@@ -129,3 +129,22 @@ def resolve_template(spec: str, directory: Traversable | None = None) -> tuple[s
         return f"path:{path}", path.read_text(encoding="utf-8")
     names = ", ".join(o.name for o in list_overrides(folder)) or "none"
     raise TemplateError(f"--chat-template {spec!r}: neither a shipped override (known: {names}) nor a file")
+
+
+# What transformers' AutoTokenizer loads a tokenizer from; a directory with none of them holds no tokenizer.
+TOKENIZER_FILES = ("tokenizer_config.json", "tokenizer.json", "tokenizer.model", "vocab.json", "tiktoken.model")
+
+
+def tokenizer_on_disk(model: str | None, revision: str | None) -> bool:
+    """A local model directory holding a tokenizer, or a hub id whose tokenizer is in the local hub cache. A
+    directory without tokenizer files (a folder named only for the run's name) has none to load."""
+    if not model:
+        return False
+    if Path(model).is_dir():
+        return any((Path(model) / name).is_file() for name in TOKENIZER_FILES)
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        return isinstance(try_to_load_from_cache(model, "tokenizer_config.json", revision=revision), str)
+    except Exception:  # noqa: BLE001 - an id the hub library rejects is simply not on disk
+        return False

@@ -9,6 +9,7 @@ score and metric files next to it (paths.py has the layout).
 from __future__ import annotations
 
 import asyncio
+import io
 import sys
 import time
 from dataclasses import dataclass, field
@@ -21,8 +22,8 @@ from wtb_local.backends import rerun_claim
 from wtb_local.backends.base import Backend
 from wtb_local.backends.environment import machine, package_versions
 from wtb_local.contract.lock_file import RunLock, locked
-from wtb_local.contract.manifest import SCHEMA_VERSION
-from wtb_local.contract.run_dir import ResultLines
+from wtb_local.contract.manifest import SCHEMA_VERSION, Manifest
+from wtb_local.contract.run_dir import MANIFEST_NAME, ResultLines, as_manifest, check_manifest
 from wtb_local.faults import INTERNAL_EXIT_CODE, Fault, FaultLog, InternalError, stop_line
 from wtb_local.protocols.checkers import score_run
 from wtb_local.runner.errors import InternalErrors, LoopError, RecordError, RunError, one_line
@@ -56,6 +57,11 @@ class RunOutcome:
     manifest: dict[str, Any]
     skipped_sessions: list[str] = field(default_factory=list)
     ran_sessions: list[str] = field(default_factory=list)
+
+    @property
+    def recorded(self) -> Manifest:
+        """The manifest the run wrote, as its model: what the commands that print the run read."""
+        return check_manifest(self.manifest, self.paths.run_dir / MANIFEST_NAME)
 
 
 def _label_counts(row: dict[str, Any], _session: Any) -> tuple[int, int]:
@@ -291,6 +297,7 @@ async def _run_locked(prep: PreparedRun, backend: Backend | None, lock: RunLock,
 
     own_backend = backend is None
     ended: BaseException | None = None
+    scheduling: Any = None  # recorded once the backend is built
     try:
         if backend is None:
             backend = prep.build_backend()
@@ -315,7 +322,7 @@ async def _run_locked(prep: PreparedRun, backend: Backend | None, lock: RunLock,
         result_rows, store_error = _finalize(store)
         if backend is not None:
             described = backend.describe()
-            manifest.update(backend=described, rerun=rerun_claim(described, manifest.get("scheduling")))
+            manifest.update(backend=described, rerun=rerun_claim(described, scheduling))
         kept = len(store.rows)
         broken_file = _keep_broken(paths, internal, set(store.rows), resume)
         if ended is not None or store_error is not None or stop.requested:
@@ -458,7 +465,7 @@ def _throughput(invocation: dict[str, Any], pending: list[Any], previous: dict[s
     """This invocation's throughput; a rerun that ran nothing keeps the figures of the run before it."""
     if pending:
         return invocation["throughput"]
-    earlier = ((previous or {}).get("summary") or {}).get("throughput")
+    earlier = as_manifest(previous).section("summary").get("throughput") if previous is not None else None
     return earlier if earlier is not None else invocation["throughput"]
 
 
@@ -475,6 +482,17 @@ def run_job(options: RunOptions, **kwargs: Any) -> RunOutcome:
     or KeyboardInterrupt (before) propagates so the caller can say how to resume."""
     with stop_signals_installed():
         return asyncio.run(run_job_async(options, **kwargs))
+
+
+def replay_run(result_file: str | Path, *, parser: str, dataset: str, out: str | Path, model: Any = None,
+               model_name: Any = None, protocol: str | None = None) -> RunOutcome:
+    """A recorded run's completions read again through `parser` (`run --backend replay --parser`), into the
+    run directory `out`, printing nothing: what `parsers compare` and `explain` hand their reader logic
+    (cli/parsers.py, cli/explain.py), so the reader half never starts a run itself."""
+    options = RunOptions(backend="replay", replay=str(result_file), model=model, model_name=model_name,
+                         parser=parser, dataset=dataset, out=str(out), progress="none",
+                         **({"protocol": protocol} if protocol else {}))
+    return asyncio.run(run_job_async(options, stderr=io.StringIO()))
 
 
 URL_SETTINGS = ("base_url", "mlflow_uri")

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from wtb_local.contract.lock_file import RunLock
+from wtb_local.contract.run_dir import as_manifest
 from wtb_local.runner.errors import RecordError
 from wtb_local.runner.record.manifest import MANIFEST_NAME, write_manifest
 
@@ -67,7 +68,9 @@ class RunRecord:
         self.on_disk: str | None = None  # the status the manifest on disk says (None: not written by us)
         self.closed = False
         self._started = time.monotonic() if started is None else started  # the command's start
-        mark_killed(self.manifest.setdefault("invocations", []))
+        # the manifest's invocations, the earlier ones as written; this one is appended by `begin`
+        self.invocations: list[Any] = self.manifest.setdefault("invocations", [])
+        mark_killed(self.invocations)
         stop.last_resort = self.abandon
 
     # --- the record on disk -----------------------------------------------------------------------------
@@ -76,8 +79,8 @@ class RunRecord:
         """The invocation, with status `running`, on disk before any session runs (a process killed outright
         still leaves it there). Raises RecordError when the manifest cannot be written."""
         self.invocation = invocation
-        self.manifest["invocations"].append(invocation)
-        self.manifest["status"] = "running"
+        self.invocations.append(invocation)
+        self.manifest.update(status="running")
         self._write(self.manifest)
 
     def settle(self) -> None:
@@ -126,7 +129,7 @@ class RunRecord:
             except OSError:
                 pass
             raise RecordError(self.path, exc) from exc
-        self.on_disk = str(manifest.get("status"))
+        self.on_disk = str(as_manifest(manifest).status)
 
     # --- a second signal --------------------------------------------------------------------------------
 
@@ -139,7 +142,7 @@ class RunRecord:
             self.store.drain(DRAIN_S)
             line = interrupted_line(signal_name, len(self.store.rows), self.result_file)
             if not self.closed:
-                invocations = list(self.manifest.get("invocations") or [])
+                invocations = list(self.invocations)
                 if self.invocation is not None:
                     invocation = dict(self.invocation)
                     if "finished" not in invocation:

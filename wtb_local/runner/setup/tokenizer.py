@@ -6,7 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from wtb_local.rendering.templates import TemplateError, tokenizer_on_disk
 from wtb_local.runner.errors import RunError
+
+__all__ = ["load_renderer", "local_config", "tokenizer_on_disk"]
 
 
 def load_renderer(model: str | None, *, revision: str | None = None, trust_remote_code: bool = False,
@@ -14,7 +17,6 @@ def load_renderer(model: str | None, *, revision: str | None = None, trust_remot
                   parser: str | None = None, local_only: bool = False) -> Any:
     """The model's prompt renderer; `local_only`: from a local directory or the hub cache, no network."""
     from wtb_local.rendering.renderer import PromptRenderer  # deferred: start-up
-    from wtb_local.rendering.templates import TemplateError  # deferred: start-up
 
     if not model:
         raise RunError("--model is needed to load the tokenizer")
@@ -29,31 +31,8 @@ def load_renderer(model: str | None, *, revision: str | None = None, trust_remot
         except Exception as exc:  # noqa: BLE001 - hub, file and tokenizer errors all mean "no tokenizer"
             # transformers' messages span several lines; the CLI's errors are one line.
             raise RunError(f"--model {model}: cannot load the tokenizer: {' '.join(str(exc).split())}") from None
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(model, revision=revision, trust_remote_code=trust_remote_code,
-                                              local_files_only=True)
-    return PromptRenderer(tokenizer, model_id=model, chat_template=chat_template, template_kwargs=kwargs,
-                          parser=parser)
-
-
-# What transformers' AutoTokenizer loads a tokenizer from; a directory with none of them holds no tokenizer.
-TOKENIZER_FILES = ("tokenizer_config.json", "tokenizer.json", "tokenizer.model", "vocab.json", "tiktoken.model")
-
-
-def tokenizer_on_disk(model: str | None, revision: str | None) -> bool:
-    """A local model directory holding a tokenizer, or a hub id whose tokenizer is in the local hub cache. A
-    directory without tokenizer files (a folder named only for the run's name) has none to load."""
-    if not model:
-        return False
-    if Path(model).is_dir():
-        return any((Path(model) / name).is_file() for name in TOKENIZER_FILES)
-    try:
-        from huggingface_hub import try_to_load_from_cache
-
-        return isinstance(try_to_load_from_cache(model, "tokenizer_config.json", revision=revision), str)
-    except Exception:  # noqa: BLE001 - an id the hub library rejects is simply not on disk
-        return False
+    return PromptRenderer.from_local(model, revision=revision, trust_remote_code=trust_remote_code,
+                                     chat_template=chat_template, template_kwargs=kwargs, parser=parser)
 
 
 def local_config(model: str | None) -> dict[str, Any] | None:
