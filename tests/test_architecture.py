@@ -301,19 +301,6 @@ def test_the_name_rules_leave_other_strings_alone(code: str) -> None:
 READER = frozenset({"reports", "explain", "roster", "commands"})
 WRITER = frozenset({"runner", "backends"})
 CORE = frozenset({"dataset", "evaluator", "scoring", "protocols", "contract"})
-# Reader modules that still import the writer half, by name: the ones that start runs themselves (`run
-# --repeats`, `parsers compare`, `explain --decompose`) or share the merge's locking. None may be added;
-# one that stops importing the writer half must leave this list (the test says so).
-READER_TO_WRITER_LEFT = frozenset({
-    ("wtb_local/commands/merge_runs.py", "runner"),
-    ("wtb_local/commands/parser_comparison.py", "backends"),
-    ("wtb_local/commands/parser_comparison.py", "runner"),
-    ("wtb_local/commands/repeat_runs.py", "runner"),
-    ("wtb_local/explain/decompose.py", "runner"),
-    ("wtb_local/explain/plan.py", "backends"),
-    ("wtb_local/explain/prompts.py", "runner"),
-    ("wtb_local/explain/runs.py", "backends"),
-})
 
 
 def _rooms(root: Path) -> set[str]:
@@ -366,9 +353,9 @@ def test_no_two_first_level_folders_import_each_other() -> None:
 
 
 def test_the_reader_half_never_imports_the_writer_half() -> None:
-    found = _file_edges(PACKAGE, READER, WRITER)
-    assert sorted(found - READER_TO_WRITER_LEFT) == [], "a reader module imports the runner or a backend"
-    assert sorted(READER_TO_WRITER_LEFT - found) == [], "no longer imports the writer half: drop it from the list"
+    """What a reader needs of a run lives in the core (contract/: paths, lock, manifest, a recorded run's
+    files); a reader command that needs a run (a replay) is handed the function by `cli/`."""
+    assert sorted(_file_edges(PACKAGE, READER, WRITER)) == [], "a reader module imports the runner or a backend"
 
 
 def test_the_core_imports_neither_half() -> None:
@@ -409,14 +396,12 @@ DEFERRED_LEFT: dict[str, int] = {
     "wtb_local/cli/report.py": 1,
     "wtb_local/cli/rescore.py": 3,
     "wtb_local/cli/score.py": 3,
-    "wtb_local/commands/merge_runs.py": 7,
-    "wtb_local/commands/parser_comparison.py": 6,
-    "wtb_local/commands/repeat_runs.py": 4,
+    "wtb_local/commands/merge_runs.py": 6,
+    "wtb_local/commands/parser_comparison.py": 3,
     "wtb_local/dataset/loader.py": 2,
     "wtb_local/doctor.py": 4,
-    "wtb_local/explain/plan.py": 2,
+    "wtb_local/explain/plan.py": 1,
     "wtb_local/explain/render.py": 1,
-    "wtb_local/explain/runs.py": 1,
     "wtb_local/install_command.py": 1,
     "wtb_local/protocols/base.py": 1,
     "wtb_local/protocols/lenient.py": 1,
@@ -433,7 +418,7 @@ DEFERRED_LEFT: dict[str, int] = {
     "wtb_local/reports/runs.py": 4,
     "wtb_local/roster/plan.py": 4,
     "wtb_local/roster/report.py": 6,
-    "wtb_local/runner/job.py": 6,
+    "wtb_local/runner/job.py": 4,
     "wtb_local/runner/loop/progress.py": 1,
     "wtb_local/runner/loop/steps.py": 1,
     "wtb_local/runner/record/run_record.py": 3,
@@ -567,6 +552,45 @@ def test_only_the_contract_parses_a_manifest() -> None:
     assert {path: names for path, names in found.items() if names and path != MANIFEST_PARSER} == {}, (
         "manifest.json parsed outside contract/run_dir.py: read it with load_manifest")
     assert found[MANIFEST_PARSER] == ["load_manifest_data"]
+
+
+def _reads_manifest_dict(source: str) -> list[str]:
+    """`line: code` of every read of a manifest as a dict: a `.get(...)` call on, or a `[...]` read of, a
+    name or attribute whose own name contains `manifest` (`manifest.get("status")`, `manifest["shard"]`,
+    `outcome.manifest.get(...)`, `self.manifest["invocations"]`). A `Manifest` model has neither, so such
+    a read is always of a dict; a write (`manifest["status"] = ...`, `manifest.update(...)`) is not a read."""
+    def is_manifest(node: ast.AST) -> bool:
+        name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+        return "manifest" in name.lower()
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        read = (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+                and is_manifest(node.func.value)) or (
+            isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and is_manifest(node.value))
+        if read:
+            found.append(f"{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_no_manifest_is_read_as_a_dict_outside_the_contract() -> None:
+    """Readers and writers read a manifest's values through its model (`load_manifest`, `as_manifest`, a
+    `RunOutcome.recorded`); the writers only build and update the dict they write."""
+    found = {path.relative_to(ROOT).as_posix(): _reads_manifest_dict(path.read_text(encoding="utf-8"))
+             for path in sorted(PACKAGE.rglob("*.py")) if not path.is_relative_to(PACKAGE / "contract")}
+    assert {path: reads for path, reads in found.items() if reads} == {}
+
+
+def test_the_manifest_dict_rule_sees_each_read() -> None:
+    source = ("status = manifest.get('status')\n"
+              "shard = first_manifest['shard']\n"
+              "cuts = outcome.manifest.get('summary')\n"
+              "self.manifest['invocations'].append(x)\n"
+              "manifest['status'] = 'running'\n"
+              "manifest.update(status='complete')\n"
+              "name = manifest.section('config').get('model')\n"
+              "rows = data.get('rows')\n")
+    assert [hit.split(":")[0] for hit in _reads_manifest_dict(source)] == ["1", "2", "3", "4"]
 
 
 def test_the_manifest_rule_sees_a_direct_parse() -> None:

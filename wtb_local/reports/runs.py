@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from wtb_local.contract.manifest import Manifest
+from wtb_local.contract.paths import RESULT_FILE_NAME
 from wtb_local.contract.run_dir import ManifestError, load_manifest
 from wtb_local.scoring.files import (
     METRIC_FILE_NAME,
-    RESULT_FILE_NAME,
     SCORE_FILE_NAME,
     ScoringError,
     read_jsonl,
