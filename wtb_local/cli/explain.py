@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import click
 
+from wtb_local.backends import engine_backends
+
 
 @click.command(name="explain")
 @click.argument("run_dirs", nargs=-1, type=click.Path(exists=True, file_okay=False))
@@ -41,7 +43,6 @@ def explain(ctx: click.Context, run_dirs: tuple[str, ...], plan_model: str | Non
     if plan_model is not None:
         if run_dirs:
             raise click.UsageError("--plan MODEL takes no RUN_DIR")
-        from wtb_local.backends import engine_backends  # deferred: start-up (--help)
         from wtb_local.explain.plan import PlanError, make_plan, plan_script  # deferred: start-up (--help)
 
         try:

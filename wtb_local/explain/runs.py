@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from wtb_local.contract.manifest import Manifest
+from wtb_local.contract.paths import RESULT_FILE_NAME
 from wtb_local.contract.recorded import recorded_manifest
 from wtb_local.contract.run_dir import ManifestError, as_manifest, load_manifest
 from wtb_local.explain.factors import RunRecords, read_factors
@@ -74,8 +75,6 @@ def generation_manifest(manifest: Manifest) -> tuple[Manifest, list[str]]:
 
 
 def _result_file(path: Path, manifest: Manifest, model_dir: str) -> Path | None:
-    from wtb_local.contract.paths import RESULT_FILE_NAME  # deferred: start-up
-
     recorded = manifest.section("files").get("result")
     candidates = [Path(recorded)] if isinstance(recorded, str) and recorded else []
     candidates.append(path / "result" / model_dir / RESULT_FILE_NAME)
