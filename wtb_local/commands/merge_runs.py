@@ -200,7 +200,7 @@ def _dataset_sessions(manifest: Manifest, dataset: str | None) -> tuple[list[Any
 
 def merge_run(run_dir: str | Path, *, dataset: str | None = None, err: Any = None) -> MergeOutcome:
     """Check the shards, then write the merged result, score, metric and manifest into `run_dir` (locked
-    meanwhile, like a run: lock.py)."""
+    meanwhile, like a run: contract/lock_file.py)."""
     run_dir = Path(run_dir)
     # the merged files are the run directory's own: one writer at a time
     with locked(run_dir, err, advice="merge when it has ended"):

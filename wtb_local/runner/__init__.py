@@ -6,8 +6,8 @@ strings the three together.
 
 - `RunOptions` (setup/options.py): what the user asked; `prepare(options)` (setup/prepare.py): a
   `PreparedRun` holding the frozen `ResolvedRun` (setup/resolved.py) with the source of every value.
-- `hashed_config`/`config_hash` (setup/config.py), `config_diff` (contract/config_diff.py): the part that must match to resume a run
-  directory.
+- `hashed_config`/`config_hash` (setup/config.py), `config_diff` (contract/config_diff.py): the part that
+  must match to resume a run directory.
 - `run_job(options)` / `run_job_async(options, backend=None, renderer=None)` (job.py): dataset → run →
   score → files; returns a `RunOutcome` (paths, metric, rows, manifest).
 - `SessionRunner` (loop/loop.py), `StepDriver` (loop/steps.py): the loop itself, for callers that bring

@@ -228,7 +228,7 @@ async def run_job_async(options: RunOptions, *, backend: Backend | None = None, 
     """Run, score and write everything for one model. `backend`/`renderer` may be given already built
     (tests and benchmarks share one engine across runs); a given backend is neither started nor closed.
     `prepared`: the run already prepared from `options`. The run directory is locked for the whole run
-    (lock.py): a second run into it stops with one line naming this one."""
+    (contract/lock_file.py): a second run into it stops with one line naming this one."""
     err = stderr or sys.stderr
     started_at, started = _now(), time.monotonic()
     # Only an engine this run starts gets a context window chosen (a given backend has its own).

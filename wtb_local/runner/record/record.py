@@ -1,8 +1,8 @@
 """The run record: one object owns the manifest of a run from its first write to its last
 (docs/reliability.md, "The run record").
 
-`RunRecord` holds the manifest in memory, the run directory's lock (lock.py) and the result store it counts
-finished sessions in. `begin` writes the invocation with status `running` before any session runs; `close`
+`RunRecord` holds the manifest in memory, the run directory's lock (contract/lock_file.py) and the result
+store it counts finished sessions in. `begin` writes the invocation with status `running` before any session runs; `close`
 ends it, once, with `complete`, `incomplete`, `interrupted` or `failed` and the one-line reason; `abandon`
 is what a second signal does (stopping.py): the manifest says `interrupted`, the one line is printed and the
 process exits at once. A process killed outright cannot write anything: the next run into the folder marks
