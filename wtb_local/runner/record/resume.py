@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from wtb_local.contract.config_diff import config_diff
-from wtb_local.contract.run_dir import read_result_lines
+from wtb_local.contract.run_dir import as_manifest, read_result_lines
 from wtb_local.runner.errors import RunError
 from wtb_local.runner.record.manifest import read_manifest
 from wtb_local.runner.setup.config import config_hash
@@ -21,12 +21,12 @@ def check_resume(settings: Any, paths: RunPaths, config: dict[str, Any]) -> bool
         # Nothing to keep (a start that failed, or a run stopped before its first session finished): the
         # corrected command starts afresh instead of being refused for its changed configuration.
         return False
-    previous = read_manifest(paths.run_dir)
+    previous = as_manifest(read_manifest(paths.run_dir))  # read through its model
     if previous is None:
         raise RunError(f"{paths.result_file}: results without a manifest (cannot check their configuration);"
                        " pass --no-resume or --overwrite to start afresh")
-    if previous.get("config_hash") != config_hash(config):
-        lines = config_diff(previous["config"], config)
+    if previous.config_hash != config_hash(config):
+        lines = config_diff(previous.config or {}, config)
         raise RunError(
             f"{paths.run_dir}: the existing run was made with another configuration; pass --no-resume or "
             "--overwrite to start afresh, or --out DIR for a new run directory. Differences (old -> new):\n  "
