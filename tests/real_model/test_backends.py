@@ -249,7 +249,7 @@ def test_the_chat_server_renders_the_tools_in_its_own_key_order(runs: dict[str, 
 
 
 @pytest.fixture(scope="module")
-def transformers_wave(runs: dict[str, Any]) -> dict[str, Any]:
+def transformers_wave(real_model_dir: Path) -> dict[str, Any]:
     """The first step of every task of the subset through the transformers backend (one wave, greedy, the
     same cap), recording the generated token ids."""
     from wtb_local.backends.config import TransformersConfig
@@ -267,7 +267,7 @@ def transformers_wave(runs: dict[str, Any]) -> dict[str, Any]:
             generated[pending.request.request_id] = list(tokens)
             return super()._completion(pending, tokens)
 
-    renderer = PromptRenderer.from_pretrained(str(runs["model"]))
+    renderer = PromptRenderer.from_pretrained(str(real_model_dir))
     sampling = SamplingConfig(max_new_tokens=NEW_TOKENS, temperature=0.0, seed=0)
     sessions = load_dataset("sample")
     requests = []
@@ -280,7 +280,7 @@ def transformers_wave(runs: dict[str, Any]) -> dict[str, Any]:
                 task_idx=episode.task_idx, step=0, prompt=rendered.text, prompt_token_ids=rendered.token_ids,
                 messages=messages, tools=tools, sampling=sampling,
                 seed=request_seed(0, episode.session_id, episode.task_idx, 0)))
-    backend = Recording(TransformersConfig(model=str(runs["model"]), dtype="float32", batch_size=16,
+    backend = Recording(TransformersConfig(model=str(real_model_dir), dtype="float32", batch_size=16,
                                            device_map=None))
 
     async def main() -> list[Any]:
@@ -295,11 +295,11 @@ def transformers_wave(runs: dict[str, Any]) -> dict[str, Any]:
             "generated": generated, "described": backend.describe()}
 
 
-def test_transformers_pipeline_on_the_real_model(runs: dict[str, Any], transformers_wave: dict[str, Any]) -> None:
+def test_transformers_pipeline_on_the_real_model(real_model_dir: Path, transformers_wave: dict[str, Any]) -> None:
     renderer, requests = transformers_wave["renderer"], transformers_wave["requests"]
     completions, generated = transformers_wave["completions"], transformers_wave["generated"]
     # the template is the checkpoint's own (the GGUF's), unchanged by the probe
-    template = (Path(runs["model"]) / "chat_template.jinja").read_text()
+    template = (real_model_dir / "chat_template.jinja").read_text()
     import hashlib
 
     assert (renderer.choice.source, renderer.choice.sha256) == (
@@ -324,15 +324,15 @@ def test_transformers_pipeline_on_the_real_model(runs: dict[str, Any], transform
     assert {c.finish_reason for c in completions} == {"stop", "length"}
 
 
-def test_transformers_agrees_with_vllm_where_both_saw_the_same_prompt(runs: dict[str, Any],
+def test_transformers_agrees_with_vllm_where_both_saw_the_same_prompt(documented_run: DocumentedRun,
                                                                        transformers_wave: dict[str, Any]) -> None:
     """The numerics differ (another attention and GEMM order, left padding), so a greedy pick between two
     near-tied tokens may flip and the rest of the reply with it; in float32 on the same prompt that is rare.
     Bound: at least 3 of every 4 first steps whose prompt both backends saw are identical (CI's run had 8 of
     8, docs/real-model.md §2), and where the texts agree, the finish reason and the token count agree too."""
-    in_process = _steps(runs["vllm"])
+    in_process = _steps(documented_run.out)
     counts = {(row["id"], t["inference_log"]["task_idx"]): t["output_token_count"][0]
-              for row in _rows(runs["vllm"], RESULT) for t in row["result"]}
+              for row in _rows(documented_run.out, RESULT) for t in row["result"]}
     same_prompt, agree = 0, 0
     for request, completion in zip(transformers_wave["requests"], transformers_wave["completions"], strict=True):
         key = (request.session_id, request.task_idx)
