@@ -16,12 +16,12 @@ from tests.parsers.test_vllm_parity import NAMED, NOT_RUN
 
 def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
-        outcomes = vllm_parity.compare(vllm_parity.build_tokenizer(Path(scratch) / "tokenizer"), skip=set(NOT_RUN))
-    print(vllm_parity.counts_table(outcomes, NAMED, NOT_RUN), end="")
+        outcomes = vllm_parity.compare(vllm_parity.build_tokenizers(Path(scratch)), skip=set(NOT_RUN))
     unnamed = sorted(o.sample.key for o in outcomes if o.differs and o.sample.key not in NAMED)
     if unnamed:
-        print(f"\nnot named: {', '.join(unnamed)}", file=sys.stderr)
+        print(f"differences not named in tests/parsers/test_vllm_parity.py: {', '.join(unnamed)}", file=sys.stderr)
         sys.exit(1)
+    print(vllm_parity.counts_table(outcomes, NAMED, NOT_RUN), end="")
 
 
 if __name__ == "__main__":

@@ -7,9 +7,13 @@ two results are compared as `parsers compare` compares parsers (commands/parser_
 parsed JSON, a failed parse, content with whitespace collapsed). `tests/parsers/test_vllm_parity.py` fails on
 a difference that docs/parser-policies.md §4 does not name, and `scripts/vllm_parity.py` prints the table.
 
-vLLM's parsers look their special tokens up in the tokenizer's vocabulary: the samples are read with one
-tiny tokenizer (tests/helpers/tiny_model.py) whose special tokens are every special-token-shaped literal of the
-fixtures' chat templates and samples, plus the tag-shaped markers vLLM's parsers ask for (`SPECIAL_TAGS`).
+vLLM's parsers look their markers up in the tokenizer's vocabulary, and its parser engines drop every special
+token that is not one of their terminals: the samples are read with a tiny stand-in tokenizer
+(tests/helpers/tiny_model.py) whose special tokens are the control tokens (`<|x|>`, `<｜x｜>`, `[X]`, Gemma 4's
+`<|x>`/`<x|>`) of the fixtures' chat templates and samples, and whose plain added tokens are the tag-shaped
+markers (`<tool_call>`, `<think>`, `]<]minimax[>[`) of `SPECIAL_TAGS` and the chat templates, as the real
+tokenizers hold them (non-special, so a parser engine reads them as text). A family whose real tokenizer lacks
+a token that changes what vLLM's parser does gets its own stand-in without it (`WITHOUT`).
 """
 
 from __future__ import annotations
@@ -24,15 +28,22 @@ FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures"
 FILES = {"reference": FIXTURES / "parsers" / "output_samples.jsonl",
          "2026-a": FIXTURES / "parsers" / "2026" / "fam_a_samples.jsonl",
          "2026-b": FIXTURES / "parsers" / "2026" / "gemma-qwen35-olmo.jsonl"}
-# Markers that vLLM's parsers find in the vocabulary but that are not shaped like special tokens.
+# Markers that vLLM's parsers look up in the vocabulary but that no fixture writes in a special-token shape.
 SPECIAL_TAGS = ("<tool_call>", "</tool_call>", "<think>", "</think>", "<tool_calls>", "</tool_calls>",
                 "<function_calls>", "</function_calls>", "<seed:tool_call>", "</seed:tool_call>",
                 "<seed:think>", "</seed:think>", "<minimax:tool_call>", "</minimax:tool_call>",
                 "<start_function_call>", "<end_function_call>", "<escape>", "<|tool_call>", "<tool_call|>",
                 "<|python_tag|>", "[TOOL_CALLS]", "[ARGS]", "[CALL_ID]", "<|tool_calls_section_begin|>",
                 "<|tool_calls_section_end|>", "<|tool_call_begin|>", "<|tool_call_end|>",
-                "<|tool_call_argument_begin|>", "<|tool_list_start|>", "<|tool_list_end|>")
-_SHAPED = re.compile(r"<\|[^\s|<>]{1,48}\|>|<｜[^\s｜<>]{1,48}｜>|\[/?[A-Z][A-Z_]{1,30}\]|<[a-z_:]{2,30}\|?>|</[a-z_:]{2,30}>")
+                "<|tool_call_argument_begin|>", "<|tool_list_start|>", "<|tool_list_end|>", "]<]minimax[>[",
+                "<mm:think>", "</mm:think>")
+# Control tokens: `<|x|>`, `<｜x｜>`, `[X]`, and Gemma 4's one-sided `<|x>` / `<x|>`. Real tokenizers mark
+# these special; vLLM's parser engines drop every special token that is not one of their terminals.
+_CONTROL = re.compile(r"<\|[^\s|<>]{1,48}\|>|<｜[^\s｜<>]{1,48}｜>|\[/?[A-Z][A-Z_]{1,30}\]|<\|[a-z_]{2,30}>|<[a-z_]{2,30}\|>")
+# XML-like tags (`<tool_call>`, `<think>`, `<arg_key>`): added tokens the real tokenizers (Qwen3, MiniMax)
+# keep non-special, so a parser engine reads them as text; taken from the chat templates only, since a
+# sample's own tags (`<city>` inside a MiniMax call) are argument names, not tokens.
+_TAG = re.compile(r"<[a-z_:]{2,30}>|</[a-z_:]{2,30}>")
 
 
 @dataclass
@@ -86,28 +97,52 @@ def mirrored_vllm_name(ours: str, registered: tuple[str, ...]) -> str | None:
     return next((name for name in parser_class(ours).vllm_names if name in registered), None)
 
 
-def special_tokens() -> list[str]:
-    texts = [path.read_text(encoding="utf-8") for path in FILES.values()]
-    for templates in (FIXTURES / "parsers" / "chat_templates.json", FIXTURES / "rendering" / "chat_templates.json"):
-        if templates.is_file():
-            texts.append(templates.read_text(encoding="utf-8"))
-    found = set(SPECIAL_TAGS)
-    for text in texts:
-        found.update(_SHAPED.findall(json.loads(json.dumps(text))))
-    # the JSON files escape non-ASCII and quotes; the decoded sample texts hold the tokens as written
+def special_tokens() -> tuple[list[str], list[str]]:
+    """(special tokens, non-special added tokens) of the stand-in tokenizer: control tokens from the chat
+    templates and the samples are special; tag-shaped markers from `SPECIAL_TAGS` and the chat templates
+    are plain added tokens."""
+    templates = [path.read_text(encoding="utf-8") for path in
+                 (FIXTURES / "parsers" / "chat_templates.json", FIXTURES / "rendering" / "chat_templates.json")
+                 if path.is_file()]
+    # the template files escape non-ASCII; the decoded values hold the tokens as written
+    texts = [json.dumps(json.loads(text), ensure_ascii=False) for text in templates]
     for path in FILES.values():
         for row in map(json.loads, path.read_text(encoding="utf-8").splitlines()):
-            found.update(_SHAPED.findall(row.get("raw") or row.get("text") or ""))
-    return sorted(found)
+            texts.append(row.get("raw") or row.get("text") or "")
+    special = {tag for tag in SPECIAL_TAGS if _CONTROL.fullmatch(tag)}
+    added = {tag for tag in SPECIAL_TAGS if tag not in special}
+    for text in texts:
+        special.update(_CONTROL.findall(text))
+    for text in texts[:len(templates)]:
+        added.update(_TAG.findall(text))
+    return sorted(special), sorted(added - special)
 
 
-def build_tokenizer(out_dir: Path) -> Any:
+# Per family of ours, the stand-in's tokens a real tokenizer of that family lacks. vLLM's mistral parser
+# reads a tokenizer without `[ARGS]` as one before v11 (`[TOOL_CALLS][{"name": ..., "arguments": ...}]`);
+# Mistral-7B-Instruct-v0.3 and the other models our `mistral` parser serves have neither token.
+WITHOUT: dict[str, frozenset[str]] = {"mistral": frozenset({"[ARGS]", "[CALL_ID]"})}
+
+
+def build_tokenizer(out_dir: Path, *, without: frozenset[str] = frozenset()) -> Any:
     from transformers import AutoTokenizer
 
     from tests.helpers.tiny_model import build_tiny_tokenizer
 
-    build_tiny_tokenizer(out_dir, "{{ messages }}", special_tokens=special_tokens(), vocab_size=2048)
-    return AutoTokenizer.from_pretrained(out_dir)
+    special, added = special_tokens()
+    build_tiny_tokenizer(out_dir, "{{ messages }}", special_tokens=[t for t in special if t not in without],
+                         vocab_size=2048)
+    tokenizer = AutoTokenizer.from_pretrained(out_dir)
+    tokenizer.add_tokens([t for t in added if t not in without], special_tokens=False)
+    return tokenizer
+
+
+def build_tokenizers(out_dir: Path) -> dict[str, Any]:
+    """The stand-in tokenizer of each family of ours: "" for every family not in `WITHOUT`."""
+    tokenizers = {"": build_tokenizer(out_dir / "all")}
+    for family, without in sorted(WITHOUT.items()):
+        tokenizers[family] = build_tokenizer(out_dir / family, without=without)
+    return tokenizers
 
 
 @dataclass
@@ -119,8 +154,8 @@ class Outcome:
     detail: str = ""
 
 
-def compare(tokenizer: Any, *, skip: set[str] = frozenset()) -> list[Outcome]:
-    """Every sample but those in `skip` through both parsers."""
+def compare(tokenizers: dict[str, Any], *, skip: set[str] = frozenset()) -> list[Outcome]:
+    """Every sample but those in `skip` through both parsers (`tokenizers`: build_tokenizers)."""
     from wtb_local.commands.parser_comparison import differences
     from wtb_local.parsers import get_parser, parse_completion
     from wtb_local.parsers.vllm_native import VllmParserSetupError, registered_names
@@ -138,7 +173,8 @@ def compare(tokenizer: Any, *, skip: set[str] = frozenset()) -> list[Outcome]:
         mine = parse_completion(get_parser(ours, **sample.options), sample.text, tools=sample.tools,
                                 finish_reason=sample.finish_reason)
         try:
-            theirs_parser = get_parser(f"vllm:{name}", tokenizer=tokenizer, **sample.options)
+            theirs_parser = get_parser(f"vllm:{name}", tokenizer=tokenizers.get(ours, tokenizers[""]),
+                                       **sample.options)
         except VllmParserSetupError as exc:
             outcomes.append(Outcome(sample, ours, name, ["refused"], str(exc)))
             continue
@@ -158,28 +194,30 @@ def _view(result: Any) -> dict[str, Any]:
             "errors": result.errors}
 
 
+# A named cause starts with its kind (tests/parsers/test_vllm_parity.py writes them so).
+KINDS = {"policy: ": "policy", "vLLM bug: ": "vLLM bug", "adapter: ": "adapter"}
+
+
+def cause_kind(cause: str) -> str:
+    """The kind of a named cause: our documented policy, a vLLM bug, or what the vllm: adapter does."""
+    found = [kind for prefix, kind in KINDS.items() if cause.startswith(prefix)]
+    if not found:
+        raise ValueError(f"a cause must start with one of {sorted(KINDS)}: {cause[:80]!r}")
+    return found[0]
+
+
 def counts_table(outcomes: list[Outcome], named: dict[str, str], not_run: dict[str, str]) -> str:
-    """Per family of ours: samples, same result, differences by cause kind (policy / vLLM bug / adapter /
-    not yet traced), not run; markdown, sorted by parser."""
+    """Per family of ours: samples, same result, differences by the kind of their named cause (policy / vLLM
+    bug / adapter), not run; markdown, sorted by parser. Every difference must be named (KeyError)."""
     from wtb_local.parsers.vllm_native import version
 
-    kinds = ("policy", "vLLM bug", "adapter", "not yet traced")
-
-    def kind(cause: str) -> str:
-        if cause.startswith("policy"):
-            return "policy"
-        if cause.startswith("not yet traced"):
-            return "not yet traced"
-        if cause.startswith(("vLLM bug", "vLLM 0.32's parser has no text interface")):
-            return "vLLM bug"
-        return "adapter"
-
+    kinds = tuple(KINDS.values())
     rows: dict[tuple[str, str], dict[str, int]] = {}
     for outcome in outcomes:
         row = rows.setdefault((outcome.ours, outcome.vllm or "-"), dict.fromkeys(("samples", "same", *kinds, "not run"), 0))
         row["samples"] += 1
         if outcome.differs:
-            row[kind(named.get(outcome.sample.key, "not named"))] += 1
+            row[cause_kind(named[outcome.sample.key])] += 1
         else:
             row["same"] += 1
     by_key = {s.key: s for s in samples()}
@@ -189,9 +227,9 @@ def counts_table(outcomes: list[Outcome], named: dict[str, str], not_run: dict[s
         row["samples"] += 1
         row["not run"] += 1
     head = ("| our parser | vLLM parser | samples | same | differ: our policy | differ: vLLM bug | "
-            "differ: vllm: adapter | differ: not yet traced | not run |")
+            "differ: vllm: adapter | not run |")
     lines = [(f"Measured on vLLM {version()} by `tests/parsers/test_vllm_parity.py` (`scripts/vllm_parity.py` "
-             "prints it)."), "", head, "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "prints it)."), "", head, "|---|---|---:|---:|---:|---:|---:|---:|"]
     total = dict.fromkeys(("samples", "same", *kinds, "not run"), 0)
     for (ours, theirs), row in sorted(rows.items()):
         lines.append(f"| {ours} | {theirs} | " + " | ".join(str(row[k]) for k in total) + " |")

@@ -1,8 +1,9 @@
 """Our parsers against the installed vLLM's own parsers on every real model output the tests hold
 (tests/helpers/vllm_parity.py): each difference is named here, as our documented policy
-(docs/parser-policies.md), a known vLLM bug with its upstream thread, or a difference not yet traced
-(pinned, so that a vLLM release that changes it shows). The test fails on a difference not named and on a
-named difference that is gone, so a new vLLM release shows exactly what it changed. Imports vLLM, starts no
+(docs/parser-policies.md, docs/parsers-and-templates.md), a vLLM bug with its upstream thread (or the exact
+bug where none was found upstream), or what the `vllm:` adapter does differently; each cause starts with its
+kind (`policy:`, `vLLM bug:`, `adapter:`). The test fails on a difference not named and on a named
+difference that is gone, so a new vLLM release shows exactly what it changed. Imports vLLM, starts no
 engine. The per-family counts in docs/parser-policies.md §4 are checked against `counts_table()`."""
 
 from __future__ import annotations
@@ -21,30 +22,50 @@ from tests.helpers import vllm_parity
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "parser-policies.md"
 
-# Our documented policies (docs/parser-policies.md).
-PROSE = "policy: text around calls is kept as content; vLLM drops the text after the calls (vllm-project/vllm#56263)"
-BROKEN = "policy: a broken call is kept with its raw arguments and an error; vLLM returns the text as content"
-UNREADABLE = "policy: an unreadable call block is a parse error on the step; vLLM returns it as content, no error"
-DSML = "policy: DSML values typed by their string= marker and a lone `arguments` parameter kept as written"
-FOREIGN_BLOCK = "policy: a V3.2 <｜DSML｜function_calls> block in a V4 reply is an error, not calls (vLLM reads it)"
-BAD_TAG = "policy: a <function= tag without its closing > is an error, not a call (vLLM reads a call)"
+# Our documented policies, each with the section that states it.
+PP, PT = "docs/parser-policies.md", "docs/parsers-and-templates.md"
+PROSE = (f"policy: text around calls is kept as content ({PT}, Parser policies: prose kept as content); vLLM "
+         "drops the text after the calls (vllm-project/vllm#56263)")
+BROKEN = (f"policy: a broken call is kept with its raw arguments and an error ({PT}, Parser policies: broken "
+          "calls kept with an error); vLLM returns the text as content")
+UNREADABLE = (f"policy: a reply whose only calls cannot be read is a parse error on the step ({PT}, What every "
+              "parser shares); vLLM returns it as content, no error")
+DSML = (f"policy: DSML values typed by their string= marker and a lone `arguments` parameter kept as written ({PP}, "
+        "2026 families: the DeepSeek-V3.2/V4/V4.1 rows)")
+FOREIGN_BLOCK = (f"policy: a V3.2 <｜DSML｜function_calls> block in a V4 reply is an error, not calls ({PP}, 2026 "
+                 "families: DeepSeek-V4/V4.1); vLLM reads it")
+BAD_TAG = (f"policy: a <function= tag without its closing > cannot be read, so the reply is a parse error ({PT}, "
+           "What every parser shares); vLLM reads a call")
+GEMMA_BARE_CALL = ("policy: Gemma 4's `call:NAME{...}` without <|tool_call> at the start of the reply or of a line "
+                   f"is read ({PP}, 2026 families: Gemma 4 variants read); vLLM's serving "
+                   "parser returns it as content")
+GEMMA_TYPED = (f"policy: Gemma 4 values keep the type the model wrote ({PP}, 2026 families: "
+               "typed values as written): `1.5e10` stays 15000000000.0; vLLM retypes it by the `number` schema "
+               "to the integer 15000000000")
 # Known vLLM bugs.
 PYTHONIC = ("vLLM bug: its pythonic parser reads calls only when the whole output is the call list; text before "
             "or after leaves them in content (vllm-project/vllm#22917)")
-MARKUP_IN_VALUE = ("vLLM bug: markup inside a string argument is stripped (`<div>x</div>` -> `x`; the case "
-                   "vllm-project/vllm#24847 added as a test)")
+GEMMA_BARE_STRINGS = ("vLLM bug: its engine gemma4 parser keeps bare numbers and booleans as strings "
+                      "(`count:42` -> \"42\"; typed only by a top-level schema) (vllm-project/vllm#47906, fix "
+                      "PR #47909 open)")
+PYTHON_LITERAL = ("vLLM bug: its engine qwen3_coder parser keeps an object parameter written as a Python literal "
+                  "(`{'key': 'value'}`) as a string: coerce_to_schema_type tries json.loads only, where vLLM's own "
+                  "test test_extract_tool_calls_complex_type_with_single_quote expects the object (no upstream "
+                  "issue found)")
+GLM_LITERAL_NEWLINE = ("vLLM bug: GLM-4.6's literal `\\n` after the function name becomes part of the name "
+                       "(`todo_write\\n`), which is no declared tool, so the call is dropped with no content "
+                       "(sglang's test_array_argument_with_escaped_json reads it; no upstream issue found)")
 EMPTY_NAME = "vLLM bug: an empty <tool_call> block becomes a call with an empty function name"
 FUNCTOOLS_TEXT = "vLLM bug: text after an empty `functools[]` list is dropped"
-NO_TEXT_INTERFACE = ("vLLM 0.32's parser has no text interface: `openai` is a stub (the serving layer reads "
+NO_TEXT_INTERFACE = ("vLLM bug: vLLM 0.32's parser has no text interface: `openai` is a stub (the serving layer reads "
                      "harmony tokens), `cohere_command3` does not implement extract_tool_calls: a parser error")
 # What the vllm: adapter does not do (parsers/vllm_native.py).
-REASONING = ("vLLM's server runs its reasoning parser (--reasoning-parser) before the tool parser; vllm:NAME "
-             "splits off a leading block with the family's think tags only, so other reasoning markup "
-             "(<seed:think> budgets, <answer>, a pre-filled block holding calls) reaches vLLM's tool parser")
-MISTRAL = ("vLLM's mistral parser picks the call format from the tokenizer: with a tokenizer that is not "
-           "Mistral's (the test's stand-in) it reads `[TOOL_CALLS]name{args}` and takes `[` for the name")
-UNTRACED = ("not yet traced: vLLM's parser (most are vllm/parser/engine adapters) returns other calls or "
-            "content with the test's stand-in tokenizer; pinned so a change shows")
+REASONING = ("adapter: vLLM's server runs its reasoning parser (--reasoning-parser) before the tool parser; vllm:NAME "
+             "splits off the family's reasoning block only, so Hunyuan's <answer> wrapper reaches vLLM's tool "
+             "parser")
+PREFILL = ("adapter: vLLM's server learns a pre-filled <think> from the prompt; vllm:NAME assumes one only when the run's "
+           "`thinking` option says so, where our deepseek_r1 and minimax_m2 parsers assume it by default (their "
+           "templates pre-fill it), so a tag-less reply is content there and reasoning here")
 
 NAMED: dict[str, str] = {
     **dict.fromkeys(["reference:3", "reference:22", "reference:29", "reference:147", "2026-a:89", "2026-b:59",
@@ -53,12 +74,9 @@ NAMED: dict[str, str] = {
                      "reference:145", "reference:155", "reference:174", "reference:195", "2026-a:87",
                      "reference:107"], PROSE),
     **dict.fromkeys([f"reference:{n}" for n in (38, 39, 40, 44, 45, 46)], PYTHONIC),
-    **dict.fromkeys(["reference:74", "reference:83", "2026-a:45", "2026-a:91"], UNREADABLE),
-    **dict.fromkeys(["reference:65", "reference:196"], MARKUP_IN_VALUE),
-    **dict.fromkeys(["reference:18", "reference:87", "reference:168", "reference:169", "reference:177",
-                     "reference:178", "reference:179", "reference:180", "reference:185", "reference:187",
-                     "reference:188", "reference:199"], REASONING),
-    **dict.fromkeys([f"reference:{n}" for n in (101, 102, 103, 104, 105, 106, 108, 114, 115)], MISTRAL),
+    **dict.fromkeys(["reference:74", "reference:83", "reference:108", "2026-a:45", "2026-a:91"], UNREADABLE),
+    **dict.fromkeys(["reference:177", "reference:178", "reference:179", "reference:180"], REASONING),
+    "reference:87": PREFILL, "reference:185": PREFILL,
     **dict.fromkeys([f"reference:{n}" for n in (134, 135, 136, 137, 138, 139, 140, 198)]
                     + [f"2026-a:{n}" for n in (139, 140, 141, 142)], NO_TEXT_INTERFACE),
     "reference:124": BAD_TAG,
@@ -66,10 +84,11 @@ NAMED: dict[str, str] = {
     "2026-a:6": DSML, "2026-a:8": DSML,
     "2026-a:11": FOREIGN_BLOCK,
     "2026-a:101": EMPTY_NAME,
-    **dict.fromkeys(["reference:60", "2026-a:43", "2026-a:195", "2026-a:196", "2026-a:198", "2026-a:199",
-                     "2026-a:200", *[f"2026-a:{n}" for n in range(207, 222)], "2026-b:26", "2026-b:32",
-                     "2026-b:33", "2026-b:35", "2026-b:71", "2026-b:77", "2026-b:123", "2026-b:145", "2026-b:156",
-                     "2026-b:157", "2026-b:160"], UNTRACED),
+    **dict.fromkeys(["2026-b:26", "2026-b:156"], GEMMA_BARE_STRINGS),
+    "2026-b:157": GEMMA_TYPED,
+    **dict.fromkeys(["2026-b:32", "2026-b:33", "2026-b:35"], GEMMA_BARE_CALL),
+    **dict.fromkeys(["2026-b:71", "2026-b:77"], PYTHON_LITERAL),
+    "reference:60": GLM_LITERAL_NEWLINE,
 }
 # Samples not read by vLLM's parser here, with why.
 NOT_RUN = {"2026-a:100": ("vLLM bug: poolside_v1's call regex backtracks catastrophically on a long unterminated "
@@ -80,8 +99,7 @@ NOT_RUN = {"2026-a:100": ("vLLM bug: poolside_v1's call regex backtracks catastr
 @pytest.fixture(scope="module")
 def outcomes() -> list[vllm_parity.Outcome]:
     with tempfile.TemporaryDirectory() as scratch:
-        tokenizer = vllm_parity.build_tokenizer(Path(scratch) / "tokenizer")
-        return vllm_parity.compare(tokenizer, skip=set(NOT_RUN))
+        return vllm_parity.compare(vllm_parity.build_tokenizers(Path(scratch)), skip=set(NOT_RUN))
 
 
 def test_every_difference_is_named(outcomes: list[vllm_parity.Outcome]) -> None:
@@ -104,6 +122,8 @@ def test_the_docs_table_is_the_measured_one(outcomes: list[vllm_parity.Outcome])
 def test_named_causes_are_counted_once(outcomes: list[vllm_parity.Outcome]) -> None:
     causes = Counter(NAMED.values())
     assert sum(causes.values()) == len(NAMED) == sum(1 for o in outcomes if o.differs)
+    kinds = Counter(vllm_parity.cause_kind(cause) for cause in [*NAMED.values(), *NOT_RUN.values()])
+    assert set(kinds) <= {"policy", "vLLM bug", "adapter"}
     assert len(outcomes) + len(NOT_RUN) == len(vllm_parity.samples())
 
 

@@ -9,9 +9,10 @@ are left to the evaluator, arguments kept as vLLM wrote them, blank content is n
 
 What vLLM's server does around the tool parser is done here the way our own parsers do it, so a difference
 with our parser of the same name is the tool parser's: end-of-turn tokens are stripped off the end (vLLM's
-engine stops before them), and a leading reasoning block is split off with the mirrored parser's tags (vLLM's
-separate reasoning parser; `<think>` where we mirror no parser of that name), honouring the run's `thinking`
-option. vLLM is imported only when such a parser is built (docs/parsers-and-templates.md, "vLLM's own
+engine stops before them), and a leading reasoning block is split off with the mirrored parser's reasoning
+markup, as our parser splits it (vLLM's separate reasoning parser of the family; `<think>` where we mirror no
+parser of that name): its tags, Gemma 4's channels, and an unclosed block ending at the family's first call
+marker, honouring the run's `thinking` option. vLLM is imported only when such a parser is built (docs/parsers-and-templates.md, "vLLM's own
 parsers"). A vLLM parser that raises is an error of the parser, never a model outcome: `VllmParserCrash`
 reaches the step driver through `parsers.parse_reply`, which makes it an internal error (docs/reliability.md).
 """
@@ -25,12 +26,23 @@ from importlib.util import find_spec
 from typing import Any, ClassVar
 
 from wtb_local.end_of_turn import strip_end_of_turn
+from wtb_local.parsers import gemma4, kimi_k3, minimax_m3, seed_oss
 from wtb_local.parsers._common import split_reasoning
 from wtb_local.parsers.base import ToolParser
 from wtb_local.parsers.registry import parser_classes
 from wtb_local.schema import ParsedCall, ParseResult
 
 PREFIX = "vllm:"
+# The reasoning markup of the families whose parsers do not expose it as `think_open`/`think_close`/`open_tag`
+# (the hermes family does): (opening tag, closing tag, the call markers that end an unclosed block), as those
+# parsers split reasoning.
+_REASONING_MARKUP: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "qwen3_coder": ("<think>", "</think>", ("<tool_call>", "<function=")),
+    "minimax_m3": (minimax_m3.THINK_OPEN, minimax_m3.THINK_CLOSE, (minimax_m3.OPEN, f"{minimax_m3.NS}<invoke")),
+    "seed_oss": ("<seed:think>", "</seed:think>", (seed_oss.OPEN,)),
+    # Kimi-K3's channels: a completion opening a channel itself did not start inside the pre-filled one
+    "kimi_k3": (kimi_k3.open_tag("think"), kimi_k3.close_tag("think"), (kimi_k3.OPEN,)),
+}
 
 
 class VllmParserSetupError(ValueError):
@@ -151,11 +163,8 @@ class VllmToolParser(ToolParser):
 
     def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
               finish_reason: str | None = None) -> ParseResult:
-        mirror = _mirror(self.vllm_name)
         text = strip_end_of_turn(text or "")
-        reasoning, rest = split_reasoning(text, thinking=self.options.get("thinking"),
-                                          open_tag=getattr(mirror, "think_open", "<think>"),
-                                          close_tag=getattr(mirror, "think_close", "</think>"))
+        reasoning, rest = self._split_reasoning(text)
         try:
             from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
 
@@ -177,6 +186,18 @@ class VllmToolParser(ToolParser):
         content = extracted.content if isinstance(extracted.content, str) else None
         return ParseResult(reasoning=reasoning.strip() or None if reasoning else None,
                            content=(content or "").strip() or None, tool_calls=calls)
+
+    def _split_reasoning(self, text: str) -> tuple[str | None, str]:
+        """(reasoning, the rest) as the mirrored parser splits them (vLLM's reasoning parser of the family)."""
+        thinking = self.options.get("thinking")
+        if self.vllm_name == "gemma4":
+            return gemma4.split_channels(text, thinking)
+        mirror = _mirror(self.vllm_name)
+        opener = getattr(mirror, "open_tag", None)
+        open_tag, close_tag, markers = _REASONING_MARKUP.get(self.vllm_name) or (
+            getattr(mirror, "think_open", "<think>"), getattr(mirror, "think_close", "</think>"),
+            (opener,) if isinstance(opener, str) else ())
+        return split_reasoning(text, thinking=thinking, open_tag=open_tag, close_tag=close_tag, call_markers=markers)
 
     def format(self, content: str | None, tool_calls: list[ParsedCall], reasoning: str | None = None) -> str:
         """The mirrored parser's format (vLLM's parsers only read)."""
