@@ -78,7 +78,6 @@ def _prepare(options: RunOptions, renderer: Any, err: Any, engine: bool) -> Prep
     rules = _protocol_choice(options, backend)
     _fold(values, sources, rules)
     protocol = rules.protocol
-    values["sessions"] = list(options.sessions) if options.sessions is not None else None
     values["parser_options"] = {}
     if not (caps.remote and caps.renders_prompts):  # only a server taking rendered prompts has a format
         values["server_prompt"] = None
@@ -131,10 +130,16 @@ def _resolved_values(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def _fold(values: dict[str, Any], sources: dict[str, str], stage: _Stage) -> None:
-    """Put one stage's decisions into the option values and their sources."""
+    """Put one stage's decisions into the option values and their sources; a name that is neither an option
+    nor a resolved-run field is a bug of the stage, said with its name."""
     for name in getattr(stage, "dropped", ()):
         del values[name]
-    values.update(stage.resolved())
+    decided = stage.resolved()
+    unknown = sorted(set(decided) - set(ResolvedRun.model_fields) - set(RunOptions.model_fields))
+    if unknown:
+        raise RuntimeError(f"prepare: {', '.join(unknown)} set by {type(stage).__name__}, but the resolved run "
+                           "has no such field (runner/setup/resolved.py)")
+    values.update(decided)
     for name, source in stage.sources.items():
         if source is None:
             sources.pop(name, None)
