@@ -238,5 +238,9 @@ def test_the_docs_options_table_is_the_declarations() -> None:
     from wtb_local.runner.setup.options import options_table
 
     text = (Path(__file__).resolve().parents[2] / "docs" / "options.md").read_text(encoding="utf-8")
-    assert text.endswith(options_table()), "docs/options.md is stale: python scripts/options_table.py"
+    from wtb_local.runner.setup.resolved import resolved_table
+
+    assert options_table() in text and text.endswith(resolved_table()), (
+        "docs/options.md is stale: python scripts/options_table.py")
+    assert "| `sampling` | `--temperature`, `--top-p`, `--max-new-tokens`, `--seed` |" in text
     assert "| `--max-num-seqs` | `WTB_MAX_NUM_SEQS` |  |  | `max_num_seqs`, `max_concurrency` |" in text

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.fields import FieldInfo
 
 from wtb_local.contract.spec import engine_settings
-from wtb_local.runner.setup.options import RunOptions, engine_fields
+from wtb_local.runner.setup.options import RunOptions, cli_fields, engine_fields
 from wtb_local.schema import SamplingConfig
 
 
@@ -34,7 +34,7 @@ class Decided:
 
 # The options a resolved run does not keep, and where each goes instead.
 NOT_KEPT = {
-    "repeats": "the `run` command makes one resolved run per repeat, each with its own seed (cli/run.py)",
+    "repeats": "`run --repeats K` prepares one run per repeat, each with its own seed and folder (commands/repeat_runs.py)",
     "mlflow_uri": "the `run` command exports the finished run (cli/run.py); nothing of the run depends on it",
     "from_env": "where each option came from is `sources`",
 }
@@ -137,3 +137,17 @@ ResolvedRun = create_model(  # type: ignore[call-overload]
     prompt's thinking mode have decided them. `sources[name]` says where a value came from: "default",
     "given (--flag)", "given (WTB_FLAG)", "protocol paper (family qwen)", "recorded run", ...""",
     **_fields())
+
+
+def resolved_table() -> str:
+    """docs/options.md's second table: the resolved run's fields that are not options as given, and the
+    options it does not keep (scripts/options_table.py writes it)."""
+    lines = ["| resolved value | in place of | why |", "|---|---|---|"]
+    for name, why in decided_fields().items():
+        instead = why.replaces or ((name,) if name in RunOptions.model_fields else ())
+        shown = ", ".join(f"`--{option.replace('_', '-')}`" for option in instead)
+        lines.append(f"| `{name}` | {shown} | {why.why.replace('|', chr(92) + '|')} |")
+    flags = {name: cli.flag(name) for name, cli in cli_fields().items()}
+    for option, where in NOT_KEPT.items():
+        lines.append(f"| (not kept) | `{flags.get(option, option)}` | {where} |")
+    return "\n".join(lines) + "\n"
