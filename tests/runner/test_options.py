@@ -230,6 +230,9 @@ def test_a_value_no_resolved_field_holds_is_an_error_not_dropped() -> None:
         _fold(values, {}, Misspelt(backend_class("oracle"), "oracle"))  # type: ignore[arg-type]
     _fold(values, {}, BackendChoice(backend_class("oracle"), "oracle", {"backend": "given (--backend)"}))
     assert values == {"backend": "oracle"}
+    # and a value of the wrong type, checked against its declaration where the stage decided it
+    with pytest.raises(RuntimeError, match=r"prepare: backend set by BackendChoice to 3: Input should be a valid str"):
+        _fold(values, {}, BackendChoice(backend_class("oracle"), 3))  # type: ignore[arg-type]
 
 
 def test_the_docs_options_table_is_the_declarations() -> None:

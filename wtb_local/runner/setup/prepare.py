@@ -9,10 +9,13 @@ the sampling, and says so), the context window and the run directory. Nothing is
 
 from __future__ import annotations
 
+import functools
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import TypeAdapter, ValidationError
 
 from wtb_local.backends import Backend, SetupError, auto_backend, backend_class, backend_names
 from wtb_local.backends.environment import resolved_revision, tokenizer_sha256
@@ -129,6 +132,15 @@ def _resolved_values(values: dict[str, Any]) -> dict[str, Any]:
     return {name: value for name, value in values.items() if name in ResolvedRun.model_fields}
 
 
+@functools.cache
+def _field_type(name: str) -> TypeAdapter[Any]:
+    """The type of the resolved-run field `name` as declared (an option the run folds into another value:
+    the option's), with its constraints."""
+    model = ResolvedRun if name in ResolvedRun.model_fields else RunOptions
+    info = model.model_fields[name]
+    return TypeAdapter(Annotated[(info.annotation, *info.metadata)])  # type: ignore[valid-type]
+
+
 def _fold(values: dict[str, Any], sources: dict[str, str], stage: _Stage) -> None:
     """Put one stage's decisions into the option values and their sources; a name that is neither an option
     nor a resolved-run field is a bug of the stage, said with its name."""
@@ -139,7 +151,12 @@ def _fold(values: dict[str, Any], sources: dict[str, str], stage: _Stage) -> Non
     if unknown:
         raise RuntimeError(f"prepare: {', '.join(unknown)} set by {type(stage).__name__}, but the resolved run "
                            "has no such field (runner/setup/resolved.py)")
-    values.update(decided)
+    for name, value in decided.items():  # a validated copy, checked where it is decided
+        try:
+            values[name] = _field_type(name).validate_python(value)
+        except ValidationError as exc:
+            raise RuntimeError(f"prepare: {name} set by {type(stage).__name__} to {value!r}: "
+                               f"{exc.errors()[0]['msg']}") from None
     for name, source in stage.sources.items():
         if source is None:
             sources.pop(name, None)
