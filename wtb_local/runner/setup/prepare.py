@@ -138,6 +138,8 @@ def _field_type(name: str) -> TypeAdapter[Any]:
     the option's), with its constraints."""
     model = ResolvedRun if name in ResolvedRun.model_fields else RunOptions
     info = model.model_fields[name]
+    if not info.metadata:
+        return TypeAdapter(info.annotation)
     return TypeAdapter(Annotated[(info.annotation, *info.metadata)])  # type: ignore[valid-type]
 
 
