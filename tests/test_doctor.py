@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from wtb_local.doctor import estimate_parameters, fit_check
+from wtb_local.checkpoint import estimate_parameters
+from wtb_local.doctor import fit_check
 
 ROOT = Path(__file__).resolve().parents[1]
 # Qwen3-8B's published config.json figures (8.19 B parameters)

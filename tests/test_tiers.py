@@ -35,6 +35,11 @@ def test_ci_runs_every_heavy_tier() -> None:
     (heavy,) = re.findall(r"^HEAVY=\(([^)]*)\)$", ci, flags=re.MULTILINE)
     assert sorted(heavy.split()) == sorted(TIERS)
     assert "--durations=25" in ci
+    # each heavy tier is run by a line of its own, in one of the two lanes or the export stage
+    called = re.findall(r"^\s*heavy (\w+)", ci, flags=re.MULTILINE)
+    called += re.findall(r"^\s*(?:\w+=\S+ )*tier (\w+) ", ci, flags=re.MULTILINE)
+    assert sorted(set(called) & set(TIERS)) == sorted(TIERS)
+    assert len(called) == len(set(called)), "a tier run twice"
 
 
 def _collected(*args: str) -> list[str]:

@@ -22,26 +22,24 @@ from typing import Any
 
 import pytest
 
+from tests.real_model.conftest import NEW_TOKENS, ONE_AT_A_TIME, SESSIONS, SUBSET, DocumentedRun
 from tests.tiers import needs_vllm
 
-# The module's fixtures run the model three times through vLLM (one of them a server start) and once through
-# transformers before the first tests that use them end: 1,033 s and 1,328 s of setup on 2 cores shared at
-# a load of 10 and more (docs/testing.md §4).
+# The module's fixtures run the model through a vLLM server twice and once through transformers, and read the
+# in-process run of docs/real-model.md §0's line (conftest's `documented_run`): 1,033 s and 1,328 s of setup
+# on 2 cores shared at a load of 10 and more before that run was shared (docs/testing.md §4).
 pytestmark = [pytest.mark.vllm, pytest.mark.slow, needs_vllm, pytest.mark.timeout(2400)]
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULT = "Wild-Tool-Bench_result.jsonl"
 SCORE = "Wild-Tool-Bench_score.jsonl"
 METRIC = "Wild-Tool-Bench_metric.json"
-SESSIONS = "3,6"
-NEW_TOKENS = 64
 MAX_MODEL_LEN = 4096
 SERVED = "wtb-real"
 RUN_TIMEOUT_S = 1200  # one run of two sessions; the test limit above bounds the three together
-# The engine settings both sides run with (the server's flags spell the in-process engine's on the CPU build:
-# vllm_engine._platform_engine_args turns chunked prefill off and batches up to the context window).
-ENGINE = ["--max-num-seqs", "1", "--no-enable-prefix-caching", "--max-model-len", str(MAX_MODEL_LEN),
-          "--enforce-eager"]
+# The server's flags spell the in-process engine's settings (the documented line's `--max-model-len 4096
+# --enforce-eager`, float32, plus ONE_AT_A_TIME) on the CPU build: vllm_engine._platform_engine_args turns
+# chunked prefill off and batches up to the context window.
 SERVER = ["--dtype", "float32", "--max-model-len", str(MAX_MODEL_LEN), "--max-num-seqs", "1",
           "--no-enable-prefix-caching", "--no-enable-chunked-prefill", "--max-num-batched-tokens", str(MAX_MODEL_LEN),
           "--enforce-eager", "--gpu-memory-utilization", "0.2", "--seed", "0",
@@ -55,8 +53,8 @@ def _env() -> dict[str, str]:
 
 
 def _run(model: Path, out: Path, *args: str) -> Path:
-    cmd = [sys.executable, "-m", "wtb_local", "--model", str(model), "--dataset", "sample", "--sessions", SESSIONS,
-           "--temperature", "0", "--max-new-tokens", str(NEW_TOKENS), "--out", str(out), *args]
+    cmd = [sys.executable, "-m", "wtb_local", "--model", str(model), "--dataset", "sample", *SUBSET,
+           "--temperature", "0", "--out", str(out), *args]
     done = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=RUN_TIMEOUT_S, check=False)
     assert done.returncode == 0, f"{' '.join(cmd)}\n{done.stderr[-4000:]}"
     (out / "stderr.txt").write_text(done.stderr)
@@ -71,14 +69,17 @@ def _post(url: str, body: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def runs(real_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """The in-process run, then one server for the completions and the chat runs; the chat steps' prompts as
-    the server renders them (its /tokenize), asked while it is up."""
+def runs(real_model_dir: Path, documented_run: DocumentedRun,
+         tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """The in-process run (the documented line's), then one server for the completions and the chat runs; the
+    chat steps' prompts as the server renders them (its /tokenize), asked while it is up."""
     from tests.helpers.vllm_server import vllm_server
 
+    assert all(flag in documented_run.args for flag in ONE_AT_A_TIME)
+    assert documented_run.args[documented_run.args.index("--max-model-len") + 1] == str(MAX_MODEL_LEN)
     root = tmp_path_factory.mktemp("real-model-runs")
     found: dict[str, Any] = {"model": real_model_dir}
-    found["vllm"] = _run(real_model_dir, root / "vllm", "--backend", "vllm", *ENGINE)
+    found["vllm"] = documented_run.out
     env = {"VLLM_CPU_KVCACHE_SPACE": _env()["VLLM_CPU_KVCACHE_SPACE"]}
     with vllm_server(str(real_model_dir), SERVED, SERVER, root / "server.log", env=env) as server:
         served = ["--base-url", server.base_url, "--served-model-name", SERVED]
@@ -119,7 +120,7 @@ def _manifest(run_dir: Path) -> dict[str, Any]:
 
 def test_the_subset_shows_what_a_trained_model_does(runs: dict[str, Any]) -> None:
     """The sessions were chosen for these: both finish reasons, fenced-JSON calls, a two-step task, a task
-    judged correct; and the float32 checkpoint ran in float32 (auto: the checkpoint's dtype)."""
+    judged correct; and the float32 checkpoint ran in float32 (what auto picks from it too)."""
     steps = _steps(runs["vllm"])
     outputs = [step["inference_output"] for step in steps.values()]
     assert {o["finish_reason"] for o in outputs} == {"stop", "length"}
@@ -127,8 +128,13 @@ def test_the_subset_shows_what_a_trained_model_does(runs: dict[str, Any]) -> Non
     assert any(key[2] == 1 for key in steps)
     assert _metric(runs["vllm"])["total_info"]["task"]["correct_count"] >= 1
     manifest = _manifest(runs["vllm"])
+    # the documented line gives --dtype float32, what auto picks from this checkpoint on this CPU too
     assert (manifest["settings"]["resolved_dtype"], manifest["sources"]["resolved_dtype"]) == (
-        "float32", "auto: the checkpoint's float32")
+        "float32", "given (--dtype)")
+    from wtb_local.runner.setup.dtype import checkpoint_dtype, resolve_dtype, this_device
+
+    auto = resolve_dtype("auto", checkpoint_dtype(str(runs["model"]), None), this_device())
+    assert (auto.dtype, auto.source) == ("float32", "auto: the checkpoint's float32")
     assert manifest["backend"]["scheduler"]["max_num_seqs"] == 1
     assert manifest["backend"]["scheduler"]["enable_prefix_caching"] is False
 
@@ -243,7 +249,7 @@ def test_the_chat_server_renders_the_tools_in_its_own_key_order(runs: dict[str, 
 
 
 @pytest.fixture(scope="module")
-def transformers_wave(runs: dict[str, Any]) -> dict[str, Any]:
+def transformers_wave(real_model_dir: Path) -> dict[str, Any]:
     """The first step of every task of the subset through the transformers backend (one wave, greedy, the
     same cap), recording the generated token ids."""
     from wtb_local.backends.config import TransformersConfig
@@ -261,7 +267,7 @@ def transformers_wave(runs: dict[str, Any]) -> dict[str, Any]:
             generated[pending.request.request_id] = list(tokens)
             return super()._completion(pending, tokens)
 
-    renderer = PromptRenderer.from_pretrained(str(runs["model"]))
+    renderer = PromptRenderer.from_pretrained(str(real_model_dir))
     sampling = SamplingConfig(max_new_tokens=NEW_TOKENS, temperature=0.0, seed=0)
     sessions = load_dataset("sample")
     requests = []
@@ -274,7 +280,7 @@ def transformers_wave(runs: dict[str, Any]) -> dict[str, Any]:
                 task_idx=episode.task_idx, step=0, prompt=rendered.text, prompt_token_ids=rendered.token_ids,
                 messages=messages, tools=tools, sampling=sampling,
                 seed=request_seed(0, episode.session_id, episode.task_idx, 0)))
-    backend = Recording(TransformersConfig(model=str(runs["model"]), dtype="float32", batch_size=16,
+    backend = Recording(TransformersConfig(model=str(real_model_dir), dtype="float32", batch_size=16,
                                            device_map=None))
 
     async def main() -> list[Any]:
@@ -289,11 +295,11 @@ def transformers_wave(runs: dict[str, Any]) -> dict[str, Any]:
             "generated": generated, "described": backend.describe()}
 
 
-def test_transformers_pipeline_on_the_real_model(runs: dict[str, Any], transformers_wave: dict[str, Any]) -> None:
+def test_transformers_pipeline_on_the_real_model(real_model_dir: Path, transformers_wave: dict[str, Any]) -> None:
     renderer, requests = transformers_wave["renderer"], transformers_wave["requests"]
     completions, generated = transformers_wave["completions"], transformers_wave["generated"]
     # the template is the checkpoint's own (the GGUF's), unchanged by the probe
-    template = (Path(runs["model"]) / "chat_template.jinja").read_text()
+    template = (real_model_dir / "chat_template.jinja").read_text()
     import hashlib
 
     assert (renderer.choice.source, renderer.choice.sha256) == (
@@ -318,15 +324,15 @@ def test_transformers_pipeline_on_the_real_model(runs: dict[str, Any], transform
     assert {c.finish_reason for c in completions} == {"stop", "length"}
 
 
-def test_transformers_agrees_with_vllm_where_both_saw_the_same_prompt(runs: dict[str, Any],
+def test_transformers_agrees_with_vllm_where_both_saw_the_same_prompt(documented_run: DocumentedRun,
                                                                        transformers_wave: dict[str, Any]) -> None:
     """The numerics differ (another attention and GEMM order, left padding), so a greedy pick between two
     near-tied tokens may flip and the rest of the reply with it; in float32 on the same prompt that is rare.
     Bound: at least 3 of every 4 first steps whose prompt both backends saw are identical (CI's run had 8 of
     8, docs/real-model.md §2), and where the texts agree, the finish reason and the token count agree too."""
-    in_process = _steps(runs["vllm"])
+    in_process = _steps(documented_run.out)
     counts = {(row["id"], t["inference_log"]["task_idx"]): t["output_token_count"][0]
-              for row in _rows(runs["vllm"], RESULT) for t in row["result"]}
+              for row in _rows(documented_run.out, RESULT) for t in row["result"]}
     same_prompt, agree = 0, 0
     for request, completion in zip(transformers_wave["requests"], transformers_wave["completions"], strict=True):
         key = (request.session_id, request.task_idx)

@@ -241,7 +241,7 @@ QWEN3_30B_A3B = {"hidden_size": 2048, "num_hidden_layers": 48, "num_attention_he
 
 
 def test_parameter_counts_of_latent_attention_and_experts() -> None:
-    from wtb_local.doctor import estimate_parameters
+    from wtb_local.checkpoint import estimate_parameters
 
     # published totals: DeepSeek-V3 671B (without its multi-token-prediction layer), Qwen3-30B-A3B 30,532,122,624
     assert estimate_parameters(DEEPSEEK_V3) == 671_026_279_424
@@ -269,7 +269,7 @@ max_model_len = 32768
 
 
 def test_a_cached_safetensors_index_gives_the_weights_bytes(tmp_path: Path) -> None:
-    """With the checkpoint's safetensors index on disk its byte count is the weights' (doctor.weight_bytes)."""
+    """With the checkpoint's safetensors index on disk its byte count is the weights' (checkpoint.weight_bytes)."""
     hf = tmp_path / "hf"
     config = cache_config(hf, "Qwen/Qwen2.5-7B-Instruct", QWEN25_7B)
     index = {"metadata": {"total_size": 16_106_127_360}, "weight_map": {}}

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from wtb_local.checkpoint import model_file
 from wtb_local.model_ids import normalize_model_id
 
 SEEDS = 3
@@ -69,7 +70,6 @@ class Plan:
 
 
 def _template_text(model: str) -> str | None:
-    from wtb_local.doctor import model_file  # deferred: start-up
     from wtb_local.rendering.kwargs import local_template  # deferred: start-up
 
     found = model_file(model, "tokenizer_config.json")
@@ -80,7 +80,6 @@ def _sampled(model: str, options: Sequence[str]) -> bool | None:
     """Whether the model's decoding samples: a --temperature among the options decides; else its
     generation_config.json (a local checkpoint without one decodes greedily, as transformers does); None
     when the file is not on disk."""
-    from wtb_local.doctor import model_file  # deferred: start-up
     from wtb_local.jsonl import read_json_object
 
     if "--temperature" in options:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from wtb_local.checkpoint import model_file
 from wtb_local.jsonl import read_json_object
 
 GIB = 1024 ** 3
@@ -16,8 +17,7 @@ KV_BYTES = 2  # vLLM's default KV cache dtype follows the activations (bf16), al
 
 
 def cached_config(model: str) -> dict[str, Any] | None:
-    """The model's config.json from a local directory or the local hub cache (doctor.model_file)."""
-    from wtb_local.doctor import model_file  # deferred: start-up
+    """The model's config.json from a local directory or the local hub cache (checkpoint.model_file)."""
 
     path = model_file(model, "config.json")
     if path is None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wtb_local import vllm_release
+from wtb_local.checkpoint import DTYPE_BYTES, estimate_parameters, model_file, stored_dtype, weight_bytes
 from wtb_local.protocols import protocol_named
 from wtb_local.roster.file import WEIGHT_BYTES, Entry, Roster
 from wtb_local.roster.memory import Estimate, cached_config, estimate, kv_bytes_per_token, shape_from_config
@@ -75,7 +76,6 @@ def _template(plan: EntryPlan, entry: Entry) -> str | None:
     fallback = override_for(entry.model)
     uses_overrides = protocol_named(entry.protocol).uses_template_overrides
     tail = f" (fallback: override:{fallback.name})" if fallback and uses_overrides else ""
-    from wtb_local.doctor import model_file  # deferred: start-up
 
     cached = model_file(entry.model, "tokenizer_config.json")
     plan.template = ("shipped (cached tokenizer)" if cached else "needs the tokenizer") + tail
@@ -166,11 +166,10 @@ def _memory(plan: EntryPlan, entry: Entry, roster: Roster, shape: dict[str, int]
     if plan.params_b is None:
         plan.add("error", "no parameter count: set params_b (or cache the model's config.json)")
         return
-    from wtb_local.doctor import _DTYPE_BYTES, stored_dtype, weight_bytes  # deferred: start-up
 
     # bytes per weight: what vLLM is asked for, else what the checkpoint stores (its config, else the roster)
     kind = entry.quantization or (entry.dtype if entry.dtype != "auto" else None)
-    per_weight = (WEIGHT_BYTES[kind] if kind else _DTYPE_BYTES.get(stored_dtype(config), 2) if config
+    per_weight = (WEIGHT_BYTES[kind] if kind else DTYPE_BYTES.get(stored_dtype(config), 2) if config
                   else WEIGHT_BYTES[entry.checkpoint_dtype])
     weights = plan.params_b * 1e9 * per_weight
     if not kind and config:  # the checkpoint's own byte count when its safetensors index is on disk (doctor)
@@ -207,7 +206,6 @@ def plan_entry(entry: Entry, roster: Roster) -> EntryPlan:
     plan = EntryPlan(entry)
     config = cached_config(entry.model)
     shape = {**entry.config, **(shape_from_config(config) if config else {})}
-    from wtb_local.doctor import estimate_parameters  # deferred: start-up
 
     counted = estimate_parameters(config) if config else None
     plan.params_b, plan.params_source = (counted / 1e9, "config.json") if counted else (entry.params_b, "roster")
