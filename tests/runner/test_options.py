@@ -86,6 +86,105 @@ def test_each_engine_setting_is_declared_on_a_resolved_field_and_names_a_config_
     assert declared["max_num_seqs"] == ("max_num_seqs", "max_concurrency")
 
 
+# The engine-config fields no option declares, and why: what the run resolved beyond the options (from_run
+# gives those), or what a run never sets (scripts, tests and the engine's own set-up do).
+NOT_AN_OPTION = {
+    ("VLLMConfig", "dtype"): "resolved_dtype: --dtype auto resolved from the checkpoint and the device",
+    ("VLLMConfig", "seed"): "sampling.seed: the run seed, one value for the engine and the requests",
+    ("VLLMConfig", "tokenizer"): "never set by a run: vLLM reads the tokenizer from `model`",
+    ("VLLMConfig", "download_dir"): "never set by a run: the hub's cache",
+    ("VLLMConfig", "enable_chunked_prefill"): "the engine's set-up decides it on vLLM's CPU build (vllm_engine.py)",
+    ("VLLMConfig", "load_format"): "never set by a run: random weights for scripts/gpu_throughput.py",
+    ("TransformersConfig", "dtype"): "resolved_dtype, as for vLLM",
+    ("TransformersConfig", "device_map"): "never set by a run: accelerate's `auto` placement",
+    ("OpenAIConfig", "max_retries"): "never set by a run: the client's retry policy",
+    ("OpenAIConfig", "retry_backoff_s"): "never set by a run: the client's retry policy",
+    ("OpenAIConfig", "generation_config"): "read from `model` when the client starts",
+}
+# Engine settings an engine's from_run reads by hand besides the declarations: vLLM's context window falls back
+# to the one prepare chose (default_max_model_len).
+READ_BY_HAND = {"VLLMBackend": {"max_model_len"}}
+
+
+def test_every_engine_config_field_is_one_option_or_named_with_a_reason() -> None:
+    """A new engine-config field is either declared by exactly one option (`Cli.engine`) or listed above with
+    why no option declares it; an option names fields that exist, at most one per config."""
+    from wtb_local.backends.config import OpenAIConfig, TransformersConfig, VLLMConfig
+    from wtb_local.runner.setup.options import engine_fields
+
+    declared = engine_fields()
+    for config in (VLLMConfig, TransformersConfig, OpenAIConfig):
+        for field in config.model_fields:
+            options = [name for name, names in declared.items() if field in names]
+            listed = (config.__name__, field) in NOT_AN_OPTION
+            assert len(options) + listed == 1, f"{config.__name__}.{field}: options {options}, listed {listed}"
+        for option, names in declared.items():
+            assert len([name for name in names if name in config.model_fields]) <= 1, (config.__name__, option)
+    assert {name for names in declared.values() for name in names} <= (
+        set(VLLMConfig.model_fields) | set(TransformersConfig.model_fields) | set(OpenAIConfig.model_fields))
+    assert {key for key in NOT_AN_OPTION if key[1] not in
+            {"VLLMConfig": VLLMConfig, "TransformersConfig": TransformersConfig,
+             "OpenAIConfig": OpenAIConfig}[key[0]].model_fields} == set()  # no stale entry
+
+
+def test_the_engine_backends_copy_no_declared_option_by_hand() -> None:
+    """The engines' `from_run` take the declared options through `engine_settings`: a `run.NAME` of an option
+    declared with an engine setting is a second, hand-made path (only READ_BY_HAND's, with its reason)."""
+    import inspect
+    import re
+
+    from wtb_local.backends.hf_generate import TransformersBackend
+    from wtb_local.backends.openai_chat import OpenAIChatBackend
+    from wtb_local.backends.openai_server import OpenAIBackend
+    from wtb_local.backends.vllm_engine import VLLMBackend
+    from wtb_local.runner.setup.options import engine_fields
+
+    for backend in (VLLMBackend, TransformersBackend, OpenAIBackend, OpenAIChatBackend):
+        text = "".join(inspect.getsource(getattr(backend, name)) for name in ("from_run", "config_from_run")
+                       if hasattr(backend, name))
+        assert "engine_settings(" in text or "config_from_run(" in text, backend.__name__
+        by_hand = set(re.findall(r"\brun\.(\w+)", text)) & set(engine_fields())
+        assert by_hand == READ_BY_HAND.get(backend.__name__, set()), backend.__name__
+
+
+def test_the_resolved_run_declares_no_option_again() -> None:
+    """The resolved run's fields are the options' own declarations (same type, default and metadata), except
+    the options it keeps in another form, and the values prepare decides, each with why; its field order (the
+    manifest's `settings` order) is the one it always had."""
+    from wtb_local.runner.setup.resolved import NOT_KEPT, decided_fields
+
+    decided = decided_fields()
+    replaced = {option for why in decided.values() for option in why.replaces}
+    for name, info in RunOptions.model_fields.items():
+        if name in decided:
+            continue
+        if name in replaced or name in NOT_KEPT:
+            assert name not in ResolvedRun.model_fields
+            continue
+        kept = ResolvedRun.model_fields[name]
+        assert (kept.annotation, kept.default, kept.metadata, kept.exclude) == (
+            info.annotation, info.default, info.metadata, info.exclude), name
+    assert set(ResolvedRun.model_fields) == (set(RunOptions.model_fields) - replaced - set(NOT_KEPT)) | set(decided)
+    assert all(why.why for why in decided.values()) and all(NOT_KEPT.values())
+    assert tuple(ResolvedRun.model_fields) == (
+        "model", "model_name", "backend", "base_url", "server_prompt", "api_key", "request_timeout",
+        "served_model_name", "parser", "parser_version", "parser_options", "chat_template", "thinking",
+        "template_kwargs", "dataset", "script", "replay", "out", "limit", "sessions", "shard", "resume",
+        "overwrite", "sampling", "revision", "trust_remote_code", "dtype", "resolved_dtype", "quantization",
+        "max_model_len", "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
+        "distributed_executor_backend", "gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens",
+        "enable_prefix_caching", "enforce_eager", "batch_size", "scheduling", "render_workers", "verify_prompts",
+        "on_prompt_mismatch", "progress", "engine_log_level", "verbose", "protocol", "paper_family",
+        "template_sha256", "resolved_revision", "tokenizer_sha256", "dataset_sha256", "script_sha256",
+        "replay_sha256", "default_max_model_len", "sources")
+    # the declaration's constraints hold on the resolved run too; the key never reaches a dump
+    with pytest.raises(ValidationError, match="extra"):
+        ResolvedRun(backend="vllm", max_num_seq=2)  # type: ignore[call-arg]
+    run = ResolvedRun(backend="openai", api_key="secret", sessions=["s1"], sources={"model": "default"})
+    assert run.model_dump(mode="json")["sessions"] == ["s1"]
+    assert {"api_key", "sources"} & set(run.model_dump()) == set()
+
+
 def test_the_backends_build_their_engine_configs_from_the_declarations() -> None:
     """`--max-num-seqs 3` reaches vLLM's `max_num_seqs` and the OpenAI client's `max_concurrency`; unset, each
     config keeps its own default (vLLM's choice, 64 concurrent requests)."""
@@ -118,6 +217,22 @@ def test_a_value_no_resolved_field_holds_is_an_error_not_dropped() -> None:
     assert _resolved_values({"backend": "oracle", "temperature": 0.5}) == {"backend": "oracle"}
     with pytest.raises(RuntimeError, match="prepare: max_num_seq set by a stage"):
         _resolved_values({"backend": "oracle", "max_num_seq": 2})
+    # a stage's own misspelling is named with the stage, before the next stage reads the values
+    from wtb_local.backends import backend_class
+    from wtb_local.runner.setup.prepare import BackendChoice, _fold
+
+    class Misspelt(BackendChoice):
+        def resolved(self) -> dict[str, object]:
+            return {"backend": self.name, "max_num_seq": 2}
+
+    values: dict[str, object] = {"backend": "auto"}
+    with pytest.raises(RuntimeError, match="prepare: max_num_seq set by Misspelt, but the resolved run has no"):
+        _fold(values, {}, Misspelt(backend_class("oracle"), "oracle"))  # type: ignore[arg-type]
+    _fold(values, {}, BackendChoice(backend_class("oracle"), "oracle", {"backend": "given (--backend)"}))
+    assert values == {"backend": "oracle"}
+    # and a value of the wrong type, checked against its declaration where the stage decided it
+    with pytest.raises(RuntimeError, match=r"prepare: backend set by BackendChoice to 3: Input should be a valid str"):
+        _fold(values, {}, BackendChoice(backend_class("oracle"), 3))  # type: ignore[arg-type]
 
 
 def test_the_docs_options_table_is_the_declarations() -> None:
@@ -126,5 +241,9 @@ def test_the_docs_options_table_is_the_declarations() -> None:
     from wtb_local.runner.setup.options import options_table
 
     text = (Path(__file__).resolve().parents[2] / "docs" / "options.md").read_text(encoding="utf-8")
-    assert text.endswith(options_table()), "docs/options.md is stale: python scripts/options_table.py"
+    from wtb_local.runner.setup.resolved import resolved_table
+
+    assert options_table() in text and text.endswith(resolved_table()), (
+        "docs/options.md is stale: python scripts/options_table.py")
+    assert "| `sampling` | `--temperature`, `--top-p`, `--max-new-tokens`, `--seed` |" in text
     assert "| `--max-num-seqs` | `WTB_MAX_NUM_SEQS` |  |  | `max_num_seqs`, `max_concurrency` |" in text

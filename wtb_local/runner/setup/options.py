@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
 import click
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from wtb_local.backends import backend_choices
 from wtb_local.contract.spec import Cli, env_name
@@ -93,7 +93,8 @@ class RunOptions(BaseModel):
         "openai backend: send the rendered prompt as token ids (default; vLLM, SGLang) or as text with "
         "add_special_tokens false (servers that take only text).", "when set",
         type=click.Choice(("token-ids", "text")), engine=("prompt_format",))] = None
-    api_key: Annotated[str | None, Cli("API key for --base-url (never written to disk).", engine=("api_key",))] = None
+    api_key: Annotated[str | None, Cli("API key for --base-url (never written to disk).", engine=("api_key",)),
+                       Field(exclude=True)] = None
     request_timeout: Annotated[float, Cli(
         "openai, openai-chat: seconds to wait for one reply; a server that does not answer in time stops the "
         "run, finished sessions kept (a machine fault, docs/reliability.md).",

@@ -9,10 +9,13 @@ the sampling, and says so), the context window and the run directory. Nothing is
 
 from __future__ import annotations
 
+import functools
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import TypeAdapter, ValidationError
 
 from wtb_local.backends import Backend, SetupError, auto_backend, backend_class, backend_names
 from wtb_local.backends.environment import resolved_revision, tokenizer_sha256
@@ -78,7 +81,6 @@ def _prepare(options: RunOptions, renderer: Any, err: Any, engine: bool) -> Prep
     rules = _protocol_choice(options, backend)
     _fold(values, sources, rules)
     protocol = rules.protocol
-    values["sessions"] = list(options.sessions) if options.sessions is not None else None
     values["parser_options"] = {}
     if not (caps.remote and caps.renders_prompts):  # only a server taking rendered prompts has a format
         values["server_prompt"] = None
@@ -130,11 +132,33 @@ def _resolved_values(values: dict[str, Any]) -> dict[str, Any]:
     return {name: value for name, value in values.items() if name in ResolvedRun.model_fields}
 
 
+@functools.cache
+def _field_type(name: str) -> TypeAdapter[Any]:
+    """The type of the resolved-run field `name` as declared (an option the run folds into another value:
+    the option's), with its constraints."""
+    model = ResolvedRun if name in ResolvedRun.model_fields else RunOptions
+    info = model.model_fields[name]
+    if not info.metadata:
+        return TypeAdapter(info.annotation)
+    return TypeAdapter(Annotated[(info.annotation, *info.metadata)])  # type: ignore[valid-type]
+
+
 def _fold(values: dict[str, Any], sources: dict[str, str], stage: _Stage) -> None:
-    """Put one stage's decisions into the option values and their sources."""
+    """Put one stage's decisions into the option values and their sources; a name that is neither an option
+    nor a resolved-run field is a bug of the stage, said with its name."""
     for name in getattr(stage, "dropped", ()):
         del values[name]
-    values.update(stage.resolved())
+    decided = stage.resolved()
+    unknown = sorted(set(decided) - set(ResolvedRun.model_fields) - set(RunOptions.model_fields))
+    if unknown:
+        raise RuntimeError(f"prepare: {', '.join(unknown)} set by {type(stage).__name__}, but the resolved run "
+                           "has no such field (runner/setup/resolved.py)")
+    for name, value in decided.items():  # a validated copy, checked where it is decided
+        try:
+            values[name] = _field_type(name).validate_python(value)
+        except ValidationError as exc:
+            raise RuntimeError(f"prepare: {name} set by {type(stage).__name__} to {value!r}: "
+                               f"{exc.errors()[0]['msg']}") from None
     for name, source in stage.sources.items():
         if source is None:
             sources.pop(name, None)
