@@ -1,6 +1,6 @@
 """Build hook: `chat_templates/` and `data/` stay at the repository root (their documented place) and are
 shipped inside the package as `wtb_local/chat_templates/` and `wtb_local/data/`, where
-`wtb_local.resources` finds them in a wheel, a zip or a checkout (docs/install.md §2). Everything else is
+`wtb_local.contract.resources` finds them in a wheel, a zip or a checkout (docs/install.md §2). Everything else is
 declared in pyproject.toml."""
 
 from setuptools import find_packages, setup

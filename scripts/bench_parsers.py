@@ -12,8 +12,8 @@ import random
 import sys
 import time
 
-from wtb_local.parsers import get_parser, parser_names
-from wtb_local.schema import ParsedCall
+from wtb_local.contract.schema import ParsedCall
+from wtb_local.formats.parsers import get_parser, parser_names
 
 TOOLS = [
     {

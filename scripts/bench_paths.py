@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's tests/ helpers and wtb_local
 
 from tests.helpers.reference_paths import enumerate_paths
-from wtb_local.evaluator.paths import TaskGraph
+from wtb_local.benchmark.evaluator.paths import TaskGraph
 
 Step = tuple[int, ...]
 

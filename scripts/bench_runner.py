@@ -4,7 +4,7 @@ Every step goes through the real prompt renderer (a real chat template, Qwen3's,
 tests/fixtures/rendering/chat_templates.json), a real tokenizer (a byte-level BPE of `--vocab-size` tokens
 trained on the sample's text: the tokenizer class and code path of a downloaded Qwen3, built offline), the
 model family's tool-call parser, the evaluator and the durable result store; the engine is replaced by
-the instant backend (wtb_local/backends/instant.py), which answers each request with its gold completion
+the instant backend (wtb_local/engines/instant.py), which answers each request with its gold completion
 in the model's native format from a table filled by an unmeasured priming run of this checkout (kept in
 a file for the others). The workload is the sample
 repeated to `--copies` x 8 sessions (32 copies: the release's 256 sessions, 1,024 tasks).
@@ -54,7 +54,7 @@ def load() -> str:
 
 def _instant_backend_class() -> Any:
     """The instant backend (this checkout's), which writes the gold replies: the priming run only."""
-    from wtb_local.backends.instant import InstantBackend
+    from wtb_local.engines.instant import InstantBackend
 
     return InstantBackend
 
@@ -70,7 +70,7 @@ class _FrozenReplies:
         self.replies = replies
 
     async def generate(self, request: Any) -> Any:
-        from wtb_local.schema import Completion
+        from wtb_local.contract.schema import Completion
 
         await asyncio.sleep(0)  # as an engine answers: after the loop's other ready work
         prompt_tokens = len(request.prompt_token_ids or [])
@@ -88,18 +88,18 @@ class _FrozenReplies:
 
 async def _one_run(sessions: list[Any], backend: Any, renderer: Any, parser: Any, out: Path,
                    workers: int = 0) -> dict[str, Any]:
-    from wtb_local.evaluator.episode import session_episodes, session_result
-    from wtb_local.runner.loop.loop import SessionRunner
-    from wtb_local.runner.loop.progress import ProgressStats, make_progress
-    from wtb_local.runner.loop.steps import StepDriver
-    from wtb_local.runner.record.store import ResultStore
-    from wtb_local.schema import SamplingConfig
+    from wtb_local.benchmark.evaluator.episode import session_episodes, session_result
+    from wtb_local.contract.schema import SamplingConfig
+    from wtb_local.run.loop.loop import SessionRunner
+    from wtb_local.run.loop.progress import ProgressStats, make_progress
+    from wtb_local.run.loop.steps import StepDriver
+    from wtb_local.run.record.store import ResultStore
 
     store = ResultStore(out)
     store.open(fresh=True)
     pool = None
     if workers:  # started and ready before the clock starts, as a run starts them beside the engine
-        from wtb_local.rendering.pool import RenderPool
+        from wtb_local.formats.rendering.pool import RenderPool
 
         pool = RenderPool(renderer, workers)
         pool.start()
@@ -180,9 +180,9 @@ def _result_digest(path: Path) -> str:
 def worker(args: Any) -> None:
     from transformers import AutoTokenizer
 
-    from wtb_local.dataset import read_dataset
-    from wtb_local.parsers import get_parser, select_parser
-    from wtb_local.rendering.renderer import PromptRenderer
+    from wtb_local.benchmark.dataset import read_dataset
+    from wtb_local.formats.parsers import get_parser, select_parser
+    from wtb_local.formats.rendering.renderer import PromptRenderer
 
     work = Path(args.work)
     renderer = PromptRenderer(AutoTokenizer.from_pretrained(args.tokenizer), model_id=TEMPLATE_MODEL)
@@ -253,7 +253,7 @@ def main() -> None:
     sys.path.insert(0, str(REPO))
     from tests.helpers import build_tiny_tokenizer
     from tests.helpers.workload import replicated_dataset
-    from wtb_local.resources import sample_dataset_path
+    from wtb_local.contract.resources import sample_dataset_path
 
     work = Path(tempfile.mkdtemp(prefix="wtb-bench-runner-"))
     sample = sample_dataset_path()

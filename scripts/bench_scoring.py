@@ -62,8 +62,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
 
-    from wtb_local.dataset import load_dataset
-    from wtb_local.scoring import score_file, write_score_files
+    from wtb_local.benchmark.dataset import load_dataset
+    from wtb_local.benchmark.scoring import score_file, write_score_files
 
     with tempfile.TemporaryDirectory() as temp:
         folder = Path(temp)

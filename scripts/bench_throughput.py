@@ -78,7 +78,7 @@ def load() -> str:
 
 
 async def _measure(label: str, settings: Any, backend: Any, renderer: Any) -> dict[str, Any]:
-    from wtb_local.runner import run_job_async
+    from wtb_local.run import run_job_async
 
     load_before = load()
     outcome = await run_job_async(settings, backend=backend, renderer=renderer)
@@ -106,7 +106,7 @@ async def _measure(label: str, settings: Any, backend: Any, renderer: Any) -> di
 
 def _settings(model_dir: Path, dataset: Path, out: Path, backend: str, scheduling: str,
               base_url: str | None = None, limit: int | None = None) -> Any:
-    from wtb_local.runner import RunOptions
+    from wtb_local.run import RunOptions
 
     return RunOptions(
         backend=backend, model=str(model_dir), model_name="tiny", dataset=str(dataset), out=str(out),
@@ -118,7 +118,7 @@ def _settings(model_dir: Path, dataset: Path, out: Path, backend: str, schedulin
 
 def _steer(backend: Any, renderer: Any, args: Any) -> Any:
     from tests.helpers.workload import GoldSteered, StepLengths
-    from wtb_local.backends.oracle import OracleBackend
+    from wtb_local.engines.oracle import OracleBackend
 
     lengths = StepLengths(args.lengths, renderer.encode, max_new_tokens=args.max_new_tokens)
     return GoldSteered(backend, OracleBackend(parser="hermes", renderer=renderer), lengths)
@@ -126,8 +126,8 @@ def _steer(backend: Any, renderer: Any, args: Any) -> Any:
 
 async def in_process_modes(model_dir: Path, dataset: Path, work: Path, args: Any) -> list[dict[str, Any]]:
     from tests.helpers.workload import ExactLengthVLLM, OneAtATime
-    from wtb_local.backends.config import VLLMConfig
-    from wtb_local.runner.setup.tokenizer import load_renderer
+    from wtb_local.engines.config import VLLMConfig
+    from wtb_local.run.setup.tokenizer import load_renderer
 
     backend = ExactLengthVLLM(VLLMConfig(model=str(model_dir), **ENGINE))
     started = time.perf_counter()
@@ -186,8 +186,8 @@ def _reset_server_cache(base_url: str) -> None:
 
 async def _server_runs(model_dir: Path, dataset: Path, work: Path, args: Any, base_url: str) -> dict[str, Any]:
     from tests.helpers.workload import ExactLengthOpenAI
-    from wtb_local.backends.config import OpenAIConfig
-    from wtb_local.runner.setup.tokenizer import load_renderer
+    from wtb_local.engines.config import OpenAIConfig
+    from wtb_local.run.setup.tokenizer import load_renderer
 
     settings = _settings(model_dir, dataset, work / "server", "openai", "continuous", base_url)
     renderer = load_renderer(settings.model)
@@ -292,7 +292,7 @@ def main() -> None:
 
     from tests.helpers import build_tiny_model
     from tests.helpers.workload import StepLengths, replicated_dataset
-    from wtb_local.resources import sample_dataset_path
+    from wtb_local.contract.resources import sample_dataset_path
 
     work = Path(tempfile.mkdtemp(prefix="wtb-bench-"))
     sample = sample_dataset_path()

@@ -149,7 +149,7 @@ def run_facts(run_dir: Path) -> dict[str, Any]:
     """What the tables say of one run, from its manifest and result file: engine, parser, protocol,
     temperature, steps, calls outside the parser's format (steps per kind), length cuts, steps a replay
     had no completion for, and the wall time and generated tokens of its sessions (engine start aside)."""
-    from wtb_local.commands.parser_comparison import UNRECORDED
+    from wtb_local.analysis.commands.parser_comparison import UNRECORDED
 
     manifest = _read(run_dir / "manifest.json")
     config = manifest.get("config") or {}
@@ -376,7 +376,7 @@ def make_figures(out: Path, gap: str | None, page: str | None, plot: str | None)
     block = figures_markdown(data, gap, link)
     (out / "figures.md").write_text(block, encoding="utf-8")
     if plot:
-        from wtb_local.reports.plots import write_waterfall
+        from wtb_local.analysis.reports.plots import write_waterfall
 
         write_waterfall([chosen_gap(data, gap)], Path(plot))
     if page:
@@ -386,8 +386,8 @@ def make_figures(out: Path, gap: str | None, page: str | None, plot: str | None)
 
 def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(ROOT))
-    from wtb_local.backends import engine_backends
-    from wtb_local.explain.plan import PlanError, make_plan, plan_script
+    from wtb_local.analysis.explain.plan import PlanError, make_plan, plan_script
+    from wtb_local.engines import engine_backends
 
     args = _arguments(argv)
     if args.figures_from is not None:

@@ -93,8 +93,8 @@ def engine_settings(tiny: bool) -> dict[str, Any]:
 def workload(dataset: Path | None, sessions: int, work: Path) -> tuple[Path, str]:
     """(dataset file, what it is). The release when given or cached, else the sample repeated."""
     from tests.helpers.workload import replicated_dataset
-    from wtb_local.dataset.fetch import release_path
-    from wtb_local.resources import sample_dataset_path
+    from wtb_local.benchmark.dataset.fetch import release_path
+    from wtb_local.contract.resources import sample_dataset_path
 
     source = dataset if dataset is not None else release_path()
     if source.is_file():
@@ -182,7 +182,7 @@ def versions() -> dict[str, Any]:
 
 def _settings(model_dir: Path, dataset: Path, out: Path, backend: str, limit: int,
               base_url: str | None = None) -> Any:
-    from wtb_local.runner import RunOptions
+    from wtb_local.run import RunOptions
 
     return RunOptions(backend=backend, model=str(model_dir), model_name="qwen3-8b-shape", dataset=str(dataset),
                        out=str(out), progress="plain", limit=limit, base_url=base_url, overwrite=True,
@@ -204,7 +204,7 @@ def pace(block: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _run(label: str, settings: Any, backend: Any, renderer: Any, total_tasks: int) -> dict[str, Any]:
-    from wtb_local.runner import run_job_async
+    from wtb_local.run import run_job_async
 
     outcome = await run_job_async(settings, backend=backend, renderer=renderer)
     block = outcome.manifest["summary"]["throughput"]
@@ -225,9 +225,9 @@ async def _run(label: str, settings: Any, backend: Any, renderer: Any, total_tas
 async def in_process(model_dir: Path, dataset: Path, work: Path, args: Any, engine: dict[str, Any],
                      report: dict[str, Any], save: Any) -> None:
     from tests.helpers.workload import ExactLengthVLLM, GoldSteered, OneAtATime, StepLengths
-    from wtb_local.backends.config import VLLMConfig
-    from wtb_local.backends.oracle import OracleBackend
-    from wtb_local.runner.setup.tokenizer import load_renderer
+    from wtb_local.engines.config import VLLMConfig
+    from wtb_local.engines.oracle import OracleBackend
+    from wtb_local.run.setup.tokenizer import load_renderer
 
     backend = ExactLengthVLLM(VLLMConfig(model=str(model_dir), **engine))
     started = time.perf_counter()
@@ -282,9 +282,9 @@ def _wait_for_server(proc: subprocess.Popen, base_url: str, log_path: Path, limi
 async def _server_phase(model_dir: Path, dataset: Path, work: Path, args: Any, base_url: str,
                         engine: dict[str, Any], total: int) -> dict[str, Any]:
     from tests.helpers.workload import ExactLengthOpenAI, GoldSteered, StepLengths
-    from wtb_local.backends.config import OpenAIConfig
-    from wtb_local.backends.oracle import OracleBackend
-    from wtb_local.runner.setup.tokenizer import load_renderer
+    from wtb_local.engines.config import OpenAIConfig
+    from wtb_local.engines.oracle import OracleBackend
+    from wtb_local.run.setup.tokenizer import load_renderer
 
     settings = _settings(model_dir, dataset, work / "server", "openai", args.sessions, base_url)
     renderer = load_renderer(settings.model)
@@ -384,7 +384,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="wtb_gpu_") as tmp:
         work = Path(tmp)
         dataset, what = workload(args.dataset, args.sessions, work)
-        from wtb_local.dataset.loader import read_dataset
+        from wtb_local.benchmark.dataset.loader import read_dataset
 
         rows, problems = read_dataset(dataset)
         if problems:

@@ -140,7 +140,7 @@ def steps_of(rows: list[dict[str, Any]]) -> dict[tuple[str, int, int], dict[str,
 
 def records_deviations() -> bool:
     """Whether this checkout's parsers record format deviations on the steps (docs/parser-policies.md)."""
-    from wtb_local.schema import ParseResult
+    from wtb_local.contract.schema import ParseResult
 
     return "format_deviation" in ParseResult.model_fields
 
@@ -158,7 +158,7 @@ def deviation_counts(rows: list[dict[str, Any]]) -> dict[str, int]:
 
 def figures_of(run_dir: Path, reference: dict[tuple[str, int, int], dict[str, Any]] | None,
                deviations_from: Path | None) -> dict[str, Any]:
-    from wtb_local.reports.health import run_health
+    from wtb_local.analysis.reports.health import run_health
 
     manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
     rows = _result_rows(run_dir)
@@ -220,7 +220,7 @@ def tables(out: Path, do_replay: bool) -> dict[str, Any]:
 
 
 def machine() -> dict[str, Any]:
-    from wtb_local.runner.setup.dtype import cpu_flags
+    from wtb_local.run.setup.dtype import cpu_flags
 
     model = "unknown"
     try:

@@ -1,9 +1,9 @@
 """The layout's rules (docs/architecture.md): every module imports, no import cycle, and no code outside
-`wtb_local/backends/` or `wtb_local/protocols/` decides by a backend's or a protocol's name.
+`wtb_local/engines/` or `wtb_local/benchmark/protocols/` decides by a backend's or a protocol's name.
 
 What the two name rules match, in every `.py` file of wtb_local outside the named package (parsed with
 `ast`, so strings in comments and docstrings never count). A *name literal* is a string constant equal to
-a registered backend name (`wtb_local.backends.backend_names()`) or protocol name (`protocol_names()`),
+a registered backend name (`wtb_local.engines.backend_names()`) or protocol name (`protocol_names()`),
 alone or inside a tuple, list, set or frozenset literal. A *subject* is the source text of the other
 expression; it "names" a backend when it contains `backend` (any case) or is `name` or ends in `.name`,
 and a protocol when it contains `protocol` (any case), is `name`, ends in `.name` or is a `.get("name")`.
@@ -32,8 +32,8 @@ from pathlib import Path
 
 import pytest
 
-from wtb_local.backends import backend_names
-from wtb_local.protocols import protocol_names
+from wtb_local.benchmark.protocols import protocol_names
+from wtb_local.engines import backend_names
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "wtb_local"
@@ -250,12 +250,12 @@ def _violations(outside: str, names: set[str], subject: object, word: str) -> li
 
 def test_no_backend_name_checks_outside_backends() -> None:
     """Backends describe themselves (backends/base.py, Capabilities); nothing else tests their names."""
-    assert _violations("backends", set(backend_names()), _names_backend, "backend") == []
+    assert _violations("engines", set(backend_names()), _names_backend, "backend") == []
 
 
 def test_no_protocol_name_branches_outside_protocols() -> None:
     """A protocol is an object (protocols/base.py); nothing else branches on its name."""
-    assert _violations("protocols", set(protocol_names()), _names_protocol, "protocol") == []
+    assert _violations("benchmark/protocols", set(protocol_names()), _names_protocol, "protocol") == []
 
 
 BACKENDS = set(backend_names())
@@ -293,14 +293,24 @@ def test_the_name_rules_leave_other_strings_alone(code: str) -> None:
     assert name_checks(code, PROTOCOLS, _names_protocol, "protocol") == []
 
 
-# --- folders: the two halves and the core ---------------------------------------------------------------------
-# A first-level folder (or a first-level module) is a "room". The reader half works on finished run
-# directories, the writer half makes them; they meet only at the run directory (docs/architecture.md, "Two
-# halves and a core"). Every import counts, deferred ones and `if TYPE_CHECKING:` ones included.
-
-READER = frozenset({"reports", "explain", "roster", "commands"})
-WRITER = frozenset({"runner", "backends"})
-CORE = frozenset({"dataset", "evaluator", "scoring", "protocols", "contract"})
+# --- rooms: the two halves and the core ---------------------------------------------------------------------
+# A first-level folder of wtb_local is a "room" (docs/architecture.md, "The rooms"). Imports point down this
+# table only: the writer half (run, engines) makes run directories, the reader half (analysis) reads them,
+# the core (benchmark, formats, contract) serves both and imports neither; cli wires both halves to the
+# command line. Every import counts, deferred ones and `if TYPE_CHECKING:` ones included.
+ROOMS: dict[str, frozenset[str]] = {
+    "contract": frozenset(),
+    "formats": frozenset({"contract"}),
+    "benchmark": frozenset({"formats", "contract"}),
+    "engines": frozenset({"benchmark", "formats", "contract"}),
+    "run": frozenset({"engines", "benchmark", "formats", "contract"}),
+    "analysis": frozenset({"benchmark", "formats", "contract"}),
+    "cli": frozenset({"run", "analysis", "engines", "benchmark", "formats", "contract"}),
+}
+READER = frozenset({"analysis"})
+WRITER = frozenset({"run", "engines"})
+CORE = frozenset({"benchmark", "formats", "contract"})
+READER_TO_WRITER_LEFT: frozenset[tuple[str, str]] = frozenset()
 
 
 def _rooms(root: Path) -> set[str]:
@@ -352,6 +362,17 @@ def test_no_two_first_level_folders_import_each_other() -> None:
     assert _mutual(_room_edges(PACKAGE)) == []
 
 
+def test_imports_point_down_the_rooms() -> None:
+    """Every room is in the table, and every import between rooms is one the table allows (the reader
+    half's listed exceptions aside)."""
+    rooms = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert rooms == set(ROOMS), "a first-level folder not in ROOMS: give it its place in the table"
+    assert sorted(p.name for p in PACKAGE.glob("*.py")) == ["__init__.py", "__main__.py"]
+    wrong = sorted((path, here, there) for here, path, there in _room_imports(PACKAGE)
+                   if here in ROOMS and there not in ROOMS[here] and (path, there) not in READER_TO_WRITER_LEFT)
+    assert wrong == [], "an import against the rooms' order (docs/architecture.md, \"The rooms\")"
+
+
 def test_the_reader_half_never_imports_the_writer_half() -> None:
     """What a reader needs of a run lives in the core (contract/: paths, lock, manifest, a recorded run's
     files); a reader command that needs a run (a replay) is handed the function by `cli/`."""
@@ -367,12 +388,12 @@ def test_the_folder_rules_see_deferred_imports_and_folders(tmp_path: Path) -> No
     module importing the writer half."""
     root = tmp_path / "pkg"
     for folder, source in {"a": "from pkg.b.deep import x\n", "b": "", "b/deep": "def f():\n    import pkg.a\n",
-                           "reports": "def g():\n    from pkg.runner.job import run\n", "runner": ""}.items():
+                           "analysis": "def g():\n    from pkg.run.job import run_job\n", "run": ""}.items():
         (root / folder).mkdir(parents=True)
         (root / folder / "__init__.py").write_text(source)
     (root / "__init__.py").write_text("")
     assert _mutual(_room_edges(root)) == ["a <-> b (pkg/a/__init__.py / pkg/b/deep/__init__.py)"]
-    assert _file_edges(root, READER, WRITER) == {("pkg/reports/__init__.py", "runner")}
+    assert _file_edges(root, READER, WRITER) == {("pkg/analysis/__init__.py", "run")}
 
 
 # --- deferred imports --------------------------------------------------------------------------------------
@@ -386,48 +407,48 @@ STARTUP = "deferred: start-up"
 # Files whose imports inside functions were neither heavy nor explained when this rule came, and how many:
 # a count may only go down (each such import moved to module level or given its reason).
 DEFERRED_LEFT: dict[str, int] = {
-    "wtb_local/backends/__init__.py": 1,
-    "wtb_local/backends/base.py": 1,
-    "wtb_local/backends/openai_server.py": 2,
-    "wtb_local/backends/vllm_engine.py": 1,
+    "wtb_local/engines/__init__.py": 1,
+    "wtb_local/engines/base.py": 1,
+    "wtb_local/engines/openai_server.py": 2,
+    "wtb_local/engines/vllm_engine.py": 1,
     "wtb_local/cli/health.py": 2,
     "wtb_local/cli/parsers.py": 1,
     "wtb_local/cli/render.py": 1,
     "wtb_local/cli/report.py": 1,
     "wtb_local/cli/rescore.py": 3,
     "wtb_local/cli/score.py": 3,
-    "wtb_local/commands/merge_runs.py": 6,
-    "wtb_local/commands/parser_comparison.py": 3,
-    "wtb_local/dataset/loader.py": 2,
-    "wtb_local/doctor.py": 4,
-    "wtb_local/explain/plan.py": 1,
-    "wtb_local/explain/render.py": 1,
-    "wtb_local/install_command.py": 1,
-    "wtb_local/protocols/base.py": 1,
-    "wtb_local/protocols/lenient.py": 1,
-    "wtb_local/protocols/paper.py": 5,
-    "wtb_local/protocols/parse_rules.py": 1,
-    "wtb_local/protocols/setup.py": 1,
-    "wtb_local/rendering/probe.py": 2,
-    "wtb_local/rendering/renderer.py": 1,
-    "wtb_local/rendering/templates.py": 1,
-    "wtb_local/reports/build.py": 2,
-    "wtb_local/reports/health.py": 2,
-    "wtb_local/reports/html.py": 1,
-    "wtb_local/reports/present.py": 2,
-    "wtb_local/reports/runs.py": 4,
-    "wtb_local/roster/plan.py": 4,
-    "wtb_local/roster/report.py": 6,
-    "wtb_local/runner/job.py": 4,
-    "wtb_local/runner/loop/progress.py": 1,
-    "wtb_local/runner/loop/steps.py": 1,
-    "wtb_local/runner/record/run_record.py": 3,
-    "wtb_local/runner/setup/dtype.py": 1,
-    "wtb_local/runner/setup/parser_choice.py": 3,
-    "wtb_local/runner/setup/paths.py": 2,
-    "wtb_local/runner/setup/prepare.py": 3,
-    "wtb_local/runner/setup/thinking.py": 2,
-    "wtb_local/scoring/taxonomy.py": 1,
+    "wtb_local/analysis/commands/merge_runs.py": 6,
+    "wtb_local/analysis/commands/parser_comparison.py": 3,
+    "wtb_local/benchmark/dataset/loader.py": 2,
+    "wtb_local/engines/doctor.py": 4,
+    "wtb_local/analysis/explain/plan.py": 1,
+    "wtb_local/analysis/explain/render.py": 1,
+    "wtb_local/contract/install_command.py": 1,
+    "wtb_local/benchmark/protocols/base.py": 1,
+    "wtb_local/benchmark/protocols/lenient.py": 1,
+    "wtb_local/benchmark/protocols/paper.py": 5,
+    "wtb_local/benchmark/protocols/parse_rules.py": 1,
+    "wtb_local/benchmark/protocols/setup.py": 1,
+    "wtb_local/formats/rendering/probe.py": 2,
+    "wtb_local/formats/rendering/renderer.py": 1,
+    "wtb_local/formats/rendering/templates.py": 1,
+    "wtb_local/analysis/reports/build.py": 2,
+    "wtb_local/analysis/reports/health.py": 2,
+    "wtb_local/analysis/reports/html.py": 1,
+    "wtb_local/analysis/reports/present.py": 2,
+    "wtb_local/analysis/reports/runs.py": 4,
+    "wtb_local/analysis/roster/plan.py": 4,
+    "wtb_local/analysis/roster/report.py": 6,
+    "wtb_local/run/job.py": 4,
+    "wtb_local/run/loop/progress.py": 1,
+    "wtb_local/run/loop/steps.py": 1,
+    "wtb_local/run/record/run_record.py": 3,
+    "wtb_local/run/setup/dtype.py": 1,
+    "wtb_local/run/setup/parser_choice.py": 3,
+    "wtb_local/run/setup/paths.py": 2,
+    "wtb_local/run/setup/prepare.py": 3,
+    "wtb_local/run/setup/thinking.py": 2,
+    "wtb_local/benchmark/scoring/taxonomy.py": 1,
 }
 
 
@@ -470,12 +491,12 @@ def test_the_deferred_rule_sees_each_form() -> None:
               "def f():\n"
               "    import torch\n"
               "    from vllm.engine import x\n"
-              "    from wtb_local.scoring import score  # deferred: start-up of `--help`\n"
-              "    from wtb_local.reports import (  # deferred: start-up\n"
+              "    from wtb_local.benchmark.scoring import score  # deferred: start-up of `--help`\n"
+              "    from wtb_local.analysis.reports import (  # deferred: start-up\n"
               "        a, b)\n"
               "    import json\n"
               "    async def g():\n"
-              "        from wtb_local.runner import job\n")
+              "        from wtb_local.run import job\n")
     assert _unexplained_deferred(source) == [8, 10]
 
 

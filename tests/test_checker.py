@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from wtb_local import check_arguments
-from wtb_local.evaluator.checker import check_arguments as direct_check
+from wtb_local.benchmark.evaluator.checker import check_arguments as direct_check
 
 VECTORS = Path(__file__).parent / "fixtures" / "vectors"
 

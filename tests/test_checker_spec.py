@@ -11,7 +11,7 @@ from difflib import SequenceMatcher
 import pytest
 from rouge import Rouge
 
-from wtb_local.evaluator.checker import check_arguments
+from wtb_local.benchmark.evaluator.checker import check_arguments
 
 STR = {"type": "string"}
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from wtb_local.benchmark.dataset.blob import git_blob_sha1
+from wtb_local.benchmark.dataset.fetch import RELEASE_FILE_NAME
 from wtb_local.cli import cli
-from wtb_local.dataset.blob import git_blob_sha1
-from wtb_local.dataset.fetch import RELEASE_FILE_NAME
-from wtb_local.resources import sample_dataset_path
+from wtb_local.contract.resources import sample_dataset_path
 
 FIXTURES = Path(__file__).parent / "fixtures" / "dataset"
 

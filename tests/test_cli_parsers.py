@@ -92,7 +92,7 @@ def test_usage_errors(tmp_path: Path) -> None:
 
 
 def test_list_shows_each_parsers_vllm_name_and_the_aliases() -> None:
-    from wtb_local.parsers import parser_aliases, parser_class, parser_names
+    from wtb_local.formats.parsers import parser_aliases, parser_class, parser_names
 
     code, out = run(["parsers", "list"])
     assert code == 0

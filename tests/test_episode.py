@@ -9,9 +9,8 @@ from typing import Any
 
 import pytest
 
-from wtb_local.backends.scripted import ScriptedBackend
-from wtb_local.evaluator.conversation import gold_nodes, gold_path_messages
-from wtb_local.evaluator.episode import (
+from wtb_local.benchmark.evaluator.conversation import gold_nodes, gold_path_messages
+from wtb_local.benchmark.evaluator.episode import (
     ERROR_BEYOND,
     ERROR_EMPTY,
     ERROR_NO_CANDIDATE,
@@ -19,10 +18,11 @@ from wtb_local.evaluator.episode import (
     session_episodes,
     session_result,
 )
-from wtb_local.evaluator.ids import CALL_ID_STYLES, make_call_id
-from wtb_local.evaluator.paths import TaskGraph
-from wtb_local.evaluator.tools import convert_tools, tool_names
-from wtb_local.schema import Session
+from wtb_local.benchmark.evaluator.ids import CALL_ID_STYLES, make_call_id
+from wtb_local.benchmark.evaluator.paths import TaskGraph
+from wtb_local.benchmark.evaluator.tools import convert_tools, tool_names
+from wtb_local.contract.schema import Session
+from wtb_local.engines.scripted import ScriptedBackend
 
 SESSIONS = Path(__file__).parent / "fixtures" / "vectors" / "sessions"
 EMPTY_ANSWER = {"candidate_0_answer_function_list": {"action": []}}
@@ -442,7 +442,7 @@ def test_make_call_id_styles() -> None:
 
 
 def test_gold_reply_follows_what_was_accepted() -> None:
-    from wtb_local.evaluator.gold_replies import gold_reply
+    from wtb_local.benchmark.evaluator.gold_replies import gold_reply
 
     episode = _episode(PARALLEL)
     first = gold_reply(episode)
@@ -462,11 +462,11 @@ def test_the_evaluator_judges_only_the_oracle_plans_next_to_its_backend() -> Non
     import subprocess
     import sys
 
-    import wtb_local.evaluator.episode as episode_module
+    import wtb_local.benchmark.evaluator.episode as episode_module
 
     assert not hasattr(episode_module, "_Planner")
-    code = ("import sys, wtb_local.evaluator.episode as e; "
-            "print(sorted(m for m in sys.modules if m.startswith('wtb_local.backends')))")
+    code = ("import sys, wtb_local.benchmark.evaluator.episode as e; "
+            "print(sorted(m for m in sys.modules if m.startswith('wtb_local.engines')))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"  # the judge imports nothing of the backends
 

@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.helpers.reference_paths import enumerate_paths as brute_force_paths
-from wtb_local.evaluator.episode import Episode
-from wtb_local.evaluator.paths import TaskGraph
-from wtb_local.schema import ASK_ACTION, PREPARE_ACTION, PSEUDO_ACTIONS
+from wtb_local.benchmark.evaluator.episode import Episode
+from wtb_local.benchmark.evaluator.paths import TaskGraph
+from wtb_local.contract.schema import ASK_ACTION, PREPARE_ACTION, PSEUDO_ACTIONS
 
 TOOLS = [
     {"type": "function", "function": {"name": n, "parameters": {"type": "object", "properties": {}}}}

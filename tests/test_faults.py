@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from wtb_local.backends.openai_server import StepError, http_fault
-from wtb_local.faults import (
+from wtb_local.contract.faults import (
     ENDINGS,
     KINDS,
     BackendError,
@@ -26,6 +25,7 @@ from wtb_local.faults import (
     step_ending,
     stop_line,
 )
+from wtb_local.engines.openai_server import StepError, http_fault
 
 # One recorded step output per ending, shaped as the runner records them (runner/loop/steps.py).
 RECORDED = {

@@ -12,9 +12,9 @@ from typing import Self
 
 import pytest
 
-from wtb_local.dataset import fetch as fetch_module
-from wtb_local.dataset.blob import file_blob_sha1, git_blob_sha1
-from wtb_local.dataset.fetch import (
+from wtb_local.benchmark.dataset import fetch as fetch_module
+from wtb_local.benchmark.dataset.blob import file_blob_sha1, git_blob_sha1
+from wtb_local.benchmark.dataset.fetch import (
     RELEASE_BLOB_SHA1,
     RELEASE_FILE_NAME,
     RELEASE_URL,

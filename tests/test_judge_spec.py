@@ -6,9 +6,9 @@ from __future__ import annotations
 import copy
 import json
 
-from wtb_local.evaluator.judge import score_session, score_task
-from wtb_local.evaluator.metrics import compute_metrics
-from wtb_local.schema import Session
+from wtb_local.benchmark.evaluator.judge import score_session, score_task
+from wtb_local.benchmark.evaluator.metrics import compute_metrics
+from wtb_local.contract.schema import Session
 
 TOOLS = [
     {

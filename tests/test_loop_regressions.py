@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from wtb_local.evaluator.episode import ERROR_NO_CANDIDATE, ERROR_PARSE, Episode
-from wtb_local.evaluator.paths import TaskGraph
+from wtb_local.benchmark.evaluator.episode import ERROR_NO_CANDIDATE, ERROR_PARSE, Episode
+from wtb_local.benchmark.evaluator.paths import TaskGraph
 
 ASK = "ask_user_for_required_parameters"
 PREP = "prepare_to_answer"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from wtb_local.evaluator.metrics import compute_metrics
-from wtb_local.schema import Session
+from wtb_local.benchmark.evaluator.metrics import compute_metrics
+from wtb_local.contract.schema import Session
 
 PREPARE = {"action": {"name": "prepare_to_answer", "arguments": {"answer_type": "tool"}}, "observation": "ok"}
 CALL = {"action": {"name": "get", "arguments": {"q": "a"}}, "observation": "x"}

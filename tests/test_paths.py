@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.helpers.reference_paths import enumerate_paths as brute_force_paths
-from wtb_local.evaluator.paths import TaskGraph
+from wtb_local.benchmark.evaluator.paths import TaskGraph
 
 FIXTURES = Path(__file__).parent / "fixtures" / "vectors"
 GRAPH_FILES = [FIXTURES / "sessions" / "graph.jsonl", FIXTURES / "special_graphs.jsonl"]
@@ -140,7 +140,7 @@ def test_invalid_graphs_are_refused() -> None:
 
 
 def test_from_nodes_accepts_schema_nodes() -> None:
-    from wtb_local.schema import Node
+    from wtb_local.contract.schema import Node
 
     rows = GRAPHS[0]["answer_list"]
     graph = TaskGraph.from_nodes([Node.model_validate(r) for r in rows])

@@ -115,7 +115,7 @@ def test_repeats_and_merge_take_the_paper_row_of_the_recorded_thinking_mode(qwen
 
 
 def test_report_on_a_repeats_folder_shows_the_mean_row_run_printed(qwen3_dir: Path, tmp_path: Path) -> None:
-    from wtb_local.commands.repeat_runs import error_bar_line
+    from wtb_local.analysis.commands.repeat_runs import error_bar_line
 
     out = tmp_path / "rep"
     with fake_openai_server(str(qwen3_dir), vary_by_seed=True) as server:  # repeats need a backend that samples

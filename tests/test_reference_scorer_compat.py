@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from wtb_local.resources import sample_dataset_path
+from wtb_local.contract.resources import sample_dataset_path
 
 VECTORS = Path(__file__).resolve().parent / "fixtures" / "vectors" / "sessions"
 RESULT_NAME = "Wild-Tool-Bench_result.jsonl"

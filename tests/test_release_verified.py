@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from wtb_local.dataset import DatasetError, resolve_dataset
-from wtb_local.dataset import blob as blob_module
-from wtb_local.dataset.blob import git_blob_sha1
-from wtb_local.dataset.fetch import RELEASE_BLOB_SHA1, RELEASE_FILE_NAME
-from wtb_local.dataset.verified import blob_sha1_cached, stamp_path, verify_release
-from wtb_local.resources import sample_dataset_path
+from wtb_local.benchmark.dataset import DatasetError, resolve_dataset
+from wtb_local.benchmark.dataset import blob as blob_module
+from wtb_local.benchmark.dataset.blob import git_blob_sha1
+from wtb_local.benchmark.dataset.fetch import RELEASE_BLOB_SHA1, RELEASE_FILE_NAME
+from wtb_local.benchmark.dataset.verified import blob_sha1_cached, stamp_path, verify_release
+from wtb_local.contract.resources import sample_dataset_path
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -126,7 +126,7 @@ def test_a_45_run_report_fits_1400_px(roster_report: Path, tmp_path: Path) -> No
 
 
 def _section(key: str, columns: list[tuple[str, str]], runs: int, value: float) -> object:
-    from wtb_local.reports.sections import Section
+    from wtb_local.analysis.reports.sections import Section
 
     rows = []
     for i in range(runs):
@@ -139,9 +139,9 @@ def _section(key: str, columns: list[tuple[str, str]], runs: int, value: float) 
 def test_plot_markers_at_100_percent_are_inside_the_axes(runs: int, tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("matplotlib")
-    from wtb_local.reports import plots
-    from wtb_local.reports.sections import SUBTYPE_COLUMNS, TRANSITIONS
-    from wtb_local.reports.table import COLUMNS, HEADERS
+    from wtb_local.analysis.reports import plots
+    from wtb_local.analysis.reports.sections import SUBTYPE_COLUMNS, TRANSITIONS
+    from wtb_local.analysis.reports.table import COLUMNS, HEADERS
 
     sections = [
         _section("table6", list(zip(COLUMNS[6], HEADERS[6], strict=True)), runs, 100.0),

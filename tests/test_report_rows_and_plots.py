@@ -12,8 +12,8 @@ from click.testing import CliRunner
 
 from tests.runner.conftest import invoke
 from tests.runner.test_thinking_mode import DEFAULT_MODE
-from wtb_local.reports.sections import transition_section
-from wtb_local.reports.thinking_labels import template_default
+from wtb_local.analysis.reports.sections import transition_section
+from wtb_local.analysis.reports.thinking_labels import template_default
 
 
 def _cli(*args: str) -> str:
@@ -49,9 +49,9 @@ def _table6_labels(output: str) -> list[str]:
 def test_the_subtype_plot_has_every_column_of_its_table(oracle: Path, monkeypatch: pytest.MonkeyPatch,
                                                         tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
-    from wtb_local.reports import plots
-    from wtb_local.reports.runs import load_runs
-    from wtb_local.reports.sections import build_sections
+    from wtb_local.analysis.reports import plots
+    from wtb_local.analysis.reports.runs import load_runs
+    from wtb_local.analysis.reports.sections import build_sections
 
     drawn: dict[str, list[str]] = {}
     save = plots._save

@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from wtb_local.cli import cli
-from wtb_local.reports import (
+from wtb_local.analysis.reports import (
     format_plain,
     metric_values,
     paper_name,
@@ -19,6 +18,7 @@ from wtb_local.reports import (
     print_tables,
     report_rows,
 )
+from wtb_local.cli import cli
 
 METRIC_PATH = Path(__file__).parent / "fixtures" / "vectors" / "sessions" / "metric.json"
 
@@ -85,7 +85,7 @@ def test_paper_names(model: str, thinking: bool | None, expected: str | None) ->
 
 
 def test_every_alias_target_is_a_paper_row() -> None:
-    from wtb_local.reports.paper import _ALIASES
+    from wtb_local.analysis.reports.paper import _ALIASES
 
     names = set(paper_rows(6)) | set(paper_rows(7))
     assert set(_ALIASES.values()) <= names

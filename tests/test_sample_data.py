@@ -12,12 +12,20 @@ from typing import Any
 
 import pytest
 
-from wtb_local.dataset import read_dataset
-from wtb_local.dataset.dag import ancestors, levels
-from wtb_local.evaluator.checker import check_arguments
-from wtb_local.evaluator.tools import convert_tools
-from wtb_local.resources import data_dir, sample_dataset_path
-from wtb_local.schema import ASK_ACTION, PREPARE_ACTION, PSEUDO_ACTIONS, Node, Session, TaskType, TurnSubtype
+from wtb_local.benchmark.dataset import read_dataset
+from wtb_local.benchmark.dataset.dag import ancestors, levels
+from wtb_local.benchmark.evaluator.checker import check_arguments
+from wtb_local.benchmark.evaluator.tools import convert_tools
+from wtb_local.contract.resources import data_dir, sample_dataset_path
+from wtb_local.contract.schema import (
+    ASK_ACTION,
+    PREPARE_ACTION,
+    PSEUDO_ACTIONS,
+    Node,
+    Session,
+    TaskType,
+    TurnSubtype,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "dataset"
 CJK = re.compile(r"[\u4e00-\u9fa5]")

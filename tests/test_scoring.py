@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from wtb_local.evaluator.judge import score_session, score_task
-from wtb_local.schema import Session
-from wtb_local.scoring import (
+from wtb_local.benchmark.evaluator.judge import score_session, score_task
+from wtb_local.benchmark.scoring import (
     ScoringError,
     append_result_row,
     read_metric,
@@ -21,6 +20,7 @@ from wtb_local.scoring import (
     write_result_rows,
     write_score_files,
 )
+from wtb_local.contract.schema import Session
 
 VECTORS = Path(__file__).parent / "fixtures" / "vectors" / "sessions"
 

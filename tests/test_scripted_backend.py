@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from wtb_local.backends import backend_class, get_backend
-from wtb_local.backends.scripted import ScriptedBackend, ScriptError, load_script
-from wtb_local.schema import GenerationRequest
+from wtb_local.contract.schema import GenerationRequest
+from wtb_local.engines import backend_class, get_backend
+from wtb_local.engines.scripted import ScriptedBackend, ScriptError, load_script
 
 SCRIPT = Path(__file__).parent / "fixtures" / "vectors" / "sessions" / "script.jsonl"
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from wtb_local.scoring import taxonomy as tx
-from wtb_local.scoring.taxonomy import classify_task, message_category
+from wtb_local.benchmark.scoring import taxonomy as tx
+from wtb_local.benchmark.scoring.taxonomy import classify_task, message_category
 
 ASK, PREP = "ask_user_for_required_parameters", "prepare_to_answer"
 TOOLS = {"f", "g", "h"}
@@ -162,14 +162,14 @@ def test_paper_layout_merges_two_pairs() -> None:
     assert tx.PAPER_COLUMNS["param_value_error"] == (tx.PARAM_VALUE_ERROR, tx.MISSING_PARAM)
     counted = [label for labels in tx.PAPER_COLUMNS.values() for label in labels]
     assert sorted(counted) == sorted(set(tx.LABELS) - {tx.RUN_ERROR, tx.UNCLASSIFIED})
-    from wtb_local.reports.paper import paper_rows
+    from wtb_local.analysis.reports.paper import paper_rows
 
     assert [c for c in paper_rows(8)["Qwen3-8B"] if c != "group"] == list(tx.PAPER_COLUMNS)
 
 
 def test_score_files_carry_the_category_after_the_reference_fields() -> None:
-    from wtb_local.schema import Session
-    from wtb_local.scoring import score_results
+    from wtb_local.benchmark.scoring import score_results
+    from wtb_local.contract.schema import Session
 
     rows = [json.loads(line) for line in (VECTORS / "result.jsonl").read_text(encoding="utf-8").splitlines()]
     sessions = [Session.model_validate(json.loads(line))
@@ -234,7 +234,7 @@ def test_the_paper_scorer_reads_the_lenient_checkers_record(errors: list[dict[st
 
 
 def test_the_harness_labels_are_the_taxonomys_in_the_scripts_order() -> None:
-    from wtb_local.protocols.harness_scoring import ERROR_TYPES
+    from wtb_local.benchmark.protocols.harness_scoring import ERROR_TYPES
 
     assert ERROR_TYPES == tuple(tx.HARNESS_LABELS.values())
     assert list(tx.HARNESS_LABELS) == [label for label in tx.LABELS if label not in (tx.RUN_ERROR, tx.UNCLASSIFIED)]

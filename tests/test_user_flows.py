@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from wtb_local.cli import cli, main
-from wtb_local.resources import sample_dataset_path
+from wtb_local.contract.resources import sample_dataset_path
 
 FIXTURES = Path(__file__).parent / "fixtures"
 VECTORS = FIXTURES / "vectors" / "sessions"
@@ -135,7 +135,7 @@ def test_replay_of_a_partial_run_replays_its_sessions_and_explains_failed_reques
 
 
 def test_openai_backend_without_a_server_fails_fast() -> None:
-    from wtb_local.backends import get_backend
+    from wtb_local.engines import get_backend
 
     with socket.socket() as sock:  # a port that was free a moment ago: nothing listens there
         sock.bind(("127.0.0.1", 0))
@@ -186,7 +186,7 @@ def test_score_defaults_to_the_release_like_run(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(os.name != "posix", reason="POSIX paths")
 def test_score_of_a_file_at_the_filesystem_root_is_not_a_crash(tmp_path: Path) -> None:
-    from wtb_local.runner.setup.naming import run_dir_of
+    from wtb_local.run.setup.naming import run_dir_of
 
     assert run_dir_of("/result.jsonl") is None  # fewer than 3 parents: no run directory, nothing to check
 
@@ -225,7 +225,7 @@ def test_line_separator_in_a_completion_keeps_the_result_file_readable(tmp_path:
                      "--dataset", "sample", "--out", str(tmp_path / "again"), "--progress", "none"])
     assert replayed.exit_code == 0, replayed.output
 
-    from wtb_local.dataset import read_dataset
+    from wtb_local.benchmark.dataset import read_dataset
 
     sample = sample_dataset_path()
     first = json.loads(sample.read_text(encoding="utf-8").split("\n")[0])

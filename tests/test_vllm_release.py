@@ -1,4 +1,4 @@
-"""What the installed vLLM release decides before the engine starts (wtb_local/vllm_release.py): the memory
+"""What the installed vLLM release decides before the engine starts (wtb_local/contract/vllm_release.py): the memory
 share it takes by default and the settings it refuses. The rules were read in the vLLM 0.32.0, 0.33.0 and
 0.34.0 sources (docs/install.md, "vLLM versions"); the version is faked here, the installed one (0.32 on the
 CPU build) is checked against its own `CacheConfig` in tests/parsers/test_vllm_parity.py."""
@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from tests.runner.conftest import invoke
-from wtb_local import vllm_release
-from wtb_local.backends.config import VLLMConfig
-from wtb_local.backends.vllm_engine import memory_share
+from wtb_local.contract import vllm_release
+from wtb_local.engines.config import VLLMConfig
+from wtb_local.engines.vllm_engine import memory_share
 
 
 @pytest.mark.parametrize(("version", "device", "share"), [

@@ -110,7 +110,7 @@ def test_the_sdist_and_the_wheel_carry_the_shipped_files(built: tuple[Path, Path
 
 def test_the_installed_wheel_runs_the_quickstart_from_outside_the_checkout(venv: Path, tmp_path: Path) -> None:
     env = _clean_env(tmp_path)
-    where = _run([str(venv), "-c", ("import wtb_local.resources as r; print(r.checkout_root()); "
+    where = _run([str(venv), "-c", ("import wtb_local.contract.resources as r; print(r.checkout_root()); "
                   "print(r.sample_dataset_path())")], cwd=tmp_path, env=env)
     assert where.returncode == 0, where.stderr
     site_sample = where.stdout.splitlines()[1]
@@ -193,7 +193,7 @@ def _assert_render_worker_runs(venv: Path, tmp_path: Path, env: dict[str, str]) 
 def test_the_wheel_runs_as_a_zip(built: tuple[Path, Path], venv: Path, tmp_path: Path) -> None:
     wheel = built[1]
     env = {**_clean_env(tmp_path), "PYTHONPATH": str(wheel)}  # ahead of the installed copy
-    where = _run([str(venv), "-c", ("import wtb_local, wtb_local.rendering.templates as t; print(wtb_local.__file__);"
+    where = _run([str(venv), "-c", ("import wtb_local, wtb_local.formats.rendering.templates as t; print(wtb_local.__file__);"
                   " print(','.join(o.name for o in t.list_overrides()))")], cwd=tmp_path, env=env)
     assert where.returncode == 0, where.stderr
     assert where.stdout.splitlines() == [

@@ -18,14 +18,14 @@ from typing import Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "check_arguments": "wtb_local.evaluator.checker",
-    "load_dataset": "wtb_local.dataset",
-    "TaskGraph": "wtb_local.evaluator.paths",
-    "Episode": "wtb_local.evaluator.episode",
-    "session_episodes": "wtb_local.evaluator.episode",
-    "score_results": "wtb_local.scoring",
-    "get_parser": "wtb_local.parsers",
-    "select_parser": "wtb_local.parsers",
+    "check_arguments": "wtb_local.benchmark.evaluator.checker",
+    "load_dataset": "wtb_local.benchmark.dataset",
+    "TaskGraph": "wtb_local.benchmark.evaluator.paths",
+    "Episode": "wtb_local.benchmark.evaluator.episode",
+    "session_episodes": "wtb_local.benchmark.evaluator.episode",
+    "score_results": "wtb_local.benchmark.scoring",
+    "get_parser": "wtb_local.formats.parsers",
+    "select_parser": "wtb_local.formats.parsers",
 }
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from wtb_local.schema import GenerationRequest, SamplingConfig
+from wtb_local.contract.schema import GenerationRequest, SamplingConfig
 
 CHATML = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"

@@ -8,9 +8,9 @@ import sys
 import pytest
 from pydantic import ValidationError
 
-from wtb_local.backends.config import OpenAIConfig, TransformersConfig, VLLMConfig
-from wtb_local.backends.sampling_defaults import eos_ids, model_defaults, resolve, strip_trailing
-from wtb_local.schema import SamplingConfig
+from wtb_local.contract.schema import SamplingConfig
+from wtb_local.engines.config import OpenAIConfig, TransformersConfig, VLLMConfig
+from wtb_local.engines.sampling_defaults import eos_ids, model_defaults, resolve, strip_trailing
 
 QWEN25 = {"do_sample": True, "temperature": 0.7, "top_p": 0.8, "top_k": 20, "repetition_penalty": 1.05,
           "eos_token_id": [151645, 151643]}
@@ -58,8 +58,8 @@ def test_eos_helpers() -> None:
 
 
 def test_backend_modules_import_light() -> None:
-    code = ("import sys, wtb_local.backends.vllm_engine, wtb_local.backends.hf_generate, "
-            "wtb_local.backends.openai_server, tests.helpers; "
+    code = ("import sys, wtb_local.engines.vllm_engine, wtb_local.engines.hf_generate, "
+            "wtb_local.engines.openai_server, tests.helpers; "
             "print(sorted(m for m in ('torch', 'transformers', 'vllm', 'tokenizers') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
@@ -71,8 +71,8 @@ def test_the_engine_log_level_is_quiet_unless_asked(monkeypatch: pytest.MonkeyPa
     `vllm` logger and, through the environment, the engine processes it spawns."""
     import logging
 
-    from wtb_local.backends.vllm_engine import VLLMBackend, quiet_engine_logs
-    from wtb_local.runner.setup.resolved import ResolvedRun
+    from wtb_local.engines.vllm_engine import VLLMBackend, quiet_engine_logs
+    from wtb_local.run.setup.resolved import ResolvedRun
 
     def level(**fields: object) -> str:
         run = ResolvedRun(backend="vllm", model="m", **fields)

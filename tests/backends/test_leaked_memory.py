@@ -22,7 +22,7 @@ def leak(conn):
     os._exit(0)  # as an engine process ended at shutdown: no finalizer unlinks it
 
 if __name__ == "__main__":
-    from wtb_local.backends.leaked_memory import SHM_DIR, release_leaked, segments
+    from wtb_local.engines.leaked_memory import SHM_DIR, release_leaked, segments
     held = shared_memory.SharedMemory(create=True, size=4096)  # mapped by this live process: kept
     before = segments() - {held.name.lstrip("/")}
     ctx = mp.get_context("spawn")

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from tests.backends.helpers import make_request
-from wtb_local.backends import get_backend
-from wtb_local.backends.config import OpenAIConfig
-from wtb_local.backends.openai_server import OpenAIBackend
-from wtb_local.faults import BadResponse, ServerError, Timeout
-from wtb_local.schema import Completion, GenerationRequest
+from wtb_local.contract.faults import BadResponse, ServerError, Timeout
+from wtb_local.contract.schema import Completion, GenerationRequest
+from wtb_local.engines import get_backend
+from wtb_local.engines.config import OpenAIConfig
+from wtb_local.engines.openai_server import OpenAIBackend
 
 MAX_REQUESTS = 200  # the fake server refuses to serve more: a runaway retry loop fails the test
 

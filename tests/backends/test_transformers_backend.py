@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from tests.backends.helpers import chat_prompt, make_request
-from wtb_local.backends import get_backend
-from wtb_local.backends.config import TransformersConfig
-from wtb_local.backends.hf_generate import TransformersBackend, wave_seed
-from wtb_local.schema import Completion, GenerationRequest
+from wtb_local.contract.schema import Completion, GenerationRequest
+from wtb_local.engines import get_backend
+from wtb_local.engines.config import TransformersConfig
+from wtb_local.engines.hf_generate import TransformersBackend, wave_seed
 
 
 def _serve(model_dir: Path, requests: list[GenerationRequest], **settings: Any) -> tuple[
@@ -119,7 +119,7 @@ def test_a_wave_out_of_memory_is_a_fault_for_it_and_every_later_request(tiny_mod
     still waiting and any sent later raise it; no Completion is made of it, and no wave is tried again."""
     import torch
 
-    from wtb_local.faults import OutOfMemory
+    from wtb_local.contract.faults import OutOfMemory
 
     backend = TransformersBackend(TransformersConfig(model=str(tiny_model_dir), batch_size=2))
     tried: list[int] = []

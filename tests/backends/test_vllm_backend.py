@@ -13,7 +13,7 @@ import pytest
 
 from tests.backends.helpers import chat_prompt, make_request
 from tests.tiers import needs_vllm
-from wtb_local.schema import Completion, GenerationRequest
+from wtb_local.contract.schema import Completion, GenerationRequest
 
 # An engine or server start in the module fixture (vLLM's CPU build) counts in the first test's limit:
 # well under a minute on 2 idle cores, several minutes when they are shared.
@@ -37,8 +37,8 @@ class Engine:
 
 @pytest.fixture(scope="module")
 def engine(mixed_model_dir: Path) -> Iterator[Engine]:
-    from wtb_local.backends.config import VLLMConfig
-    from wtb_local.backends.vllm_engine import VLLMBackend
+    from wtb_local.engines.config import VLLMConfig
+    from wtb_local.engines.vllm_engine import VLLMBackend
 
     with pytest.MonkeyPatch.context() as patch:
         # The CPU build reserves this many GiB of KV cache; its default is far more than tests need.

@@ -37,9 +37,9 @@ class _Engine:
 
 
 def _generate(outcome: BaseException | str) -> Any:
-    from wtb_local.backends.config import VLLMConfig
-    from wtb_local.backends.sampling_defaults import model_defaults
-    from wtb_local.backends.vllm_engine import VLLMBackend
+    from wtb_local.engines.config import VLLMConfig
+    from wtb_local.engines.sampling_defaults import model_defaults
+    from wtb_local.engines.vllm_engine import VLLMBackend
 
     backend = VLLMBackend(VLLMConfig(model="m"))  # as start() leaves it
     backend._engine, backend._max_model_len, backend._defaults = _Engine(outcome), 4096, model_defaults({})
@@ -65,7 +65,7 @@ def test_what_the_engine_does_is_a_fault() -> None:
     from vllm.exceptions import VLLMValidationError
     from vllm.v1.engine.exceptions import EngineDeadError, EngineGenerateError
 
-    from wtb_local.faults import BackendError, EngineDied, OutOfMemory, RequestRejected
+    from wtb_local.contract.faults import BackendError, EngineDied, OutOfMemory, RequestRejected
 
     cases = [
         (EngineDeadError(), EngineDied,

@@ -50,10 +50,10 @@ def _post(url: str, body: dict[str, Any]) -> dict[str, Any]:
 
 def _requests(renderer: Any) -> list[Any]:
     """The first step of every task of the sample's first three sessions, rendered (12 requests)."""
-    from wtb_local.dataset import load_dataset
-    from wtb_local.evaluator.episode import session_episodes
-    from wtb_local.runner.loop.seeds import request_id, request_seed
-    from wtb_local.schema import GenerationRequest, SamplingConfig
+    from wtb_local.benchmark.dataset import load_dataset
+    from wtb_local.benchmark.evaluator.episode import session_episodes
+    from wtb_local.contract.schema import GenerationRequest, SamplingConfig
+    from wtb_local.run.loop.seeds import request_id, request_seed
 
     sampling = SamplingConfig(max_new_tokens=NEW_TOKENS, seed=5)
     requests = []
@@ -83,7 +83,7 @@ def _serve(backend: Any, requests: list[Any]) -> list[Any]:
 @pytest.fixture(scope="module")
 def llama_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from tests.helpers import build_tiny_model
-    from wtb_local.resources import chat_templates_dir
+    from wtb_local.contract.resources import chat_templates_dir
 
     template = (chat_templates_dir() / "llama3_json.jinja").read_text(encoding="utf-8")
     return build_tiny_model(tmp_path_factory.mktemp("llama-bos") / "model", template, arch="llama",
@@ -94,9 +94,9 @@ def llama_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def runs(llama_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """In-process completions first (engine started and shut down), then the server, kept for the module."""
-    from wtb_local.backends.config import VLLMConfig
-    from wtb_local.backends.vllm_engine import VLLMBackend
-    from wtb_local.rendering.renderer import PromptRenderer
+    from wtb_local.engines.config import VLLMConfig
+    from wtb_local.engines.vllm_engine import VLLMBackend
+    from wtb_local.formats.rendering.renderer import PromptRenderer
 
     renderer = PromptRenderer.from_pretrained(str(llama_dir))
     requests = _requests(renderer)
@@ -143,9 +143,9 @@ def runs(llama_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 
 
 def _openai(runs: dict[str, Any], prompt_format: str) -> Any:
-    from wtb_local.backends.config import OpenAIConfig
-    from wtb_local.backends.generation_config import read_generation_config
-    from wtb_local.backends.openai_server import OpenAIBackend
+    from wtb_local.engines.config import OpenAIConfig
+    from wtb_local.engines.generation_config import read_generation_config
+    from wtb_local.engines.openai_server import OpenAIBackend
 
     # `model` is the served name; the generation_config is the checkpoint's, as a run reads it.
     return OpenAIBackend(OpenAIConfig(base_url=runs["base_url"], model="tiny-llama", prompt_format=prompt_format,
@@ -200,7 +200,7 @@ def test_seeded_server_run_equals_in_process(runs: dict[str, Any], prompt_format
 
 
 def _resolved(backend: Any, request: Any) -> Any:
-    from wtb_local.backends.sampling_defaults import resolve
+    from wtb_local.engines.sampling_defaults import resolve
 
     budget = min(request.sampling.max_new_tokens, MAX_MODEL_LEN - len(request.prompt_token_ids))
     return resolve(request.sampling, backend._defaults, budget)

@@ -10,11 +10,11 @@ import shutil
 from pathlib import Path
 
 from tests.explain.conftest import cli
-from wtb_local.commands.repeat_runs import mean_and_stderr, repeat_seed
-from wtb_local.explain.build import explain_runs
-from wtb_local.explain.divergence import first_divergence
-from wtb_local.explain.runs import load_run, runs_to_explain
-from wtb_local.runner.job import replay_run
+from wtb_local.analysis.commands.repeat_runs import mean_and_stderr, repeat_seed
+from wtb_local.analysis.explain.build import explain_runs
+from wtb_local.analysis.explain.divergence import first_divergence
+from wtb_local.analysis.explain.runs import load_run, runs_to_explain
+from wtb_local.run.job import replay_run
 
 
 def _explain(*paths: Path) -> dict:

@@ -1,4 +1,4 @@
-"""The factor table (wtb_local/explain/factors.py) is the one docs/explain.md shows, and reads a replay's
+"""The factor table (wtb_local/analysis/explain/factors.py) is the one docs/explain.md shows, and reads a replay's
 generation factors from the run it replays."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from wtb_local.explain.factors import FACTORS, RunRecords, differing, read_factors
+from wtb_local.analysis.explain.factors import FACTORS, RunRecords, differing, read_factors
 
 ROOT = Path(__file__).resolve().parents[2]
 

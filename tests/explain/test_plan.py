@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 from tests.runner.conftest import chat_template
-from wtb_local.backends import engine_backends
-from wtb_local.explain.plan import ALTERNATIVE_PARSERS, make_plan
-from wtb_local.parsers import parser_names
+from wtb_local.analysis.explain.plan import ALTERNATIVE_PARSERS, make_plan
+from wtb_local.engines import engine_backends
+from wtb_local.formats.parsers import parser_names
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -125,7 +125,7 @@ def test_a_greedy_local_model_has_no_seed_runs(tmp_path: Path) -> None:
     assert sampled.notes == [f"no template override serves {model}"]
     assert sampled.runs[0].args[5:7] == ("--repeats", "3")
     # a model path with a space is quoted in the script
-    from wtb_local.explain.plan import plan_script
+    from wtb_local.analysis.explain.plan import plan_script
 
     assert f"--model '{model}' --backend vllm" in plan_script(plan)
 

@@ -1,11 +1,11 @@
-"""The exact McNemar test and the seed flip rates (wtb_local/explain/stats.py), against values worked by
+"""The exact McNemar test and the seed flip rates (wtb_local/analysis/explain/stats.py), against values worked by
 hand from the binomial distribution."""
 
 from __future__ import annotations
 
 import pytest
 
-from wtb_local.explain.stats import flip_rate, mcnemar_exact, pairwise_flip_rate
+from wtb_local.analysis.explain.stats import flip_rate, mcnemar_exact, pairwise_flip_rate
 
 
 def test_mcnemar_exact_is_the_two_sided_binomial_tail() -> None:

@@ -38,9 +38,9 @@ def synthetic_release(cache: Path) -> Path:
     """A 256-session file with the release's shape (ids wild_tool_bench_0..255, four tasks each: the
     vectors' 64 sessions four times over) in the cache as the release file, with the verification stamp of
     the pinned release's git blob sha1: the real release is not available offline, and wtb_local reads a
-    cached release only through that check (wtb_local/dataset/verified.py)."""
-    from wtb_local.dataset.fetch import RELEASE_BLOB_SHA1, RELEASE_FILE_NAME
-    from wtb_local.dataset.verified import remember_sha1
+    cached release only through that check (wtb_local/benchmark/dataset/verified.py)."""
+    from wtb_local.benchmark.dataset.fetch import RELEASE_BLOB_SHA1, RELEASE_FILE_NAME
+    from wtb_local.benchmark.dataset.verified import remember_sha1
 
     lines = (VECTORS / "dataset.jsonl").read_text(encoding="utf-8").splitlines()
     rows = []

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from wtb_local.cli import cli
-from wtb_local.install_command import install_command
+from wtb_local.contract.install_command import install_command
 
 
 def _without(monkeypatch: pytest.MonkeyPatch, *modules: str) -> None:

@@ -109,8 +109,8 @@ def test_the_oracle_demo_and_an_older_manifest_read_back_with_metadata(tmp_path:
 @pytest.mark.parametrize(("status", "inspect_status"), [("interrupted", "cancelled"), ("incomplete", "cancelled"),
                                                          ("failed", "error")])
 def test_a_run_that_did_not_complete_keeps_its_status(tmp_path: Path, status: str, inspect_status: str) -> None:
-    from wtb_local.exports.inspect_log import build_log
-    from wtb_local.exports.source import load_export_runs
+    from wtb_local.analysis.exports.inspect_log import build_log
+    from wtb_local.analysis.exports.source import load_export_runs
 
     demo = oracle_demo(tmp_path, limit=1)
     manifest = json.loads((demo / "manifest.json").read_text())

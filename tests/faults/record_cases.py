@@ -44,7 +44,7 @@ def command(dataset: Path, out: Path, *extra: str) -> list[str]:
 
 def make_dataset(folder: Path) -> Path:
     from tests.helpers.workload import replicated_dataset
-    from wtb_local.resources import sample_dataset_path
+    from wtb_local.contract.resources import sample_dataset_path
 
     return replicated_dataset(sample_dataset_path(), COPIES, folder / "dataset.jsonl")
 

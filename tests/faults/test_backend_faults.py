@@ -55,7 +55,7 @@ def _manifest(out: Path) -> dict[str, Any]:
 def _marker() -> str:
     """Text only the prompts of one task carry: the faulty session's last task (a task's prompts hold the
     session's earlier tasks, never its later ones)."""
-    from wtb_local.dataset import load_dataset
+    from wtb_local.benchmark.dataset import load_dataset
 
     sessions = load_dataset("sample")
     marker = sessions[FAULTY_SESSION].english_tasks[-1]

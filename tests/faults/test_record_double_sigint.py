@@ -13,6 +13,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.faults.record_cases import (
     RESULT,
     ROOT,
@@ -56,6 +58,8 @@ def _double_sigint(dataset: Path, out: Path, gap: float) -> tuple[subprocess.Pop
             proc.wait()
 
 
+# 20 runs interrupted and 20 reruns, about 70 s alone; on two busy workers (CI's lanes) about twice that
+@pytest.mark.timeout(400)
 def test_a_double_sigint_20_times_ends_interrupted_and_resumes_identically(tmp_path: Path) -> None:
     dataset = make_dataset(tmp_path)
     reference = reference_run(dataset, tmp_path / "reference")

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from wtb_local.runner import RunError, run_job_async
-from wtb_local.runner.setup.options import RunOptions
+from wtb_local.run import RunError, run_job_async
+from wtb_local.run.setup.options import RunOptions
 
 FULL = "[Errno 28] No space left on device"
 BOUND_S = 120
@@ -36,7 +36,7 @@ def _full(path: str) -> OSError:
 
 def test_a_final_rewrite_of_the_result_file_that_fails_still_closes_the_manifest(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from wtb_local.runner.record.store import ResultStore
+    from wtb_local.run.record.store import ResultStore
 
     real = ResultStore._write_all
     calls = [0]
@@ -64,7 +64,7 @@ def test_a_final_rewrite_of_the_result_file_that_fails_still_closes_the_manifest
 
 def test_score_files_that_cannot_be_written_close_the_manifest_failed(tmp_path: Path,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    from wtb_local import scoring
+    from wtb_local.benchmark import scoring
 
     real = scoring.write_score_files
 

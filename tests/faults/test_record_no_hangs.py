@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from tests.faults.record_cases import ROOT, complete_rows
-from wtb_local.runner import RunError, run_job_async
-from wtb_local.runner.errors import LoopError, RecordError
-from wtb_local.runner.setup.options import RunOptions
+from wtb_local.run import RunError, run_job_async
+from wtb_local.run.errors import LoopError, RecordError
+from wtb_local.run.setup.options import RunOptions
 
 BOUND_S = 120  # far beyond a run of the sample: reaching it means the run hung
 MODEL_DIR = "Qwen_Qwen2.5-7B-Instruct"
@@ -74,7 +74,7 @@ def _failed_with(out: Path, failure: str) -> None:
 
 def test_counting_a_finished_sessions_labels_that_raises_stops_the_run(tmp_path: Path,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    from wtb_local.runner import job
+    from wtb_local.run import job
 
     seen: list[str] = []
     monkeypatch.setattr(job, "_label_counts", _third_call_raises(job._label_counts, seen, lambda row, _s: row["id"]))
@@ -89,7 +89,7 @@ def test_counting_a_finished_sessions_labels_that_raises_stops_the_run(tmp_path:
 
 
 def test_a_progress_display_that_raises_stops_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from wtb_local.runner.loop.progress import Progress
+    from wtb_local.run.loop.progress import Progress
 
     seen: list[str] = []
     monkeypatch.setattr(Progress, "session_done", _third_call_raises(Progress.session_done, seen, lambda *_: "-"))
@@ -104,7 +104,7 @@ def test_a_progress_display_that_raises_stops_the_run(tmp_path: Path, monkeypatc
 
 
 def test_building_a_sessions_row_that_raises_stops_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from wtb_local.evaluator import episode
+    from wtb_local.benchmark.evaluator import episode
 
     seen: list[str] = []
     monkeypatch.setattr(episode, "session_result",
@@ -119,7 +119,7 @@ def test_building_a_sessions_row_that_raises_stops_the_run(tmp_path: Path, monke
 
 def test_a_writer_thread_that_fails_stops_the_run_naming_the_file(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    from wtb_local.runner.record import store
+    from wtb_local.run.record import store
 
     real = store.os.fsync
     calls, synced = [0], [0]
@@ -147,7 +147,7 @@ def test_a_writer_thread_that_fails_stops_the_run_naming_the_file(tmp_path: Path
 
 
 def test_a_writer_callback_that_raises_fails_the_store_instead_of_killing_its_thread(tmp_path: Path) -> None:
-    from wtb_local.runner.record.store import ResultStore
+    from wtb_local.run.record.store import ResultStore
 
     store = ResultStore(tmp_path / "result.jsonl")
     store.open(fresh=True)
@@ -165,14 +165,14 @@ def test_a_writer_callback_that_raises_fails_the_store_instead_of_killing_its_th
 
 
 def _runner(tmp_path: Path, **callbacks: Any) -> Any:
-    from wtb_local.backends.oracle import OracleBackend
-    from wtb_local.evaluator.episode import session_episodes, session_result
-    from wtb_local.parsers import get_parser
-    from wtb_local.runner.loop.loop import SessionRunner
-    from wtb_local.runner.loop.progress import Progress, ProgressStats
-    from wtb_local.runner.loop.steps import StepDriver
-    from wtb_local.runner.record.store import ResultStore
-    from wtb_local.schema import SamplingConfig
+    from wtb_local.benchmark.evaluator.episode import session_episodes, session_result
+    from wtb_local.contract.schema import SamplingConfig
+    from wtb_local.engines.oracle import OracleBackend
+    from wtb_local.formats.parsers import get_parser
+    from wtb_local.run.loop.loop import SessionRunner
+    from wtb_local.run.loop.progress import Progress, ProgressStats
+    from wtb_local.run.loop.steps import StepDriver
+    from wtb_local.run.record.store import ResultStore
 
     parser = get_parser("hermes")
     store = ResultStore(tmp_path / "result.jsonl")
@@ -186,7 +186,7 @@ def _runner(tmp_path: Path, **callbacks: Any) -> Any:
 
 @pytest.mark.parametrize("scheduling", ["continuous", "waves"])
 def test_an_on_finished_hook_that_raises_stops_the_loop(tmp_path: Path, scheduling: str) -> None:
-    from wtb_local.dataset import load_dataset
+    from wtb_local.benchmark.dataset import load_dataset
 
     seen: list[str] = []
     runner = _runner(tmp_path, on_finished=_third_call_raises(lambda _sid: None, seen, lambda sid: sid))
@@ -197,8 +197,8 @@ def test_an_on_finished_hook_that_raises_stops_the_loop(tmp_path: Path, scheduli
 
 
 def test_making_the_episodes_that_raises_stops_the_loop(tmp_path: Path) -> None:
-    from wtb_local.dataset import load_dataset
-    from wtb_local.evaluator.episode import session_episodes
+    from wtb_local.benchmark.dataset import load_dataset
+    from wtb_local.benchmark.evaluator.episode import session_episodes
 
     seen: list[str] = []
     runner = _runner(tmp_path, episodes_for=_third_call_raises(session_episodes, seen, lambda session: session.id))
@@ -224,7 +224,7 @@ def test_an_error_in_a_render_pool_loop_callback_stops_the_run(tmp_path: Path, t
                                                                 monkeypatch: pytest.MonkeyPatch, callback: str) -> None:
     """The pool's reader (replies) and writer (requests) run as event-loop callbacks, where an exception
     would only be logged: every request waiting on that worker, and every later one, fails instead."""
-    from wtb_local.rendering.pool import RenderPool
+    from wtb_local.formats.rendering.pool import RenderPool
 
     real = getattr(RenderPool, callback)
     calls = [0]

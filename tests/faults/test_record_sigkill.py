@@ -18,6 +18,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.faults.record_cases import (
     RESULT,
     ROOT,
@@ -58,6 +60,8 @@ def _partial_lines(path: Path) -> int:
     return len(lines) - len(complete_rows(path))
 
 
+# 20 runs interrupted and 20 reruns, about 70 s alone; on two busy workers (CI's lanes) about twice that
+@pytest.mark.timeout(400)
 def test_sigkill_at_20_seeded_moments_then_a_rerun_gives_the_uninterrupted_files(tmp_path: Path) -> None:
     dataset = make_dataset(tmp_path)
     reference = reference_run(dataset, tmp_path / "reference")

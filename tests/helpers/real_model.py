@@ -64,7 +64,7 @@ def packages() -> list[tuple[str, str]]:
 
 def default_dir() -> Path:
     """Where tests and the figures script keep the folder: the wtb_local cache (`WTB_CACHE_DIR`)."""
-    from wtb_local.resources import cache_dir
+    from wtb_local.contract.resources import cache_dir
 
     return cache_dir() / "real-model" / f"{MODEL_NAME}-{GGUF_SHA256[:16]}"
 

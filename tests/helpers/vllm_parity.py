@@ -83,7 +83,7 @@ def samples() -> list[Sample]:
 
 def our_parser_name(sample: Sample) -> str:
     from tests.parsers.test_samples_gemma_qwen35_olmo import SELECTED
-    from wtb_local.parsers import select_parser
+    from wtb_local.formats.parsers import select_parser
 
     if sample.model in SELECTED:
         return SELECTED[sample.model]
@@ -92,7 +92,7 @@ def our_parser_name(sample: Sample) -> str:
 
 def mirrored_vllm_name(ours: str, registered: tuple[str, ...]) -> str | None:
     """The vLLM parser name ours mirrors (the first of its `vllm_names` the installed vLLM registers)."""
-    from wtb_local.parsers import parser_class
+    from wtb_local.formats.parsers import parser_class
 
     return next((name for name in parser_class(ours).vllm_names if name in registered), None)
 
@@ -156,9 +156,9 @@ class Outcome:
 
 def compare(tokenizers: dict[str, Any], *, skip: set[str] = frozenset()) -> list[Outcome]:
     """Every sample but those in `skip` through both parsers (`tokenizers`: build_tokenizers)."""
-    from wtb_local.commands.parser_comparison import differences
-    from wtb_local.parsers import get_parser, parse_completion
-    from wtb_local.parsers.vllm_native import VllmParserSetupError, registered_names
+    from wtb_local.analysis.commands.parser_comparison import differences
+    from wtb_local.formats.parsers import get_parser, parse_completion
+    from wtb_local.formats.parsers.vllm_native import VllmParserSetupError, registered_names
 
     registered = registered_names()
     outcomes = []
@@ -209,7 +209,7 @@ def cause_kind(cause: str) -> str:
 def counts_table(outcomes: list[Outcome], named: dict[str, str], not_run: dict[str, str]) -> str:
     """Per family of ours: samples, same result, differences by the kind of their named cause (policy / vLLM
     bug / adapter), not run; markdown, sorted by parser. Every difference must be named (KeyError)."""
-    from wtb_local.parsers.vllm_native import version
+    from wtb_local.formats.parsers.vllm_native import version
 
     kinds = tuple(KINDS.values())
     rows: dict[tuple[str, str], dict[str, int]] = {}

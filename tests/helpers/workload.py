@@ -24,9 +24,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from wtb_local.backends.openai_server import OpenAIBackend
-from wtb_local.backends.vllm_engine import VLLMBackend
-from wtb_local.schema import Completion, GenerationRequest
+from wtb_local.contract.schema import Completion, GenerationRequest
+from wtb_local.engines.openai_server import OpenAIBackend
+from wtb_local.engines.vllm_engine import VLLMBackend
 
 LENGTH_MODES = ("fixed", "gold", "thinking")
 REASONING_MEDIAN = 512  # tokens; thinking models reason for hundreds to thousands of tokens per step
@@ -81,7 +81,7 @@ class GoldSteered:
         self.short = 0
 
     @property
-    def fault_log(self) -> Any:  # the faults are the wrapped backend's (wtb_local/faults.py)
+    def fault_log(self) -> Any:  # the faults are the wrapped backend's (wtb_local/contract/faults.py)
         return self.inner.fault_log
 
     async def generate(self, request: GenerationRequest) -> Completion:
@@ -108,7 +108,7 @@ class OneAtATime:
         self._lock = asyncio.Lock()
 
     @property
-    def fault_log(self) -> Any:  # the faults are the wrapped backend's (wtb_local/faults.py)
+    def fault_log(self) -> Any:  # the faults are the wrapped backend's (wtb_local/contract/faults.py)
         return self.inner.fault_log
 
     async def generate(self, request: GenerationRequest) -> Completion:

@@ -26,9 +26,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from wtb_local.parsers import get_parser, parse_completion, select_parser
-from wtb_local.parsers.base import ToolParser
-from wtb_local.schema import ParsedCall, ParseResult
+from wtb_local.contract.schema import ParsedCall, ParseResult
+from wtb_local.formats.parsers import get_parser, parse_completion, select_parser
+from wtb_local.formats.parsers.base import ToolParser
 
 
 def _tool(name: str, properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests.parsers.conformance import ParserConformance
-from wtb_local.parsers import get_parser
+from wtb_local.formats.parsers import get_parser
 
 
 class TestCohereCommand(ParserConformance):
@@ -37,7 +37,7 @@ def test_ids_text_wrappers_and_reasoning() -> None:
 
 
 def test_vllm_names_select_it() -> None:
-    from wtb_local.parsers import parser_class, select_parser
+    from wtb_local.formats.parsers import parser_class, select_parser
 
     assert parser_class("cohere_command3") is parser_class("cohere_command4") is parser_class("cohere_command")
     assert get_parser("cohere_command4").name == "cohere_command"

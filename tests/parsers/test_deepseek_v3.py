@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from tests.parsers.conformance import TOOLS, ParserConformance, call
-from wtb_local.parsers import get_parser, select_parser
+from wtb_local.formats.parsers import get_parser, select_parser
 
 B, E = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"
 CB, CE, SEP = "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁sep｜>"

@@ -1,4 +1,4 @@
-"""Naming the foreign wrapper a reply wrote its tool calls in (`wtb_local/parsers/deviations.py`,
+"""Naming the foreign wrapper a reply wrote its tool calls in (`wtb_local/formats/parsers/deviations.py`,
 docs/parser-policies.md §3): every registered format against every other parser, the shapes real models
 write, what is not counted, and that it never raises and stays fast."""
 
@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from wtb_local.parsers import get_parser, parse_completion, parser_names
-from wtb_local.parsers.base import ToolParser
-from wtb_local.parsers.deviations import _detect, format_deviation, shapes
-from wtb_local.schema import FormatDeviation, ParsedCall, ParseResult
+from wtb_local.contract.schema import FormatDeviation, ParsedCall, ParseResult
+from wtb_local.formats.parsers import get_parser, parse_completion, parser_names
+from wtb_local.formats.parsers.base import ToolParser
+from wtb_local.formats.parsers.deviations import _detect, format_deviation, shapes
 
 TOOLS = [{"type": "function", "function": {"name": name, "description": name,
                                            "parameters": {"type": "object", "properties": {}}}}

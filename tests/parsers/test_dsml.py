@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from tests.parsers.conformance import TOOLS, ParserConformance
-from wtb_local.parsers import get_parser, parse_completion
+from wtb_local.formats.parsers import get_parser, parse_completion
 
 D = "｜DSML｜"
 
@@ -118,7 +118,7 @@ def test_misspelled_dsml_markers_are_read() -> None:
 
 def test_v32_ids_select_the_v32_parser() -> None:
     """sglang#14690 / vllm#26897: which parser serves V3.2; the V3.1 parser reads no DSML call."""
-    from wtb_local.parsers import select_parser
+    from wtb_local.formats.parsers import select_parser
 
     assert [select_parser(m) for m in ("deepseek-ai/DeepSeek-V3.2", "deepseek-ai/DeepSeek-V3.2-Exp",
                                        "deepseek-ai/DeepSeek-V3.2-Speciale", "deepseek-ai/DeepSeek-V3.1")] == [

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests.parsers.conformance import ParserConformance
-from wtb_local.parsers import get_parser, select_parser
+from wtb_local.formats.parsers import get_parser, select_parser
 
 
 class TestErnie45(ParserConformance):

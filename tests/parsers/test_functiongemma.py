@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from tests.parsers.conformance import ParserConformance
-from wtb_local.parsers import get_parser, select_parser
+from wtb_local.formats.parsers import get_parser, select_parser
 
 E = "<escape>"
 SEARCH = [{"type": "function", "function": {"name": "search", "parameters": {"type": "object", "properties": {

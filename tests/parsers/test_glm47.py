@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from tests.parsers.conformance import ParserConformance
-from wtb_local.parsers import get_parser
+from wtb_local.formats.parsers import get_parser
 
 
 class TestGlm47(ParserConformance):
@@ -38,7 +38,7 @@ def test_both_layouts_and_typing() -> None:
 
 
 def test_selection_splits_glm_45_and_47() -> None:
-    from wtb_local.parsers import select_parser
+    from wtb_local.formats.parsers import select_parser
 
     ids = ["zai-org/GLM-4.5", "zai-org/GLM-4.6", "zai-org/GLM-4.7", "zai-org/GLM-4.7-Flash", "zai-org/GLM-5",
            "zai-org/GLM-5.1", "zai-org/GLM-5.2-FP8"]
@@ -76,7 +76,7 @@ def test_object_values_are_decoded_once() -> None:
 def test_a_call_inside_think_is_counted_and_the_next_call_read() -> None:
     """vllm#42400 / #46040 (PR #45915): the glm45 reasoning parser swallowed a <tool_call> written inside
     <think>; wtb_local keeps it in the reasoning (counted, not executed) and reads the call after </think>."""
-    from wtb_local.parsers import parse_completion
+    from wtb_local.formats.parsers import parse_completion
 
     text = ("Try <tool_call>get_time</tool_call> first?</think>"
             "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Oslo</arg_value></tool_call>")

@@ -6,7 +6,7 @@ import json
 from typing import ClassVar
 
 from tests.parsers.conformance import ParserConformance
-from wtb_local.parsers import parse_completion, select_parser
+from wtb_local.formats.parsers import parse_completion, select_parser
 
 CALL = "<|channel|>commentary to=functions.{name} <|constrain|>json<|message|>{args}<|call|>"
 

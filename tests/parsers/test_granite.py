@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from tests.parsers.conformance import ParserConformance
-from wtb_local.parsers import select_parser
+from wtb_local.formats.parsers import select_parser
 
 
 class TestGranite(ParserConformance):

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from tests.parsers.conformance import ParserConformance
-from wtb_local.parsers import get_parser
-from wtb_local.parsers.hermes import strip_end_tokens
+from wtb_local.formats.parsers import get_parser
+from wtb_local.formats.parsers.hermes import strip_end_tokens
 
 
 class TestHermes(ParserConformance):

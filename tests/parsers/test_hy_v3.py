@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from tests.parsers.conformance import ParserConformance
-from wtb_local.parsers import get_parser
+from wtb_local.formats.parsers import get_parser
 
 
 class TestHyV3(ParserConformance):
@@ -43,7 +43,7 @@ def test_an_unterminated_wrapper_keeps_the_calls_with_an_error() -> None:
 
 
 def test_selection() -> None:
-    from wtb_local.parsers import select_parser
+    from wtb_local.formats.parsers import select_parser
 
     assert [select_parser(m) for m in ("tencent/Hy3", "tencent/Hy3-preview", "tencent/Hunyuan-A13B-Instruct")] == [
         "hy_v3", "hy_v3", "hunyuan"]

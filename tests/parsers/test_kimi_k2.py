@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from tests.parsers.conformance import ParserConformance
-from wtb_local.parsers import get_parser
-from wtb_local.schema import ParsedCall
+from wtb_local.contract.schema import ParsedCall
+from wtb_local.formats.parsers import get_parser
 
 B, E = "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"
 C, A, D = "<|tool_call_begin|>", "<|tool_call_argument_begin|>", "<|tool_call_end|>"

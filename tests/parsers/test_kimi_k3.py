@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from tests.parsers.conformance import ParserConformance
-from wtb_local.parsers import get_parser
+from wtb_local.formats.parsers import get_parser
 
 O, C, S = "<|open|>", "<|close|>", "<|sep|>"
 
@@ -89,7 +89,7 @@ def test_tools_without_the_think_transition() -> None:
 
 
 def test_a_call_inside_the_think_channel_is_counted_not_executed() -> None:
-    from wtb_local.parsers import parse_completion
+    from wtb_local.formats.parsers import parse_completion
 
     inner = f"{O}tools{S}" + call("search", arg("query", "string", "inside")) + f"{C}tools{S}"
     text = f"Maybe {inner} no.{C}think{S}{O}response{S}Done.{C}response{S}"

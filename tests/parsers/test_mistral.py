@@ -6,8 +6,8 @@ import json
 import re
 
 from tests.parsers.conformance import ParserConformance, call
-from wtb_local.parsers import get_parser, select_parser
-from wtb_local.parsers.mistral import call_id
+from wtb_local.formats.parsers import get_parser, select_parser
+from wtb_local.formats.parsers.mistral import call_id
 
 
 class MistralFamilyCases:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from tests.parsers.conformance import ParserConformance
-from wtb_local.parsers import select_parser
+from wtb_local.formats.parsers import select_parser
 
 SCHEMA_TOOLS = [{"type": "function", "function": {"name": "calc", "parameters": {"type": "object", "properties": {
     "n": {"type": "integer"}, "x": {"type": "number"}, "ok": {"type": "boolean"}, "o": {"type": "object"},

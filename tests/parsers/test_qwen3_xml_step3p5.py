@@ -10,7 +10,7 @@ import pytest
 
 from tests.parsers import test_qwen3_coder as qwen3_coder
 from tests.parsers.test_qwen3_coder import block
-from wtb_local.parsers import get_parser, parse_completion, select_parser
+from wtb_local.formats.parsers import get_parser, parse_completion, select_parser
 
 ARRAY_TOOLS = [{"type": "function", "function": {"name": "todo", "parameters": {"type": "object", "properties": {
     "items": {"type": "array"}, "opts": {"type": "object"}, "n": {"type": "integer"}, "ref": {"type": "string"}}}}}]

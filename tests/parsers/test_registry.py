@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from wtb_local.parsers import (
+from wtb_local.contract.schema import ParseResult
+from wtb_local.formats.parsers import (
     get_parser,
     normalize_model_id,
     parse_completion,
@@ -15,8 +16,7 @@ from wtb_local.parsers import (
     parser_names,
     select_parser,
 )
-from wtb_local.parsers.base import ToolParser
-from wtb_local.schema import ParseResult
+from wtb_local.formats.parsers.base import ToolParser
 
 TEMPLATES = json.loads(
     (Path(__file__).resolve().parents[1] / "fixtures" / "parsers" / "chat_templates.json").read_text(
@@ -201,7 +201,7 @@ def test_every_parser_declares_the_vllm_names_it_mirrors() -> None:
 
 
 def test_vllm_names_are_aliases() -> None:
-    from wtb_local.parsers import parser_aliases
+    from wtb_local.formats.parsers import parser_aliases
 
     assert get_parser("openai").name == "gpt_oss"
     assert get_parser("phi4_mini_json").name == "phi4_mini"
@@ -215,7 +215,7 @@ def test_vllm_names_are_aliases() -> None:
 
 
 def test_a_vllm_name_two_parsers_mirror_is_no_alias(monkeypatch: pytest.MonkeyPatch) -> None:
-    import wtb_local.parsers as registry
+    import wtb_local.formats.parsers as registry
 
     class A(ToolParser):
         name = "a"
@@ -264,7 +264,7 @@ def test_the_docs_count_every_parser() -> None:
     import re
     from pathlib import Path
 
-    from wtb_local.parsers import parser_names
+    from wtb_local.formats.parsers import parser_names
 
     text = (Path(__file__).resolve().parents[2] / "docs" / "parsers-and-templates.md").read_text(encoding="utf-8")
     counted = re.search(r"one module per format behind one interface, (\d+) parsers", text)

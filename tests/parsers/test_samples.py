@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from wtb_local.parsers import get_parser, select_parser
-from wtb_local.schema import ParseResult
+from wtb_local.contract.schema import ParseResult
+from wtb_local.formats.parsers import get_parser, select_parser
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "parsers" / "output_samples.jsonl"
 SAMPLES = [json.loads(line) for line in FIXTURE.read_text(encoding="utf-8").splitlines() if line.strip()]

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from wtb_local.parsers import get_parser, select_parser
-from wtb_local.schema import ParseResult
+from wtb_local.contract.schema import ParseResult
+from wtb_local.formats.parsers import get_parser, select_parser
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "parsers" / "2026" / "gemma-qwen35-olmo.jsonl"
 SAMPLES = {s["line"]: s for s in map(json.loads, FIXTURE.read_text(encoding="utf-8").splitlines())}

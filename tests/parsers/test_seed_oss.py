@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from tests.parsers.conformance import ParserConformance
-from wtb_local.parsers import get_parser, select_parser
+from wtb_local.formats.parsers import get_parser, select_parser
 
 OPEN, CLOSE = "<seed:tool_call>", "</seed:tool_call>"
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from wtb_local.parsers import get_parser, parser_class, select_parser
-from wtb_local.rendering.kwargs import thinking_kwargs, thinking_switch
+from wtb_local.formats.parsers import get_parser, parser_class, select_parser
+from wtb_local.formats.rendering.kwargs import thinking_kwargs, thinking_switch
 
 TEMPLATES = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "rendering" / "2026"
                         / "fam_a_templates.json").read_text(encoding="utf-8"))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from wtb_local.parsers import get_parser
+from wtb_local.formats.parsers import get_parser
 
 WEATHER = '{"city": "Paris"}'
 # parser -> (completion missing its closing marker(s), the exact errors at a normal stop)

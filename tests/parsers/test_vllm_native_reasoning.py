@@ -1,12 +1,12 @@
 """`vllm:NAME` splits a leading reasoning block off as our parser of that family does, before vLLM's tool
-parser reads the rest (wtb_local/parsers/vllm_native.py; vLLM's server runs the family's reasoning parser
+parser reads the rest (wtb_local/formats/parsers/vllm_native.py; vLLM's server runs the family's reasoning parser
 there). No vLLM needed: the split is ours. The texts are 2026 samples' shapes (tests/fixtures/parsers/2026)."""
 
 from __future__ import annotations
 
 import pytest
 
-from wtb_local.parsers.vllm_native import _variant
+from wtb_local.formats.parsers.vllm_native import _variant
 
 NS = "]<]minimax[>["
 

@@ -128,13 +128,13 @@ def test_named_causes_are_counted_once(outcomes: list[vllm_parity.Outcome]) -> N
 
 
 def test_the_installed_vllm_default_memory_share_is_the_one_planned() -> None:
-    """wtb_local/vllm_release.py's rule for the installed release, against vLLM's own CacheConfig."""
+    """wtb_local/contract/vllm_release.py's rule for the installed release, against vLLM's own CacheConfig."""
     import dataclasses
 
     import vllm  # noqa: F401 - vllm.config needs the package initialised first
     from vllm.config.cache import CacheConfig
 
-    from wtb_local.vllm_release import default_gpu_memory_utilization, installed_version
+    from wtb_local.contract.vllm_release import default_gpu_memory_utilization, installed_version
 
     field = next(f for f in dataclasses.fields(CacheConfig) if f.name == "gpu_memory_utilization")
     default = field.default.default if hasattr(field.default, "default") else field.default

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from wtb_local.protocols.dates import (
+from wtb_local.benchmark.protocols.dates import (
     DateError,
     add_weekday,
     harness_dates,
@@ -12,7 +12,7 @@ from wtb_local.protocols.dates import (
     task_dates,
     with_date,
 )
-from wtb_local.schema import Session
+from wtb_local.contract.schema import Session
 
 
 def test_entries_are_kept_only_with_xingqi_and_cut_before_it() -> None:

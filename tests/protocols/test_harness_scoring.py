@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from wtb_local.dataset import read_dataset
-from wtb_local.protocols.harness_scoring import answer_structure, harness_metrics, progress_calls, score_task
-from wtb_local.resources import sample_dataset_path
+from wtb_local.benchmark.dataset import read_dataset
+from wtb_local.benchmark.protocols.harness_scoring import (
+    answer_structure,
+    harness_metrics,
+    progress_calls,
+    score_task,
+)
+from wtb_local.contract.resources import sample_dataset_path
 
 TOOL = {"type": "function", "function": {"name": "f", "parameters": {
     "type": "object", "properties": {"x": {"type": "string", "description": "x"}}, "required": ["x"]}}}
@@ -95,7 +100,7 @@ def test_metrics_use_structure_buckets_and_harness_ap_op() -> None:
 
 # --- §3.2 one failure category per failed task ----------------------------------------------------------------
 
-from wtb_local.protocols.harness_scoring import error_type
+from wtb_local.benchmark.protocols.harness_scoring import error_type
 
 ASK = "ask_user_for_required_parameters"
 

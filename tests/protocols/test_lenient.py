@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from wtb_local.protocols.harness_scoring import check_task_arguments
-from wtb_local.protocols.lenient import LenientCheckError, check_call, check_value, rouge_l
+from wtb_local.benchmark.protocols.harness_scoring import check_task_arguments
+from wtb_local.benchmark.protocols.lenient import LenientCheckError, check_call, check_value, rouge_l
 
 TOOL = {"type": "function", "function": {"name": "getWeather", "parameters": {
     "type": "object",

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from wtb_local.parsers import get_parser, parse_completion
-from wtb_local.protocols.parse_rules import EMPTY_LIST_TEXT, HAMMER_PLACEHOLDER, RULES, PaperParser
+from wtb_local.benchmark.protocols.parse_rules import EMPTY_LIST_TEXT, HAMMER_PLACEHOLDER, RULES, PaperParser
+from wtb_local.formats.parsers import get_parser, parse_completion
 
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {}}}}]
 CALL = '{"name": "get_weather", "arguments": {"city": "Paris"}}'

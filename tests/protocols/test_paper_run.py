@@ -246,8 +246,8 @@ def test_oracle_replies_in_each_familys_format_pass_its_parse_rule(tmp_path: Pat
 
 
 def test_paper_family_option_lists_every_rule_and_needs_the_paper_protocol(tmp_path: Path) -> None:
+    from wtb_local.benchmark.protocols.families import RULES
     from wtb_local.cli.run import run
-    from wtb_local.protocols.families import RULES
 
     option = next(p for p in run.params if p.name == "paper_family")
     assert set(option.type.choices) == set(RULES)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from wtb_local.parsers import get_parser
-from wtb_local.protocols.parse_rules import (
+from wtb_local.benchmark.protocols.parse_rules import (
     EMPTY_LIST_TEXT,
     HAMMER_PLACEHOLDER,
     PaperParser,
@@ -15,7 +14,8 @@ from wtb_local.protocols.parse_rules import (
     parse_qwen,
     parse_xlam2,
 )
-from wtb_local.schema import ParsedCall
+from wtb_local.contract.schema import ParsedCall
+from wtb_local.formats.parsers import get_parser
 
 
 def _calls(result) -> list[tuple[str, str]]:
@@ -177,7 +177,7 @@ def test_llama_format_is_what_llama_writes_and_reads_as_text() -> None:
 # --- §2.11 functionary, §2.10 Gorilla -------------------------------------------------------------------------
 
 def test_fcm_function_tags() -> None:
-    from wtb_local.protocols.parse_rules import parse_fcm
+    from wtb_local.benchmark.protocols.parse_rules import parse_fcm
 
     text = '<function=a>{"x": 1}</function><function=b>{"y": "z"}</function>'
     assert _calls(parse_fcm(text)) == [("a", '{"x": 1}'), ("b", '{"y": "z"}')]
@@ -189,7 +189,7 @@ def test_fcm_function_tags() -> None:
 
 
 def test_gorilla_function_markers() -> None:
-    from wtb_local.protocols.parse_rules import parse_gorilla
+    from wtb_local.benchmark.protocols.parse_rules import parse_gorilla
 
     result = parse_gorilla(' <<function>>getWeather(city="Paris", days=2)<<function>>other(1, 2)<<function>>broken(')
     assert _calls(result) == [("getWeather", '{"city": "Paris", "days": 2}'), ("other", '{"None": [1, 2]}')]

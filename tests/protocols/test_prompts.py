@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from wtb_local.protocols.dates import task_dates
-from wtb_local.protocols.families import QWEN_SYSTEM, build_prompt, family_for, toolace_system
-from wtb_local.protocols.history import CURRENT_TASK_KEY, paper_episodes, strip_role, task_texts
-from wtb_local.schema import Session
+from wtb_local.benchmark.protocols.dates import task_dates
+from wtb_local.benchmark.protocols.families import QWEN_SYSTEM, build_prompt, family_for, toolace_system
+from wtb_local.benchmark.protocols.history import CURRENT_TASK_KEY, paper_episodes, strip_role, task_texts
+from wtb_local.contract.schema import Session
 
 DATE = "2024-06-12 10:23:45 Wednesday"
 TOOLS = [{"type": "function", "function": {"name": "getWeather", "description": "Weather of a city.", "parameters": {
@@ -297,7 +297,7 @@ def _float_step() -> tuple[list[dict], list[dict]]:
 
 
 def test_paper_episodes_hand_the_dataset_schemas_over_unconverted() -> None:
-    from wtb_local.evaluator.tools import convert_tools
+    from wtb_local.benchmark.evaluator.tools import convert_tools
 
     _, tools = _float_step()
     assert tools == FLOAT_TOOLS

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from tests.protocols.test_prompts import DATE, TOOLS, _after_live_step, _task1
-from wtb_local.protocols.families import RULES
+from wtb_local.benchmark.protocols.families import RULES
 
 pytest.importorskip("transformers", reason="transformers is not installed (pip install -e .[hf])")
 
 from tests.rendering.conftest import make_tokenizer, real_templates
-from wtb_local.protocols.setup import PaperRenderer
+from wtb_local.benchmark.protocols.setup import PaperRenderer
 
 
 def _renderer(model: str, family: str) -> PaperRenderer:

@@ -131,7 +131,7 @@ def test_the_subset_shows_what_a_trained_model_does(runs: dict[str, Any]) -> Non
     # the documented line gives --dtype float32, what auto picks from this checkpoint on this CPU too
     assert (manifest["settings"]["resolved_dtype"], manifest["sources"]["resolved_dtype"]) == (
         "float32", "given (--dtype)")
-    from wtb_local.runner.setup.dtype import checkpoint_dtype, resolve_dtype, this_device
+    from wtb_local.run.setup.dtype import checkpoint_dtype, resolve_dtype, this_device
 
     auto = resolve_dtype("auto", checkpoint_dtype(str(runs["model"]), None), this_device())
     assert (auto.dtype, auto.source) == ("float32", "auto: the checkpoint's float32")
@@ -167,7 +167,7 @@ def _labels(score_rows: list[dict[str, Any]]) -> list[Any]:
 
 
 def _our_reply(raw: str, tools: list[dict[str, Any]]) -> tuple[str, list[tuple[str, Any]]]:
-    from wtb_local.parsers import get_parser, parse_completion
+    from wtb_local.formats.parsers import get_parser, parse_completion
 
     parsed = parse_completion(get_parser("hermes"), raw, tools=tools, finish_reason="stop")
     return parsed.content or "", [(c.name, _arguments(c.arguments)) for c in parsed.tool_calls]
@@ -191,7 +191,7 @@ def chat_comparison(runs: dict[str, Any]) -> tuple[list[Any], list[tuple[Any, st
     others): the cause is `prompt` when the server rendered other token ids than ours for the same
     conversation, `parse` when the prompt was ours but the reply read otherwise, `not reached` when the
     in-process run has no such step or another conversation at it."""
-    from wtb_local.rendering.renderer import PromptRenderer
+    from wtb_local.formats.rendering.renderer import PromptRenderer
 
     renderer = PromptRenderer.from_pretrained(str(runs["model"]))
     in_process, chat = _steps(runs["vllm"]), _steps(runs["chat"])
@@ -219,7 +219,7 @@ def test_chat_server_verdicts_equal_ours_where_its_parsed_calls_equal_ours(runs:
                 == in_process[key]["inference_output"]["current_action_name_label"]), key
     print(f"\nopenai-chat: {len(equal)} of {len(chat)} steps read as ours (verdicts equal); others: {others}")
     assert sorted(equal + [key for key, _ in others]) == sorted(chat)
-    from wtb_local.rendering.renderer import PromptRenderer
+    from wtb_local.formats.rendering.renderer import PromptRenderer
 
     renderer = PromptRenderer.from_pretrained(str(runs["model"]))
     for key, cause in others:
@@ -252,13 +252,13 @@ def test_the_chat_server_renders_the_tools_in_its_own_key_order(runs: dict[str, 
 def transformers_wave(real_model_dir: Path) -> dict[str, Any]:
     """The first step of every task of the subset through the transformers backend (one wave, greedy, the
     same cap), recording the generated token ids."""
-    from wtb_local.backends.config import TransformersConfig
-    from wtb_local.backends.hf_generate import TransformersBackend
-    from wtb_local.dataset import load_dataset
-    from wtb_local.evaluator.episode import session_episodes
-    from wtb_local.rendering.renderer import PromptRenderer
-    from wtb_local.runner.loop.seeds import request_id, request_seed
-    from wtb_local.schema import GenerationRequest, SamplingConfig
+    from wtb_local.benchmark.dataset import load_dataset
+    from wtb_local.benchmark.evaluator.episode import session_episodes
+    from wtb_local.contract.schema import GenerationRequest, SamplingConfig
+    from wtb_local.engines.config import TransformersConfig
+    from wtb_local.engines.hf_generate import TransformersBackend
+    from wtb_local.formats.rendering.renderer import PromptRenderer
+    from wtb_local.run.loop.seeds import request_id, request_seed
 
     generated: dict[str, list[int]] = {}
 

@@ -18,8 +18,8 @@ RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "runner" / "real_m
 
 
 def test_vllms_hermes_and_ours_give_the_same_verdicts(real_model_dir: Path, tmp_path: Path) -> None:
-    from wtb_local.commands.parser_comparison import compare_parsers
-    from wtb_local.runner.job import replay_run
+    from wtb_local.analysis.commands.parser_comparison import compare_parsers
+    from wtb_local.run.job import replay_run
 
     run = tmp_path / "run"
     shutil.copytree(RECORDED, run)

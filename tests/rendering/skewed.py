@@ -12,8 +12,8 @@ import functools
 import hashlib
 from typing import Any
 
-from wtb_local.rendering.renderer import FastTemplate, PromptRenderer
-from wtb_local.rendering.segment_tokens import SegmentEncoder
+from wtb_local.formats.rendering.renderer import FastTemplate, PromptRenderer
+from wtb_local.formats.rendering.segment_tokens import SegmentEncoder
 
 CHARACTER = 7  # the character the skewed rendering changes
 TOKEN = 5  # the token id the skewed tokenisation changes

@@ -9,7 +9,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from wtb_local.rendering.adapt import Adaptation, GrowingAdapter, adapt_messages, mistral_id
+from wtb_local.formats.rendering.adapt import Adaptation, GrowingAdapter, adapt_messages, mistral_id
 
 
 def _conversation() -> list[dict]:

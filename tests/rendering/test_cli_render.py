@@ -8,10 +8,10 @@ import pytest
 from click.testing import CliRunner
 
 from tests.rendering.conftest import real_templates
+from wtb_local.benchmark.dataset import load_dataset
+from wtb_local.benchmark.evaluator.episode import session_episodes
 from wtb_local.cli import cli
-from wtb_local.dataset import load_dataset
-from wtb_local.evaluator.episode import session_episodes
-from wtb_local.rendering.renderer import PromptRenderer
+from wtb_local.formats.rendering.renderer import PromptRenderer
 
 QWEN = "Qwen/Qwen2.5-7B-Instruct"
 

@@ -1,4 +1,4 @@
-"""The template clock (wtb_local/rendering/clock.py): a rendered prompt never depends on the day it runs,
+"""The template clock (wtb_local/formats/rendering/clock.py): a rendered prompt never depends on the day it runs,
 on whatever transformers version is installed, and templates that read no clock render exactly as before."""
 
 from __future__ import annotations
@@ -9,15 +9,15 @@ from typing import Any
 import pytest
 
 from tests.rendering.conftest import make_tokenizer, real_templates
-from wtb_local.rendering.clock import (
+from wtb_local.formats.rendering.clock import (
     DEFAULT_DATE,
     clock_fields,
     clocked_template,
     conversation_date,
     render_chat,
 )
-from wtb_local.rendering.probe import PROBE_TOOLS, probe_messages
-from wtb_local.rendering.renderer import PromptRenderer
+from wtb_local.formats.rendering.probe import PROBE_TOOLS, probe_messages
+from wtb_local.formats.rendering.renderer import PromptRenderer
 
 CLOCK_TEMPLATES = sorted(k for k, v in real_templates().items() if "strftime_now" in v["chat_template"])
 OTHER_TEMPLATES = sorted(k for k, v in real_templates().items() if "strftime_now" not in v["chat_template"])

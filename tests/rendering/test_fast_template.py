@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 
 from tests.rendering.conftest import make_tokenizer, real_templates
-from wtb_local.dataset import load_dataset
-from wtb_local.evaluator.episode import session_episodes
-from wtb_local.rendering.adapt import adapt_messages
-from wtb_local.rendering.renderer import FastTemplate, PromptRenderer
+from wtb_local.benchmark.dataset import load_dataset
+from wtb_local.benchmark.evaluator.episode import session_episodes
+from wtb_local.formats.rendering.adapt import adapt_messages
+from wtb_local.formats.rendering.renderer import FastTemplate, PromptRenderer
 
 TEMPLATES = ["Qwen/Qwen3-0.6B", "Qwen/Qwen2.5-7B-Instruct", "meta-llama/Llama-3.1-8B-Instruct",
              "openai/gpt-oss-120b", "mistralai/Mistral-Nemo-Instruct-2407", "moonshotai/Kimi-K2-Instruct",

@@ -7,14 +7,14 @@ import json
 import pytest
 
 from tests.rendering.conftest import make_tokenizer, real_templates
-from wtb_local.rendering.kwargs import (
+from wtb_local.formats.rendering.kwargs import (
     local_template,
     parse_template_kwargs,
     resolve_template_kwargs,
     thinking_kwargs,
     thinking_switch,
 )
-from wtb_local.rendering.renderer import PromptRenderer
+from wtb_local.formats.rendering.renderer import PromptRenderer
 
 SWITCHES = {
     "Qwen/Qwen3-0.6B": ("enable_thinking", {"enable_thinking": False}),

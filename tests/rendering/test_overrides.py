@@ -8,9 +8,9 @@ import json
 import pytest
 
 from tests.rendering.conftest import OVERRIDES_DIR, make_tokenizer, real_templates
-from wtb_local.dataset import load_dataset
-from wtb_local.evaluator.tools import convert_tools
-from wtb_local.rendering.adapt import Adaptation, adapt_messages
+from wtb_local.benchmark.dataset import load_dataset
+from wtb_local.benchmark.evaluator.tools import convert_tools
+from wtb_local.formats.rendering.adapt import Adaptation, adapt_messages
 
 
 def _tools() -> list[dict]:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from tests.rendering.conftest import OVERRIDES_DIR, make_tokenizer, real_templates
-from wtb_local.rendering.adapt import Adaptation, adapt_messages
-from wtb_local.rendering.probe import PROBE_TOOLS, check_rendered, probe_messages
-from wtb_local.rendering.renderer import PromptRenderer
-from wtb_local.rendering.templates import TemplateError, template_sha256
+from wtb_local.formats.rendering.adapt import Adaptation, adapt_messages
+from wtb_local.formats.rendering.probe import PROBE_TOOLS, check_rendered, probe_messages
+from wtb_local.formats.rendering.renderer import PromptRenderer
+from wtb_local.formats.rendering.templates import TemplateError, template_sha256
 
 # Template -> (override expected, what the template gets wrong). Garbled history calls (a call the parser
 # cannot read back, or reads back with other types) are refused like dropped ones: the template is never
@@ -190,7 +190,7 @@ def test_dropped_parallel_calls_are_seen_and_split() -> None:
 
 
 def test_typed_comparison() -> None:
-    from wtb_local.rendering.probe import typed
+    from wtb_local.formats.rendering.probe import typed
 
     assert typed({"a": 3}) != typed({"a": "3"})
     assert typed({"a": 1}) != typed({"a": True}) != typed({"a": 1.0})
@@ -198,7 +198,7 @@ def test_typed_comparison() -> None:
 
 
 def test_probe_covers_every_argument_type() -> None:
-    from wtb_local.rendering.probe import _CALLS
+    from wtb_local.formats.rendering.probe import _CALLS
 
     values = [v for _, _, args in _CALLS for v in args.values()]
     nested = [x for v in values if isinstance(v, dict) for x in v.values()]

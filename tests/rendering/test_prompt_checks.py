@@ -1,4 +1,4 @@
-"""The fast prompt paths are audited (wtb_local/rendering/checks.py, docs/runner-speed.md §7): whole runs
+"""The fast prompt paths are audited (wtb_local/formats/rendering/checks.py, docs/runner-speed.md §7): whole runs
 of the sample (instant backend, Qwen3's real template, a real tokenizer) with a fast path made to differ
 on one prompt (tests/rendering/skewed.py), rendering on the event loop and in render workers, under
 `--on-prompt-mismatch reference` and `stop`: the manifest records the mismatch with its step, the prompts
@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 
 from tests.rendering.skewed import CHARACTER, TOKEN, SkewedRenderer, text_sha256
-from wtb_local.backends.instant import InstantBackend
-from wtb_local.rendering.checks import FIRST, CheckPolicy, PromptChecks, first_difference, parse_every
-from wtb_local.rendering.renderer import PromptRenderer
-from wtb_local.runner.errors import RunError
-from wtb_local.runner.job import run_job_async
-from wtb_local.runner.setup.options import RunOptions
-from wtb_local.schema import Completion, GenerationRequest
+from wtb_local.contract.schema import Completion, GenerationRequest
+from wtb_local.engines.instant import InstantBackend
+from wtb_local.formats.rendering.checks import FIRST, CheckPolicy, PromptChecks, first_difference, parse_every
+from wtb_local.formats.rendering.renderer import PromptRenderer
+from wtb_local.run.errors import RunError
+from wtb_local.run.job import run_job_async
+from wtb_local.run.setup.options import RunOptions
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "fixtures" / "rendering" / "chat_templates.json"
 MODEL_ID = "Qwen/Qwen3-0.6B"
@@ -59,7 +59,7 @@ def _renderer(model_dir: Path, cls: type = PromptRenderer, **skews: Any) -> Any:
 
 def _run(model_dir: Path, out: Path, renderer: Any, **options: Any) -> tuple[Any, RecordingInstant, str]:
     """One run of the whole sample; (outcome or the RunError, the backend, stderr)."""
-    from wtb_local.parsers import get_parser
+    from wtb_local.formats.parsers import get_parser
 
     settings = RunOptions(model=str(model_dir), backend="instant", parser="hermes", dataset="sample", out=str(out),
                           progress="none", **options)
@@ -295,7 +295,7 @@ def test_a_mismatch_while_the_run_is_prepared_is_recorded_and_holds_for_render_w
         model_dir: Path, reference: dict[str, Any], tmp_path: Path) -> None:
     """The thinking probe's prompt (prepare, before any step) rendered wrong by the fast path: recorded with
     no step, and the workers started afterwards render every prompt by apply_chat_template."""
-    from wtb_local.runner.setup.thinking import generation_prompt
+    from wtb_local.run.setup.thinking import generation_prompt
 
     probe = generation_prompt(_renderer(model_dir))
     renderer = _renderer(model_dir, SkewedRenderer, skew_rendering=text_sha256(probe))

@@ -1,4 +1,4 @@
-"""Render workers (wtb_local/rendering/pool.py, docs/runner-speed.md §6): every prompt and its token ids
+"""Render workers (wtb_local/formats/rendering/pool.py, docs/runner-speed.md §6): every prompt and its token ids
 are the in-process renderer's, byte for byte, with eight real templates over every step of the sample;
 only the appended messages travel; a template's error is that step's error, worded as in-process; a dead
 worker stops the run in one line; whole runs write the same result file with and without workers."""
@@ -19,10 +19,10 @@ import pytest
 
 from tests.rendering.conftest import make_tokenizer, real_templates
 from tests.runner.conftest import run_files, without_timing
-from wtb_local.dataset import load_dataset
-from wtb_local.evaluator.episode import session_episodes
-from wtb_local.rendering.pool import PoolError, RenderFailed, RenderPool, auto_workers
-from wtb_local.rendering.renderer import PromptRenderer
+from wtb_local.benchmark.dataset import load_dataset
+from wtb_local.benchmark.evaluator.episode import session_episodes
+from wtb_local.formats.rendering.pool import PoolError, RenderFailed, RenderPool, auto_workers
+from wtb_local.formats.rendering.renderer import PromptRenderer
 
 TEMPLATES = ["Qwen/Qwen3-0.6B", "Qwen/Qwen2.5-7B-Instruct", "meta-llama/Llama-3.1-8B-Instruct",
              "openai/gpt-oss-120b", "mistralai/Mistral-Nemo-Instruct-2407", "moonshotai/Kimi-K2-Instruct",
@@ -162,7 +162,7 @@ class _Unloadable:
 def test_a_renderer_a_worker_cannot_load_falls_back_to_the_loop_in_one_line() -> None:
     import io
 
-    from wtb_local.runner.job import _pool_ready
+    from wtb_local.run.job import _pool_ready
 
     renderer = _renderer("Qwen/Qwen3-0.6B")
     renderer.poison = _Unloadable()

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from tests.rendering.conftest import make_tokenizer, real_templates
-from wtb_local.faults import InternalError
-from wtb_local.rendering.pool import RenderPool
-from wtb_local.rendering.renderer import PromptRenderer
+from wtb_local.contract.faults import InternalError
+from wtb_local.formats.rendering.pool import RenderPool
+from wtb_local.formats.rendering.renderer import PromptRenderer
 
 KEY = "Qwen/Qwen3-0.6B"
 

@@ -7,10 +7,10 @@ import json
 import pytest
 
 from tests.rendering.conftest import make_tokenizer, real_templates
-from wtb_local.dataset import load_dataset
-from wtb_local.evaluator.episode import session_episodes
-from wtb_local.rendering.renderer import PromptRenderer
-from wtb_local.rendering.templates import TemplateError
+from wtb_local.benchmark.dataset import load_dataset
+from wtb_local.benchmark.evaluator.episode import session_episodes
+from wtb_local.formats.rendering.renderer import PromptRenderer
+from wtb_local.formats.rendering.templates import TemplateError
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 QWEN = "Qwen/Qwen2.5-7B-Instruct"
@@ -83,7 +83,7 @@ def test_ids_are_reshaped_consistently_in_the_prompt() -> None:
                 {"role": "assistant", "content": "done"}, {"role": "user", "content": "v"}]
     tools = [{"type": "function", "function": {"name": "f", "description": "d", "parameters": {"type": "object"}}}]
     text = renderer.render(messages, tools).text
-    from wtb_local.rendering.adapt import mistral_id
+    from wtb_local.formats.rendering.adapt import mistral_id
     for original in ("call_first", "call_second"):
         assert text.count(mistral_id(original)) == 2  # once on the call, once on its result
     assert "call_first" not in text

@@ -12,12 +12,17 @@ from typing import Any
 import pytest
 
 from tests.rendering.conftest import OVERRIDES_DIR, make_tokenizer
-from wtb_local.parsers import select_parser
-from wtb_local.rendering.adapt import Adaptation, adapt_messages
-from wtb_local.rendering.clock import render_chat
-from wtb_local.rendering.probe import PROBE_TOOLS, probe_messages
-from wtb_local.rendering.renderer import PromptRenderer
-from wtb_local.rendering.templates import list_overrides, renderer_for, resolve_template, template_sha256
+from wtb_local.formats.parsers import select_parser
+from wtb_local.formats.rendering.adapt import Adaptation, adapt_messages
+from wtb_local.formats.rendering.clock import render_chat
+from wtb_local.formats.rendering.probe import PROBE_TOOLS, probe_messages
+from wtb_local.formats.rendering.renderer import PromptRenderer
+from wtb_local.formats.rendering.templates import (
+    list_overrides,
+    renderer_for,
+    resolve_template,
+    template_sha256,
+)
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "rendering" / "2026"
 COMMUNITY = json.loads((FIXTURES / "fam_a_community_templates.json").read_text(encoding="utf-8"))

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from tests.rendering.conftest import OVERRIDES_DIR, make_tokenizer, real_templates
-from wtb_local.parsers import get_parser, select_parser
-from wtb_local.rendering.renderer import PromptRenderer
-from wtb_local.rendering.templates import TemplateError, normalize_model_id
+from wtb_local.formats.parsers import get_parser, select_parser
+from wtb_local.formats.rendering.renderer import PromptRenderer
+from wtb_local.formats.rendering.templates import TemplateError, normalize_model_id
 
 # The model each shipped override is for (every file in chat_templates/ must be listed here).
 OVERRIDE_MODELS = {

@@ -5,15 +5,15 @@ from __future__ import annotations
 import pytest
 
 from tests.rendering.conftest import make_tokenizer, real_templates
-from wtb_local.rendering.checks import FIRST
-from wtb_local.rendering.renderer import PromptRenderer
-from wtb_local.rendering.segment_tokens import SegmentEncoder
+from wtb_local.formats.rendering.checks import FIRST
+from wtb_local.formats.rendering.renderer import PromptRenderer
+from wtb_local.formats.rendering.segment_tokens import SegmentEncoder
 
 
 def _gold_prompts(renderer: PromptRenderer, sessions: int) -> list[str]:
     """Every step's prompt of the sample's first sessions, steered along the gold path."""
-    from wtb_local.dataset.loader import load_dataset
-    from wtb_local.evaluator.episode import session_episodes
+    from wtb_local.benchmark.dataset.loader import load_dataset
+    from wtb_local.benchmark.evaluator.episode import session_episodes
 
     texts = []
     for session in load_dataset("sample")[:sessions]:
@@ -83,8 +83,8 @@ def test_a_tokenizer_that_is_not_piecewise_runs_uncached_with_exact_ids() -> Non
 def test_continuing_a_conversation_reuses_its_prefix_with_the_same_ids(model_id: str) -> None:
     """Every step's prompt tokenised with its conversation key (the previous step's ids reused up to the
     last shared special token) equals whole-prompt tokenisation, and most characters are reused."""
-    from wtb_local.dataset.loader import load_dataset
-    from wtb_local.evaluator.episode import session_episodes
+    from wtb_local.benchmark.dataset.loader import load_dataset
+    from wtb_local.benchmark.evaluator.episode import session_episodes
 
     renderer = PromptRenderer(make_tokenizer(real_templates()[model_id]["chat_template"], name=model_id),
                               model_id=model_id)

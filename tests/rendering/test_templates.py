@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.rendering.conftest import OVERRIDES_DIR, real_templates
-from wtb_local.rendering.templates import (
+from wtb_local.formats.rendering.templates import (
     TemplateError,
     chat_templates_dir,
     list_overrides,

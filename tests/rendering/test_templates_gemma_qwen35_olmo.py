@@ -20,11 +20,11 @@ import pytest
 
 from tests.rendering.conftest import OVERRIDES_DIR, make_tokenizer
 from tests.rendering.test_round_trip import CASES, TOOLS, _history, _reply
-from wtb_local.parsers import get_parser, select_parser
-from wtb_local.rendering.adapt import Adaptation
-from wtb_local.rendering.probe import PROBE_TOOLS, check_rendered, probe_messages
-from wtb_local.rendering.renderer import PromptRenderer
-from wtb_local.rendering.templates import TemplateError, override_for, template_sha256
+from wtb_local.formats.parsers import get_parser, select_parser
+from wtb_local.formats.rendering.adapt import Adaptation
+from wtb_local.formats.rendering.probe import PROBE_TOOLS, check_rendered, probe_messages
+from wtb_local.formats.rendering.renderer import PromptRenderer
+from wtb_local.formats.rendering.templates import TemplateError, override_for, template_sha256
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "rendering" / "2026" / "gemma-qwen35-olmo.json"
 
@@ -141,8 +141,8 @@ SWITCHED: dict[str, tuple[bool, dict[str, Any]]] = {
 
 
 def _mode(key: str, thinking: bool | None) -> tuple[dict[str, Any], bool | None, str]:
-    from wtb_local.runner.setup.parser_choice import choose_parser
-    from wtb_local.runner.setup.thinking import effective_thinking
+    from wtb_local.run.setup.parser_choice import choose_parser
+    from wtb_local.run.setup.thinking import effective_thinking
 
     model_id = key.split("::", 1)[0]
     r = renderer(key, thinking=thinking)
@@ -202,7 +202,7 @@ def test_shipped_lfm2_template_without_override_is_refused() -> None:
     ("swiss-ai/Apertus-8B-Instruct-2509", "enable_thinking"), ("openbmb/MiniCPM5-1B", "enable_thinking"),
     ("LiquidAI/LFM2-8B-A1B", None), ("stepfun-ai/Step-3.5-Flash", None)])
 def test_thinking_switch_by_model_id(model_id: str, switch: str | None) -> None:
-    from wtb_local.rendering.kwargs import thinking_switch
+    from wtb_local.formats.rendering.kwargs import thinking_switch
 
     # without a template to read (a hub id not downloaded yet), the family's switch
     assert thinking_switch(model_id, None) == switch
@@ -210,7 +210,7 @@ def test_thinking_switch_by_model_id(model_id: str, switch: str | None) -> None:
 
 def test_a_message_field_named_thinking_is_no_switch() -> None:
     # LFM2.5-8B-A1B's template reads `message.thinking`, a message field, not a template variable
-    from wtb_local.rendering.kwargs import thinking_switch
+    from wtb_local.formats.rendering.kwargs import thinking_switch
 
     assert thinking_switch("LiquidAI/LFM2.5-8B-A1B", templates()["LiquidAI/LFM2.5-8B-A1B"]["chat_template"]) is None
     assert thinking_switch("x/y", "{% if thinking is defined and thinking %}") == "thinking"

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from tests.rendering.conftest import make_tokenizer
-from wtb_local.parsers import get_parser, select_parser
-from wtb_local.rendering.adapt import Adaptation
-from wtb_local.rendering.renderer import PromptRenderer
-from wtb_local.runner.setup.parser_choice import prefills_reasoning
-from wtb_local.runner.setup.thinking import effective_thinking
+from wtb_local.formats.parsers import get_parser, select_parser
+from wtb_local.formats.rendering.adapt import Adaptation
+from wtb_local.formats.rendering.renderer import PromptRenderer
+from wtb_local.run.setup.parser_choice import prefills_reasoning
+from wtb_local.run.setup.thinking import effective_thinking
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "rendering" / "2026" / "fam_a_templates.json"
 TEMPLATES = json.loads(FIXTURE.read_text(encoding="utf-8"))
@@ -90,7 +90,7 @@ CALLS = [("probe_convert", {"amount": 12.75, "currency": "XKQD", "exact": True, 
 def test_a_reply_cut_from_the_template_reads_back(key: str, count: int) -> None:
     """The oracle's replies: the assistant turn cut out of the template's own rendering parses back exactly,
     content and reasoning empty. Single-call templates are asked for one call at a time."""
-    from wtb_local.rendering.probe import PROBE_TOOLS, probe_messages
+    from wtb_local.formats.rendering.probe import PROBE_TOOLS, probe_messages
 
     _model, parser, adaptation, _ = EXPECTED[key]
     if adaptation.split_parallel and count > 1:

@@ -15,7 +15,7 @@ PAPER_ROSTER = ROOT / "rosters" / "paper.toml"
 def wtb(*args: str, hf_home: Path, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
     """`python -m wtb_local ARGS` offline, with HF_HOME pointing at `hf_home`."""
     base = {k: v for k, v in os.environ.items() if not k.startswith(("WTB_", "HF_"))}
-    # the memory share planned for is the vLLM release's default (wtb_local/vllm_release.py): fixed here
+    # the memory share planned for is the vLLM release's default (wtb_local/contract/vllm_release.py): fixed here
     full = {**base, "HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1", "WTB_VLLM_VERSION": "0.34.0",
             "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])), **(env or {})}
     return subprocess.run([sys.executable, "-m", "wtb_local", *args], capture_output=True, text=True, cwd=cwd or ROOT,

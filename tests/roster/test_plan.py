@@ -33,7 +33,7 @@ def test_the_paper_roster_plans_offline_exactly(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == FIXTURE.read_text(encoding="utf-8")
     statuses = _statuses(proc.stdout)
-    from wtb_local.roster.plan import open_weight_rows
+    from wtb_local.analysis.roster.plan import open_weight_rows
 
     assert sorted(statuses) == sorted(open_weight_rows()) and len(statuses) == 41
     assert set(statuses.values()) == {"ok"}
@@ -241,7 +241,7 @@ QWEN3_30B_A3B = {"hidden_size": 2048, "num_hidden_layers": 48, "num_attention_he
 
 
 def test_parameter_counts_of_latent_attention_and_experts() -> None:
-    from wtb_local.checkpoint import estimate_parameters
+    from wtb_local.formats.checkpoint import estimate_parameters
 
     # published totals: DeepSeek-V3 671B (without its multi-token-prediction layer), Qwen3-30B-A3B 30,532,122,624
     assert estimate_parameters(DEEPSEEK_V3) == 671_026_279_424

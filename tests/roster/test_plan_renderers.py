@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from wtb_local.roster.file import Entry, ResourceClass, Roster
-from wtb_local.roster.plan import plan_entry
+from wtb_local.analysis.roster.file import Entry, ResourceClass, Roster
+from wtb_local.analysis.roster.plan import plan_entry
 
 
 def _plan(model: str, **fields: object) -> object:

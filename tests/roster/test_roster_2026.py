@@ -113,7 +113,7 @@ def _plan(tmp_path: Path, *args: str):
 
 
 def test_the_2026_roster_loads_with_a_source_for_every_entry() -> None:
-    from wtb_local.roster.file import load_roster
+    from wtb_local.analysis.roster.file import load_roster
 
     roster = load_roster(ROSTER_2026)
     assert roster.compare_with == "none"
@@ -196,8 +196,8 @@ def test_the_2026_submission_is_four_arrays_and_the_report(tmp_path: Path) -> No
     """What `plan --submit --dry-run` prints once the plan has no error: one single-node array per class
     (no entry needs two nodes of H200s), then the report job after all of them; an array task runs its row
     as `run --protocol release` with the row's thinking switch."""
-    from wtb_local.roster.file import load_roster
-    from wtb_local.roster.submit import entry_run_arguments, roster_jobs, submit_jobs
+    from wtb_local.analysis.roster.file import load_roster
+    from wtb_local.analysis.roster.submit import entry_run_arguments, roster_jobs, submit_jobs
 
     roster = load_roster(ROSTER_2026)
     runs = tmp_path / "runs"
@@ -219,10 +219,10 @@ def test_the_paper_protocol_would_read_qwen3_6_with_qwen2_5s_rule(tmp_path: Path
     import json
     from dataclasses import replace
 
-    from wtb_local.parsers import get_parser
-    from wtb_local.protocols.parse_rules import PaperParser
-    from wtb_local.roster.file import load_roster
-    from wtb_local.roster.plan import plan_entry
+    from wtb_local.analysis.roster.file import load_roster
+    from wtb_local.analysis.roster.plan import plan_entry
+    from wtb_local.benchmark.protocols.parse_rules import PaperParser
+    from wtb_local.formats.parsers import get_parser
 
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

@@ -24,16 +24,16 @@ BATCH = 8
 def main(tokenizer_dir: str, dataset: str, result_file: str, resume: bool, workers: int = 0) -> None:
     from transformers import AutoTokenizer
 
-    from wtb_local.backends.instant import InstantBackend
-    from wtb_local.dataset import read_dataset
-    from wtb_local.evaluator.episode import session_episodes, session_result
-    from wtb_local.parsers import get_parser
-    from wtb_local.rendering.renderer import PromptRenderer
-    from wtb_local.runner.loop.loop import SessionRunner
-    from wtb_local.runner.loop.progress import Progress, ProgressStats
-    from wtb_local.runner.loop.steps import StepDriver
-    from wtb_local.runner.record.store import ResultStore
-    from wtb_local.schema import SamplingConfig
+    from wtb_local.benchmark.dataset import read_dataset
+    from wtb_local.benchmark.evaluator.episode import session_episodes, session_result
+    from wtb_local.contract.schema import SamplingConfig
+    from wtb_local.engines.instant import InstantBackend
+    from wtb_local.formats.parsers import get_parser
+    from wtb_local.formats.rendering.renderer import PromptRenderer
+    from wtb_local.run.loop.loop import SessionRunner
+    from wtb_local.run.loop.progress import Progress, ProgressStats
+    from wtb_local.run.loop.steps import StepDriver
+    from wtb_local.run.record.store import ResultStore
 
     renderer = PromptRenderer(AutoTokenizer.from_pretrained(tokenizer_dir), model_id="Qwen/Qwen3-0.6B")
     parser = get_parser("hermes")
@@ -55,7 +55,7 @@ def main(tokenizer_dir: str, dataset: str, result_file: str, resume: bool, worke
     async def run() -> None:
         pool = None
         if workers:
-            from wtb_local.rendering.pool import RenderPool
+            from wtb_local.formats.rendering.pool import RenderPool
 
             pool = RenderPool(renderer, workers)
             pool.start()

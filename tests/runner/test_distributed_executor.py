@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from wtb_local.backends.config import VLLMConfig
+from wtb_local.engines.config import VLLMConfig
 
 
 def test_engine_args_carry_the_executor_only_when_set() -> None:
@@ -17,10 +17,10 @@ def test_engine_args_carry_the_executor_only_when_set() -> None:
 
 
 def test_the_run_option_and_its_env_twin_reach_the_vllm_config(monkeypatch: pytest.MonkeyPatch) -> None:
-    from wtb_local.backends import backend_class
     from wtb_local.cli.run import run
-    from wtb_local.runner.setup.options import options_from_click
-    from wtb_local.runner.setup.resolved import ResolvedRun
+    from wtb_local.engines import backend_class
+    from wtb_local.run.setup.options import options_from_click
+    from wtb_local.run.setup.resolved import ResolvedRun
 
     def settings_from_options(ctx: Any) -> Any:
         return options_from_click(ctx, ctx.params)
@@ -43,7 +43,7 @@ def test_the_run_option_and_its_env_twin_reach_the_vllm_config(monkeypatch: pyte
 
 def test_installed_vllm_accepts_the_argument() -> None:
     engine = pytest.importorskip("vllm.engine.arg_utils")
-    from wtb_local.backends.vllm_engine import unsupported_engine_args
+    from wtb_local.engines.vllm_engine import unsupported_engine_args
 
     args = VLLMConfig(model="m", distributed_executor_backend="ray").engine_args()
     assert unsupported_engine_args(args, engine.AsyncEngineArgs) == []
@@ -51,7 +51,7 @@ def test_installed_vllm_accepts_the_argument() -> None:
 
 def test_ray_on_a_platform_without_a_ray_device_is_one_line() -> None:
     platforms = pytest.importorskip("vllm.platforms")
-    from wtb_local.backends.vllm_engine import _platform_engine_args
+    from wtb_local.engines.vllm_engine import _platform_engine_args
 
     if platforms.current_platform.ray_device_key:
         pytest.skip(f"this vLLM platform ({platforms.current_platform.device_name}) supports Ray")

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.runner.conftest import invoke
-from wtb_local.runner.setup import dtype as dtype_module
-from wtb_local.runner.setup.dtype import Device, DtypeChoice, checkpoint_dtype, cpu_flags, resolve_dtype
+from wtb_local.run.setup import dtype as dtype_module
+from wtb_local.run.setup.dtype import Device, DtypeChoice, checkpoint_dtype, cpu_flags, resolve_dtype
 
 # Flags as /proc/cpuinfo lists them: an AVX2-only x86 CPU (the kind where bf16 crawls) and an AVX-512 one
 # with bf16 instructions (this project's CI machines are either).
@@ -107,8 +107,8 @@ def bf16_dir(qwen_tiny_dir: Path, tmp_path: Path) -> Path:
 def test_prepare_resolves_it_once_for_the_engines_and_says_so(bf16_dir: Path, monkeypatch: pytest.MonkeyPatch,
                                                               flags: frozenset[str], expected: str,
                                                               line: bool) -> None:
-    from wtb_local.runner.setup.options import RunOptions
-    from wtb_local.runner.setup.prepare import prepare
+    from wtb_local.run.setup.options import RunOptions
+    from wtb_local.run.setup.prepare import prepare
 
     monkeypatch.setattr(dtype_module, "this_device", lambda: Device("cpu", flags))
     for backend in ("transformers", "vllm"):

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from tests.runner.conftest import read_jsonl, without_timing
-from wtb_local.runner.errors import RecordError
-from wtb_local.runner.record.store import ResultStore
+from wtb_local.run.errors import RecordError
+from wtb_local.run.record.store import ResultStore
 
 ROOT = Path(__file__).resolve().parents[2]
 REPORTED_BEFORE_KILL = 5
@@ -29,7 +29,7 @@ COPIES = 8  # 64 sessions: far more than are finished when the kill lands
 def workload(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     from tests.helpers import build_tiny_tokenizer
     from tests.helpers.workload import replicated_dataset
-    from wtb_local.resources import sample_dataset_path
+    from wtb_local.contract.resources import sample_dataset_path
 
     work = tmp_path_factory.mktemp("durable")
     template = json.loads((ROOT / "tests" / "fixtures" / "rendering" / "chat_templates.json")

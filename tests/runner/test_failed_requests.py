@@ -1,4 +1,4 @@
-"""The failed-request count is one number (wtb_local/faults.py, `failed_request`): the progress line, the
+"""The failed-request count is one number (wtb_local/contract/faults.py, `failed_request`): the progress line, the
 warning at the end of the run, the manifest's invocation, the run-health report and the result file's steps
 say the same. A failed request is a step whose request got no reply: not built (the chat template refused
 the conversation), not sent or not served (a prompt too long, here by the server's 400); a reply the parser
@@ -23,8 +23,8 @@ REFUSING = ("{%- if refuse is defined %}{%- for m in messages %}{%- if m['conten
 
 def test_one_failed_request_count_in_progress_warning_manifest_report_and_result_file(qwen_tiny_dir: Path,
                                                                                         tmp_path: Path) -> None:
-    from wtb_local.dataset import load_dataset
-    from wtb_local.reports.health import run_health
+    from wtb_local.analysis.reports.health import run_health
+    from wtb_local.benchmark.dataset import load_dataset
 
     template = tmp_path / "refusing.jinja"
     template.write_text(REFUSING + chat_template("Qwen/Qwen2.5-7B-Instruct"), encoding="utf-8")

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from tests.runner.conftest import METRIC_NAME, RESULT_NAME, SCORE_NAME, invoke, read_jsonl, without_timing
-from wtb_local.backends.oracle import OracleBackend
-from wtb_local.runner import RunOptions
-from wtb_local.runner.errors import InternalErrors
-from wtb_local.runner.job import run_job_async
+from wtb_local.engines.oracle import OracleBackend
+from wtb_local.run import RunOptions
+from wtb_local.run.errors import InternalErrors
+from wtb_local.run.job import run_job_async
 
 MODEL_DIR = "oracle"
 CRASHED = "wild_tool_bench_2"  # the session whose step is made to crash
@@ -62,7 +62,7 @@ def _assert_not_scored(out: Path, model_dir: str = MODEL_DIR) -> None:
 
 def test_a_parser_crash_ends_the_run_with_code_3_and_the_fixed_rerun_reuses_the_completions(
         clean: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from wtb_local.parsers.hermes import HermesParser
+    from wtb_local.formats.parsers.hermes import HermesParser
 
     target = _raw(clean, CRASHED, 1, 0)
     parse = HermesParser.parse
@@ -109,7 +109,7 @@ def test_a_parser_crash_ends_the_run_with_code_3_and_the_fixed_rerun_reuses_the_
 
 
 def test_a_judge_crash_is_an_internal_error(clean: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from wtb_local.evaluator.episode import Episode
+    from wtb_local.benchmark.evaluator.episode import Episode
 
     judge = Episode._judge_calls
 
@@ -163,7 +163,7 @@ class _Renderer:
     ("encode", "tokenizer", "IndexError: list index out of range")])
 def test_a_renderer_or_tokeniser_bug_is_an_internal_error_not_a_render_failure(
         tmp_path: Path, fail: str, kind: str, error: str) -> None:
-    from wtb_local.dataset import load_dataset
+    from wtb_local.benchmark.dataset import load_dataset
 
     marker = load_dataset("sample")[2].english_tasks[0]  # in every prompt of session 2's tasks
     out = tmp_path / "run"

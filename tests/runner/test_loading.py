@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from wtb_local.runner.loop.progress import Loading
+from wtb_local.run.loop.progress import Loading
 
 
 def test_plain_loading_lines_count_the_seconds_while_the_caller_blocks() -> None:
@@ -35,7 +35,7 @@ def test_none_is_silent_and_a_failed_start_says_no_done() -> None:
 
 
 def test_plain_progress_says_it_is_still_going_while_no_step_finishes() -> None:
-    from wtb_local.runner.loop.progress import PlainProgress, ProgressStats
+    from wtb_local.run.loop.progress import PlainProgress, ProgressStats
 
     out = io.StringIO()
     progress = PlainProgress(ProgressStats(total_sessions=8, total_tasks=32), out, heartbeat=0.2)

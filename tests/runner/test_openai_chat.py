@@ -114,10 +114,10 @@ def test_openai_chat_sends_the_conversation_and_judges_the_servers_calls(tmp_pat
 def test_a_malformed_chat_reply_is_a_step_error_and_no_message_is_a_fault() -> None:
     """A message the server parsed into something that cannot be judged is the step's outcome; an answer
     that holds no message, or a generation the server did not finish, is the machine's (docs/reliability.md)."""
-    from wtb_local.backends.openai_chat import chat_completion
-    from wtb_local.backends.openai_server import StepError
-    from wtb_local.faults import BadResponse
-    from wtb_local.schema import GenerationRequest
+    from wtb_local.contract.faults import BadResponse
+    from wtb_local.contract.schema import GenerationRequest
+    from wtb_local.engines.openai_chat import chat_completion
+    from wtb_local.engines.openai_server import StepError
 
     request = GenerationRequest(request_id="s/0/0", session_id="s", task_idx=0, step=0)
     with pytest.raises(StepError, match=r"^malformed reply from /chat/completions: tool_calls\[0\] has no function "

@@ -87,7 +87,7 @@ def test_openai_backend_end_to_end(qwen_tiny_dir: Path, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
 def test_resume_after_a_kill_gives_the_same_files(qwen_tiny_dir: Path, tmp_path: Path, sig: int) -> None:
-    from wtb_local.dataset import load_dataset
+    from wtb_local.benchmark.dataset import load_dataset
 
     sessions = load_dataset("sample")
     markers = [s.english_tasks[0] for s in sessions[2:]]  # every prompt of a session carries its first task

@@ -7,13 +7,13 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from wtb_local.backends import backend_choices, backend_names
+from wtb_local.benchmark.protocols import protocol_names
 from wtb_local.cli.run import run
-from wtb_local.protocols import protocol_names
-from wtb_local.runner.setup.config import _HASHED_WHEN_SET, HASHED_FIELDS, config_hash, hashed_config
-from wtb_local.runner.setup.options import RunOptions, cli_fields, env_name, options_from_click
-from wtb_local.runner.setup.resolved import ResolvedRun
-from wtb_local.schema import SamplingConfig
+from wtb_local.contract.schema import SamplingConfig
+from wtb_local.engines import backend_choices, backend_names
+from wtb_local.run.setup.config import _HASHED_WHEN_SET, HASHED_FIELDS, config_hash, hashed_config
+from wtb_local.run.setup.options import RunOptions, cli_fields, env_name, options_from_click
+from wtb_local.run.setup.resolved import ResolvedRun
 
 # The hashed configuration before the options declared it (runner/setup/config.py's list then): run directories
 # written then must keep their hashes.
@@ -76,8 +76,8 @@ def test_sources_say_given_on_the_command_line_in_the_environment_or_default(mon
 
 
 def test_each_engine_setting_is_declared_on_a_resolved_field_and_names_a_config_field() -> None:
-    from wtb_local.backends.config import OpenAIConfig, TransformersConfig, VLLMConfig
-    from wtb_local.runner.setup.options import engine_fields
+    from wtb_local.engines.config import OpenAIConfig, TransformersConfig, VLLMConfig
+    from wtb_local.run.setup.options import engine_fields
 
     configs = set(VLLMConfig.model_fields) | set(TransformersConfig.model_fields) | set(OpenAIConfig.model_fields)
     declared = engine_fields()
@@ -109,8 +109,8 @@ READ_BY_HAND = {"VLLMBackend": {"max_model_len"}}
 def test_every_engine_config_field_is_one_option_or_named_with_a_reason() -> None:
     """A new engine-config field is either declared by exactly one option (`Cli.engine`) or listed above with
     why no option declares it; an option names fields that exist, at most one per config."""
-    from wtb_local.backends.config import OpenAIConfig, TransformersConfig, VLLMConfig
-    from wtb_local.runner.setup.options import engine_fields
+    from wtb_local.engines.config import OpenAIConfig, TransformersConfig, VLLMConfig
+    from wtb_local.run.setup.options import engine_fields
 
     declared = engine_fields()
     for config in (VLLMConfig, TransformersConfig, OpenAIConfig):
@@ -133,11 +133,11 @@ def test_the_engine_backends_copy_no_declared_option_by_hand() -> None:
     import inspect
     import re
 
-    from wtb_local.backends.hf_generate import TransformersBackend
-    from wtb_local.backends.openai_chat import OpenAIChatBackend
-    from wtb_local.backends.openai_server import OpenAIBackend
-    from wtb_local.backends.vllm_engine import VLLMBackend
-    from wtb_local.runner.setup.options import engine_fields
+    from wtb_local.engines.hf_generate import TransformersBackend
+    from wtb_local.engines.openai_chat import OpenAIChatBackend
+    from wtb_local.engines.openai_server import OpenAIBackend
+    from wtb_local.engines.vllm_engine import VLLMBackend
+    from wtb_local.run.setup.options import engine_fields
 
     for backend in (VLLMBackend, TransformersBackend, OpenAIBackend, OpenAIChatBackend):
         text = "".join(inspect.getsource(getattr(backend, name)) for name in ("from_run", "config_from_run")
@@ -151,7 +151,7 @@ def test_the_resolved_run_declares_no_option_again() -> None:
     """The resolved run's fields are the options' own declarations (same type, default and metadata), except
     the options it keeps in another form, and the values prepare decides, each with why; its field order (the
     manifest's `settings` order) is the one it always had."""
-    from wtb_local.runner.setup.resolved import NOT_KEPT, decided_fields
+    from wtb_local.run.setup.resolved import NOT_KEPT, decided_fields
 
     decided = decided_fields()
     replaced = {option for why in decided.values() for option in why.replaces}
@@ -188,9 +188,9 @@ def test_the_resolved_run_declares_no_option_again() -> None:
 def test_the_backends_build_their_engine_configs_from_the_declarations() -> None:
     """`--max-num-seqs 3` reaches vLLM's `max_num_seqs` and the OpenAI client's `max_concurrency`; unset, each
     config keeps its own default (vLLM's choice, 64 concurrent requests)."""
-    from wtb_local.backends.hf_generate import TransformersBackend
-    from wtb_local.backends.openai_server import OpenAIBackend
-    from wtb_local.backends.vllm_engine import VLLMBackend
+    from wtb_local.engines.hf_generate import TransformersBackend
+    from wtb_local.engines.openai_server import OpenAIBackend
+    from wtb_local.engines.vllm_engine import VLLMBackend
 
     given = ResolvedRun(backend="vllm", model="org/m", max_num_seqs=3, max_num_batched_tokens=512, revision="r1",
                         enforce_eager=True, tensor_parallel_size=2, default_max_model_len=4096, resolved_dtype="float32",
@@ -212,14 +212,14 @@ def test_the_backends_build_their_engine_configs_from_the_declarations() -> None
 
 
 def test_a_value_no_resolved_field_holds_is_an_error_not_dropped() -> None:
-    from wtb_local.runner.setup.prepare import _resolved_values
+    from wtb_local.run.setup.prepare import _resolved_values
 
     assert _resolved_values({"backend": "oracle", "temperature": 0.5}) == {"backend": "oracle"}
     with pytest.raises(RuntimeError, match="prepare: max_num_seq set by a stage"):
         _resolved_values({"backend": "oracle", "max_num_seq": 2})
     # a stage's own misspelling is named with the stage, before the next stage reads the values
-    from wtb_local.backends import backend_class
-    from wtb_local.runner.setup.prepare import BackendChoice, _fold
+    from wtb_local.engines import backend_class
+    from wtb_local.run.setup.prepare import BackendChoice, _fold
 
     class Misspelt(BackendChoice):
         def resolved(self) -> dict[str, object]:
@@ -238,10 +238,10 @@ def test_a_value_no_resolved_field_holds_is_an_error_not_dropped() -> None:
 def test_the_docs_options_table_is_the_declarations() -> None:
     from pathlib import Path
 
-    from wtb_local.runner.setup.options import options_table
+    from wtb_local.run.setup.options import options_table
 
     text = (Path(__file__).resolve().parents[2] / "docs" / "options.md").read_text(encoding="utf-8")
-    from wtb_local.runner.setup.resolved import resolved_table
+    from wtb_local.run.setup.resolved import resolved_table
 
     assert options_table() in text and text.endswith(resolved_table()), (
         "docs/options.md is stale: python scripts/options_table.py")

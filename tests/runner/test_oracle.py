@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.runner.conftest import chat_template, invoke, run_files
-from wtb_local.parsers import parser_names, select_parser
+from wtb_local.formats.parsers import parser_names, select_parser
 
 # A model id per parser family; auto-selection must pick that parser for it (checked below).
 REPRESENTATIVE = {
@@ -111,7 +111,7 @@ def test_oracle_scores_100_percent_for_every_parser(
 
 def test_oracle_writes_through_the_chat_template(qwen_tiny_dir: Path, tmp_path: Path) -> None:
     """With a tokenizer at hand the gold reply is cut out of the model's own template rendering."""
-    from wtb_local.runner import RunOptions, run_job_async
+    from wtb_local.run import RunOptions, run_job_async
 
     settings = RunOptions(
         backend="oracle", model=str(qwen_tiny_dir), dataset="sample", out=str(tmp_path), progress="none"
@@ -127,7 +127,7 @@ def test_oracle_writes_through_the_chat_template(qwen_tiny_dir: Path, tmp_path: 
 @pytest.mark.parametrize("model_id", ["Qwen/Qwen3-0.6B", "moonshotai/Kimi-K2-Instruct"])
 def test_oracle_through_other_real_templates(model_id: str, tmp_path: Path) -> None:
     from tests.helpers import build_tiny_model
-    from wtb_local.runner import RunOptions, run_job_async
+    from wtb_local.run import RunOptions, run_job_async
 
     model_dir = build_tiny_model(tmp_path / "model", chat_template(model_id))
     parser = select_parser(model_id)

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from wtb_local.parsers import parser_names
+from wtb_local.formats.parsers import parser_names
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "fixtures" / "rendering" / "chat_templates.json"
 
@@ -113,7 +113,7 @@ def test_every_template_is_covered() -> None:
 @pytest.mark.parametrize("key", sorted(EXPECTED))
 def test_oracle_through_the_template_scores_100_percent(key: str, tmp_path: Path) -> None:
     from tests.helpers import build_tiny_model
-    from wtb_local.runner import RunOptions, run_job_async
+    from wtb_local.run import RunOptions, run_job_async
 
     model_id = key.split("::", 1)[0]
     bos, eos = _specials(model_id)

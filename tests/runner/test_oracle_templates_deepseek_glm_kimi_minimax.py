@@ -55,7 +55,7 @@ def _template(key: str) -> str:
 def test_oracle_through_the_template_scores_100_percent(model: str, tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.helpers import build_tiny_model
-    from wtb_local.runner import RunOptions, run_job_async
+    from wtb_local.run import RunOptions, run_job_async
 
     key, parser, source = EXPECTED[model]
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # no tokenizer of a hub id is on disk, none fetched

@@ -64,7 +64,7 @@ def test_every_template_is_covered() -> None:
 @pytest.mark.parametrize("key", sorted(EXPECTED))
 def test_oracle_through_the_template_scores_100_percent(key: str, tmp_path: Path) -> None:
     from tests.helpers import build_tiny_model
-    from wtb_local.runner import RunOptions, run_job_async
+    from wtb_local.run import RunOptions, run_job_async
 
     model_id = key.split("::", 1)[0]
     bos, eos = _specials(model_id)

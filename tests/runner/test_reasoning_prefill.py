@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from wtb_local.dataset import load_dataset
-from wtb_local.evaluator.episode import session_episodes
-from wtb_local.parsers.prefill import step_parser
-from wtb_local.runner.setup.parser_choice import choose_parser, prefills_reasoning
+from wtb_local.benchmark.dataset import load_dataset
+from wtb_local.benchmark.evaluator.episode import session_episodes
+from wtb_local.formats.parsers.prefill import step_parser
+from wtb_local.run.setup.parser_choice import choose_parser, prefills_reasoning
 
 
 class _Renderer:
@@ -64,8 +64,8 @@ def test_replay_with_another_parser_keeps_the_prompt_options(tmp_path) -> None:
     options that describe the prompt (thinking); the recorded parser keeps all its options."""
     import json
 
-    from wtb_local.backends import backend_class
     from wtb_local.contract.recorded import replay_parser
+    from wtb_local.engines import backend_class
 
     run = tmp_path / "run"
     result_file = run / "result" / "m" / "Wild-Tool-Bench_result.jsonl"

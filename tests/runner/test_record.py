@@ -1,4 +1,4 @@
-"""The run record's own parts (wtb_local/runner/record/record.py; docs/reliability.md, "The run record" and
+"""The run record's own parts (wtb_local/run/record/record.py; docs/reliability.md, "The run record" and
 "Signals"): killed invocations marked, what a reader is told about a manifest that says `running`, and the
 engine processes a second signal asks to stop."""
 
@@ -9,9 +9,9 @@ import os
 import time
 from pathlib import Path
 
+from wtb_local.analysis.reports.run_status import status_note
 from wtb_local.contract.lock_file import RunLock
-from wtb_local.reports.run_status import status_note
-from wtb_local.runner.record.record import _stop_children, mark_killed
+from wtb_local.run.record.record import _stop_children, mark_killed
 
 
 def test_open_invocations_are_marked_killed_and_closed_ones_kept() -> None:

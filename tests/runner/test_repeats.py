@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tests.runner.conftest import scripted_args
 from tests.runner.fake_openai import fake_openai_server
-from wtb_local.commands.repeat_runs import error_bar_line, mean_and_stderr, mean_metric, repeat_seed
+from wtb_local.analysis.commands.repeat_runs import error_bar_line, mean_and_stderr, mean_metric, repeat_seed
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.runner.conftest import RESULT_NAME, invoke, run_files, scripted_args, without_timing
-from wtb_local.backends.replay import ReplayBackend, ReplayError, find_result_file, load_recording
-from wtb_local.schema import GenerationRequest
+from wtb_local.contract.schema import GenerationRequest
+from wtb_local.engines.replay import ReplayBackend, ReplayError, find_result_file, load_recording
 
 pytest.importorskip("transformers", reason="transformers is not installed (pip install -e .[hf])")
 

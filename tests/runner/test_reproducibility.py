@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from wtb_local.backends import rerun_claim
-from wtb_local.backends.reproducibility import BATCH_INVARIANT, BATCHED, ONE_SEQUENCE
+from wtb_local.engines import rerun_claim
+from wtb_local.engines.reproducibility import BATCH_INVARIANT, BATCHED, ONE_SEQUENCE
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = "Qwen_Qwen3-8B"

@@ -70,7 +70,7 @@ def test_revision_read_from_the_tokenizer_files_alone(qwen_tiny_dir: Path, tmp_p
     import huggingface_hub.constants
     from huggingface_hub import snapshot_download
 
-    from wtb_local.backends.environment import resolved_revision, tokenizer_sha256
+    from wtb_local.engines.environment import resolved_revision, tokenizer_sha256
 
     cache = tmp_path / "hub"
     with fake_hub(REPO, qwen_tiny_dir, COMMIT) as hub:

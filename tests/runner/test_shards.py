@@ -23,8 +23,9 @@ from tests.runner.conftest import (
     scripted_args,
     without_timing,
 )
+from wtb_local.contract.schema import Session
 from wtb_local.contract.shard_dirs import Shard, parse_shard_dir
-from wtb_local.runner.setup.shards import (
+from wtb_local.run.setup.shards import (
     ShardError,
     parse_shard,
     plan_shards,
@@ -32,7 +33,6 @@ from wtb_local.runner.setup.shards import (
     session_work,
     shard_from_slurm,
 )
-from wtb_local.schema import Session
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = (f"result/scripted/{RESULT_NAME}", f"score/scripted/{SCORE_NAME}", f"score/scripted/{METRIC_NAME}")
@@ -88,8 +88,8 @@ def test_session_work_counts_calls_times_prompt_characters() -> None:
 
 
 def test_plan_is_longest_first_into_the_least_loaded_shard() -> None:
-    from wtb_local.dataset import read_dataset
-    from wtb_local.resources import sample_dataset_path
+    from wtb_local.benchmark.dataset import read_dataset
+    from wtb_local.contract.resources import sample_dataset_path
 
     sessions, _ = read_dataset(sample_dataset_path())
     works = {s.id.rsplit("_", 1)[1]: session_work(s) for s in sessions}
@@ -182,7 +182,7 @@ def test_merged_sharded_run_equals_the_one_process_run(sharded: Path, one_proces
     assert "Table 6" in report.stdout and "Run health" in report.stdout
     assert measured_apart(report.stdout) == measured_apart(one.stdout)
     assert [i["shard"] for i in manifest["invocations"]] == ["0-of-3", "1-of-3", "2-of-3"]
-    from wtb_local.backends.replay import find_result_file
+    from wtb_local.engines.replay import find_result_file
 
     assert find_result_file(merged) == merged / FILES[0]  # --replay of the merged run, not of a shard
     scored = _python(["score", str(merged / FILES[0]), "--dataset", str(VECTORS / "dataset.jsonl"),

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def replicated_sample(copies: int, out: Path) -> Path:
     """The embedded sample `copies` times, ids renumbered (line N holds wild_tool_bench_N)."""
-    from wtb_local.resources import sample_dataset_path
+    from wtb_local.contract.resources import sample_dataset_path
 
     lines = [line for line in sample_dataset_path().read_text(encoding="utf-8").splitlines() if line.strip()]
     rows = []
@@ -173,7 +173,7 @@ class _CountingBackend:
         self.calls = 0
 
     async def generate(self, request: Any) -> Any:
-        from wtb_local.schema import Completion
+        from wtb_local.contract.schema import Completion
 
         self.calls += 1
         return Completion(request_id=request.request_id, reply={"content": "done", "tool_calls": None})
@@ -181,14 +181,14 @@ class _CountingBackend:
 
 @pytest.mark.parametrize("scheduling", ["continuous", "waves"])
 def test_no_step_is_started_after_the_stop_flag(tmp_path: Path, scheduling: str) -> None:
-    from wtb_local.dataset import load_dataset
-    from wtb_local.evaluator.episode import session_episodes, session_result
-    from wtb_local.runner.loop.loop import SessionRunner
-    from wtb_local.runner.loop.progress import ProgressStats, make_progress
-    from wtb_local.runner.loop.steps import StepDriver
-    from wtb_local.runner.loop.stopping import StopRequested
-    from wtb_local.runner.record.store import ResultStore
-    from wtb_local.schema import SamplingConfig
+    from wtb_local.benchmark.dataset import load_dataset
+    from wtb_local.benchmark.evaluator.episode import session_episodes, session_result
+    from wtb_local.contract.schema import SamplingConfig
+    from wtb_local.run.loop.loop import SessionRunner
+    from wtb_local.run.loop.progress import ProgressStats, make_progress
+    from wtb_local.run.loop.steps import StepDriver
+    from wtb_local.run.loop.stopping import StopRequested
+    from wtb_local.run.record.store import ResultStore
 
     backend = _CountingBackend()
     driver = StepDriver(backend, sampling=SamplingConfig())  # type: ignore[arg-type]
@@ -211,13 +211,13 @@ def test_no_step_is_started_after_the_stop_flag(tmp_path: Path, scheduling: str)
 _SLOW_SHUTDOWN = {
     "engine shutdown": (
         "import os, pathlib, time\n"
-        "from wtb_local.backends.oracle import OracleBackend\n"
+        "from wtb_local.engines.oracle import OracleBackend\n"
         "async def close(self):\n"
         "    pathlib.Path(os.environ['WTB_TEST_MARK']).touch(); time.sleep(3)\n"
         "OracleBackend.close = close\n"),
     "record written": (
         "import os, pathlib, time\n"
-        "from wtb_local.runner.record.store import ResultStore\n"
+        "from wtb_local.run.record.store import ResultStore\n"
         "_finalize = ResultStore.finalize\n"
         "def finalize(self):\n"
         "    pathlib.Path(os.environ['WTB_TEST_MARK']).touch(); time.sleep(3); return _finalize(self)\n"

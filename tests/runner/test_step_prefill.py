@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from wtb_local.backends.base import Backend
-from wtb_local.runner.loop.steps import StepDriver
-from wtb_local.runner.setup.parser_choice import choose_parser
-from wtb_local.runner.setup.tokenizer import load_renderer
-from wtb_local.schema import Completion, GenerationRequest, SamplingConfig
+from wtb_local.contract.schema import Completion, GenerationRequest, SamplingConfig
+from wtb_local.engines.base import Backend
+from wtb_local.run.loop.steps import StepDriver
+from wtb_local.run.setup.parser_choice import choose_parser
+from wtb_local.run.setup.tokenizer import load_renderer
 
 pytest.importorskip("transformers", reason="transformers is not installed (pip install -e .[hf])")
 

@@ -15,13 +15,13 @@ import pytest
 
 from tests.rendering.conftest import make_tokenizer, real_templates
 from tests.runner.conftest import RESULT_NAME, chat_template
-from wtb_local.runner.setup.thinking import (
+from wtb_local.benchmark.scoring.length_cuts import cuts_line, cuts_warning, length_cuts
+from wtb_local.run.setup.thinking import (
     NON_THINKING_MAX_NEW_TOKENS,
     THINKING_MAX_NEW_TOKENS,
     default_max_new_tokens,
     effective_thinking,
 )
-from wtb_local.scoring.length_cuts import cuts_line, cuts_warning, length_cuts
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -80,8 +80,8 @@ SWITCHED = {
 
 
 def _mode(key: str, thinking: bool | None) -> Any:
-    from wtb_local.parsers import select_parser
-    from wtb_local.rendering.renderer import PromptRenderer
+    from wtb_local.formats.parsers import select_parser
+    from wtb_local.formats.rendering.renderer import PromptRenderer
 
     model = key.split("::", 1)[0]
     renderer = PromptRenderer(make_tokenizer(real_templates()[key]["chat_template"], name=model), model_id=model,

@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from wtb_local.backends.oracle import OracleBackend
-from wtb_local.runner import RunOptions, run_job_async
-from wtb_local.runner.loop.throughput import ThroughputMeter, summary_line
-from wtb_local.schema import Completion, GenerationRequest
+from wtb_local.contract.schema import Completion, GenerationRequest
+from wtb_local.engines.oracle import OracleBackend
+from wtb_local.run import RunOptions, run_job_async
+from wtb_local.run.loop.throughput import ThroughputMeter, summary_line
 
 
 class FakeClock:
@@ -129,7 +129,7 @@ def _steps(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def test_run_records_cache_hits_per_step_and_sums_them_in_the_manifest(tmp_path: Path,
                                                                        qwen_tiny_dir: Path) -> None:
-    from wtb_local.runner.setup.tokenizer import load_renderer
+    from wtb_local.run.setup.tokenizer import load_renderer
 
     # the tiny model's tokenizer renders real token ids, so prompt token counts are real
     settings = RunOptions(backend="oracle", model=str(qwen_tiny_dir), parser="hermes",

@@ -34,9 +34,9 @@ RUN_EXTRAS = {"d": {"render_workers": "2"}}  # run options of a named run beyond
 def _engine_runs(model: Path, root: Path, names: tuple[str, ...], **engine: Any) -> dict[str, Any]:
     """Runs of the sample (seed 7) on one engine, closed before the tests read the files (two engines are
     never alive at once)."""
-    from wtb_local.backends.config import VLLMConfig
-    from wtb_local.backends.vllm_engine import VLLMBackend
-    from wtb_local.runner import RunOptions, run_job_async
+    from wtb_local.engines.config import VLLMConfig
+    from wtb_local.engines.vllm_engine import VLLMBackend
+    from wtb_local.run import RunOptions, run_job_async
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("VLLM_CPU_KVCACHE_SPACE", os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1"))
@@ -103,7 +103,7 @@ def test_every_task_gets_a_verdict_and_files_are_complete(vllm_runs: dict[str, A
 def test_rerun_with_the_same_seed_is_identical(one_sequence_runs: dict[str, Any]) -> None:
     """The claim of docs/reproducibility.md §1: one sequence per forward pass and no prefix cache make a
     rerun with the same seed write the same files (timing fields aside); the manifest says so."""
-    from wtb_local.backends.reproducibility import ONE_SEQUENCE
+    from wtb_local.engines.reproducibility import ONE_SEQUENCE
 
     b = run_files(one_sequence_runs["root"] / "b", "tiny")
     c = run_files(one_sequence_runs["root"] / "c", "tiny")
@@ -126,7 +126,7 @@ def test_rerun_with_the_same_seed_is_identical(one_sequence_runs: dict[str, Any]
 def test_a_batched_run_says_its_rerun_may_differ(vllm_runs: dict[str, Any]) -> None:
     """With the engine's batch defaults the per-request seeds are the same, but the numerics depend on the
     batch: the manifest does not claim an identical rerun (and says how to get one)."""
-    from wtb_local.backends.reproducibility import BATCHED
+    from wtb_local.engines.reproducibility import BATCHED
 
     manifest = vllm_runs["outcomes"]["a"].manifest
     assert manifest["backend"]["batch_invariant"] is False
@@ -139,8 +139,8 @@ def test_batch_invariant_mode_is_refused_on_the_cpu_build(monkeypatch: pytest.Mo
     forward pass, so the backend refuses it before the engine starts, in one line."""
     from vllm.platforms import current_platform
 
-    from wtb_local.backends.config import VLLMConfig
-    from wtb_local.backends.vllm_engine import BATCH_INVARIANT_ON_CPU, _platform_engine_args
+    from wtb_local.engines.config import VLLMConfig
+    from wtb_local.engines.vllm_engine import BATCH_INVARIANT_ON_CPU, _platform_engine_args
 
     if not current_platform.is_cpu():
         pytest.skip("vLLM's CUDA build supports batch-invariant mode")

@@ -1,4 +1,4 @@
-"""`--parser vllm:NAME` (wtb_local/parsers/vllm_native.py): the installed vLLM's own tool parser reads a
+"""`--parser vllm:NAME` (wtb_local/formats/parsers/vllm_native.py): the installed vLLM's own tool parser reads a
 run's completions. A replay of the embedded sample and `parsers compare RUN --parsers hermes,vllm:hermes`
 without a server, vLLM's version recorded (manifest, hashed config, versions) and set-up errors in one line.
 Imports vLLM, starts no engine (marker `vllm`); the tokenizer is the tiny Qwen2.5-template one."""
@@ -15,9 +15,9 @@ from tests.runner.conftest import RESULT_NAME, invoke, read_jsonl
 pytestmark = pytest.mark.vllm
 pytest.importorskip("vllm")
 
-from wtb_local.parsers import get_parser, parse_completion
-from wtb_local.parsers.vllm_native import VllmParserSetupError
-from wtb_local.vllm_release import installed_version
+from wtb_local.contract.vllm_release import installed_version
+from wtb_local.formats.parsers import get_parser, parse_completion
+from wtb_local.formats.parsers.vllm_native import VllmParserSetupError
 
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "w", "parameters": {
     "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
@@ -55,8 +55,8 @@ def test_a_replay_through_vllms_hermes_records_its_version(oracle_run: Path, tmp
 
 
 def test_parsers_compare_with_vllms_parser(oracle_run: Path) -> None:
-    from wtb_local.commands.parser_comparison import compare_parsers
-    from wtb_local.runner.job import replay_run
+    from wtb_local.analysis.commands.parser_comparison import compare_parsers
+    from wtb_local.run.job import replay_run
 
     report = compare_parsers(oracle_run, ["hermes", "vllm:hermes"], replay=replay_run)
     hermes, vllm = report["completions"]["hermes"], report["completions"]["vllm:hermes"]
@@ -117,8 +117,8 @@ def test_calls_content_and_reasoning_map_like_ours(qwen_tiny_dir: Path) -> None:
 def test_the_in_process_engine_is_set_up_with_vllms_parser(qwen_tiny_dir: Path, tmp_path: Path) -> None:
     """`run --backend vllm --parser vllm:hermes` up to the engine start: the start-up template probe reads the
     template's calls with our parser of that name, the run's parser is vLLM's, and its version is recorded."""
-    from wtb_local.runner.setup.options import RunOptions
-    from wtb_local.runner.setup.prepare import prepare
+    from wtb_local.run.setup.options import RunOptions
+    from wtb_local.run.setup.prepare import prepare
 
     prepared = prepare(RunOptions(backend="vllm", model=str(qwen_tiny_dir), parser="vllm:hermes", dataset="sample",
                                   sessions=("3",), out=str(tmp_path / "run"), progress="none"))

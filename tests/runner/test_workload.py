@@ -19,8 +19,8 @@ from tests.helpers.workload import (
     reasoning_tokens,
     replicated_dataset,
 )
-from wtb_local.backends.config import OpenAIConfig
-from wtb_local.schema import Completion, GenerationRequest, SamplingConfig
+from wtb_local.contract.schema import Completion, GenerationRequest, SamplingConfig
+from wtb_local.engines.config import OpenAIConfig
 
 
 def test_reasoning_lengths_are_seeded_and_follow_the_documented_distribution() -> None:
@@ -105,7 +105,7 @@ def test_one_at_a_time_keeps_one_request_in_flight() -> None:
 
 
 def test_exact_length_server_requests_ignore_eos() -> None:
-    from wtb_local.backends.sampling_defaults import ResolvedSampling
+    from wtb_local.engines.sampling_defaults import ResolvedSampling
 
     client = ExactLengthOpenAI(OpenAIConfig(base_url="http://127.0.0.1:9/v1", model="m"))
     sampling = ResolvedSampling(do_sample=False, temperature=0.0, top_p=1.0, top_k=0, min_p=0.0,
@@ -117,8 +117,8 @@ def test_exact_length_server_requests_ignore_eos() -> None:
 def test_exact_length_engine_requests_ignore_eos() -> None:
     pytest.importorskip("vllm", reason="vLLM is not installed")
     from tests.helpers.workload import ExactLengthVLLM
-    from wtb_local.backends.config import VLLMConfig
-    from wtb_local.backends.sampling_defaults import ResolvedSampling
+    from wtb_local.engines.config import VLLMConfig
+    from wtb_local.engines.sampling_defaults import ResolvedSampling
 
     sampling = ResolvedSampling(do_sample=False, temperature=0.0, top_p=1.0, top_k=0, min_p=0.0,
                                 repetition_penalty=1.0, max_new_tokens=12)

@@ -152,8 +152,8 @@ def test_vllm_cpu_over_a_two_node_ray_cluster(qwen_tiny_dir: Path, tmp_path: Pat
 
 
 def test_preempted_multinode_job_requeues_and_resumes(qwen_tiny_dir: Path, tmp_path: Path) -> None:
-    from wtb_local.dataset import read_dataset
-    from wtb_local.resources import sample_dataset_path
+    from wtb_local.benchmark.dataset import read_dataset
+    from wtb_local.contract.resources import sample_dataset_path
 
     sessions, _ = read_dataset(sample_dataset_path())
     held = sessions[-1]

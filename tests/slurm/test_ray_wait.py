@@ -1,4 +1,4 @@
-"""`python -m wtb_local.ray_wait`, the multi-node template's wait for its Ray cluster: its usage and its
+"""`python -m wtb_local.engines.ray_wait`, the multi-node template's wait for its Ray cluster: its usage and its
 one-line failures (the two-node success path runs in test_multinode.py)."""
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _wait(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "wtb_local.ray_wait", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "wtb_local.engines.ray_wait", *args], capture_output=True, text=True,
                           env=env, timeout=60, check=False)
 
 
 def test_usage() -> None:
     done = _wait("127.0.0.1:1")
-    assert (done.returncode, done.stderr) == (2, "usage: python -m wtb_local.ray_wait HEAD_IP:PORT NODES [TIMEOUT_S]\n")
+    assert (done.returncode, done.stderr) == (2, "usage: python -m wtb_local.engines.ray_wait HEAD_IP:PORT NODES [TIMEOUT_S]\n")
 
 
 def test_no_head_is_one_line_after_the_timeout() -> None:

@@ -44,9 +44,9 @@ pytestmark = [
 
 def _held_marker() -> tuple[str, str]:
     """A session of shard 1 of 2 and a piece of its first user turn that no other session's prompt has."""
-    from wtb_local.dataset import read_dataset
-    from wtb_local.resources import sample_dataset_path
-    from wtb_local.runner.setup.shards import plan_shards
+    from wtb_local.benchmark.dataset import read_dataset
+    from wtb_local.contract.resources import sample_dataset_path
+    from wtb_local.run.setup.shards import plan_shards
 
     sessions, _ = read_dataset(sample_dataset_path())
     held = plan_shards(sessions, 2)[1][-1]

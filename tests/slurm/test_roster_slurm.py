@@ -38,7 +38,7 @@ pytestmark = [
 def test_the_whole_paper_roster_through_slurm_matches_every_open_weight_row(tmp_path: Path) -> None:
     if MISSING:
         pytest.fail(f"CI=true but Slurm is not installed ({', '.join(MISSING)}); .ci/run installs it")
-    from wtb_local.roster.plan import open_weight_rows
+    from wtb_local.analysis.roster.plan import open_weight_rows
 
     work, runs = tmp_path / "work", tmp_path / "work" / "runs"
     work.mkdir()
@@ -78,7 +78,7 @@ def test_the_whole_paper_roster_through_slurm_matches_every_open_weight_row(tmp_
     markdown = (runs / "roster-report" / "roster_report.md").read_text(encoding="utf-8")
     table6 = markdown.split("Table 6 (accuracy, %)")[1].split("Table 7")[0]
     labels = [line.split("  ")[0] for line in table6.splitlines()[2:] if line]
-    from wtb_local.reports.paper import paper_rows
+    from wtb_local.analysis.reports.paper import paper_rows
 
     assert [label for label in labels if label.startswith("paper: ")] == [f"paper: {n}" for n in paper_rows(6)]
     for row in wanted:  # every open-weight row: the paper's line, then the run's, then the difference

@@ -6,9 +6,9 @@ import json
 
 import click
 
-from wtb_local.dataset import DEFAULT_DATASET, DatasetError, read_dataset, resolve_dataset
-from wtb_local.dataset.blob import file_blob_sha1
-from wtb_local.dataset.fetch import (
+from wtb_local.benchmark.dataset import DEFAULT_DATASET, DatasetError, read_dataset, resolve_dataset
+from wtb_local.benchmark.dataset.blob import file_blob_sha1
+from wtb_local.benchmark.dataset.fetch import (
     DEFAULT_TIMEOUT_S,
     RELEASE_BLOB_SHA1,
     RELEASE_URL,
@@ -103,7 +103,7 @@ def verify(path: str, expected_sha1: str, schema_only: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON.")
 def stats(dataset: str, as_json: bool) -> None:
     """Print dataset statistics. DATASET is a path, `sample` or `release` (default)."""
-    from wtb_local.dataset.stats import dataset_stats, format_stats  # deferred: start-up (--help)
+    from wtb_local.benchmark.dataset.stats import dataset_stats, format_stats  # deferred: start-up (--help)
 
     try:
         path = resolve_dataset(dataset)

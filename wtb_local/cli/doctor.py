@@ -10,7 +10,7 @@ import click
 @click.option("--model", envvar="WTB_MODEL", help="Also check this model: cache, chat template, parser, fit.")
 def doctor(model: str | None) -> None:
     """Check Python, packages, GPUs, backends, the release file and (with --model) a model."""
-    from wtb_local.doctor import ERROR, run_checks  # deferred: start-up (--help)
+    from wtb_local.engines.doctor import ERROR, run_checks  # deferred: start-up (--help)
 
     checks = run_checks(model)
     for check in checks:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from wtb_local.backends import engine_backends
+from wtb_local.engines import engine_backends
 
 
 @click.command(name="explain")
@@ -43,7 +43,11 @@ def explain(ctx: click.Context, run_dirs: tuple[str, ...], plan_model: str | Non
     if plan_model is not None:
         if run_dirs:
             raise click.UsageError("--plan MODEL takes no RUN_DIR")
-        from wtb_local.explain.plan import PlanError, make_plan, plan_script  # deferred: start-up (--help)
+        from wtb_local.analysis.explain.plan import (  # deferred: start-up (--help)
+            PlanError,
+            make_plan,
+            plan_script,
+        )
 
         try:
             planned = make_plan(plan_model, engines=engine_backends(), runs_dir=runs_dir, engine=engine, run_options=run_options,
@@ -54,12 +58,12 @@ def explain(ctx: click.Context, run_dirs: tuple[str, ...], plan_model: str | Non
         return
     if not run_dirs:
         raise click.UsageError("give two or more RUN_DIRs (or one --repeats run directory), or --plan MODEL")
-    from wtb_local.explain.build import explain_runs  # deferred: start-up (--help)
-    from wtb_local.explain.render import plain, write_explanation  # deferred: start-up (--help)
-    from wtb_local.explain.runs import ExplainError, runs_to_explain  # deferred: start-up (--help)
-    from wtb_local.reports.build import parse_formats, png_refused  # deferred: start-up (--help)
-    from wtb_local.runner.errors import RunError  # deferred: start-up (--help)
-    from wtb_local.runner.job import replay_run  # deferred: start-up (--help)
+    from wtb_local.analysis.explain.build import explain_runs  # deferred: start-up (--help)
+    from wtb_local.analysis.explain.render import plain, write_explanation  # deferred: start-up (--help)
+    from wtb_local.analysis.explain.runs import ExplainError, runs_to_explain  # deferred: start-up (--help)
+    from wtb_local.analysis.reports.build import parse_formats, png_refused  # deferred: start-up (--help)
+    from wtb_local.run.errors import RunError  # deferred: start-up (--help)
+    from wtb_local.run.job import replay_run  # deferred: start-up (--help)
 
     try:
         chosen = parse_formats(formats)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from wtb_local.install_command import install_command
+from wtb_local.contract.install_command import install_command
 
 _PACKAGES = {"inspect": ("inspect_ai", "inspect_ai"), "mlflow": ("mlflow", "mlflow")}
 
@@ -55,25 +55,28 @@ def export(items: tuple[str, ...], target: str, tracking_uri: str | None, experi
             raise click.UsageError(f"{path}: no such run directory or file")
     if target in _PACKAGES:
         require(target)
-    from wtb_local.exports.source import ExportError, load_export_runs  # deferred: start-up (--help)
+    from wtb_local.analysis.exports.source import ExportError, load_export_runs  # deferred: start-up (--help)
 
     try:
         runs = load_export_runs(paths, dataset)
         if target == "inspect":
-            from wtb_local.exports.inspect_log import export_inspect  # deferred: start-up (--help)
+            from wtb_local.analysis.exports.inspect_log import export_inspect  # deferred: start-up (--help)
 
             for (path, missing), run in zip(export_inspect(runs, dest), runs, strict=True):  # type: ignore[arg-type]
                 _not_carried(run.label, missing)
                 click.echo(f"inspect: {run.label}: {path}")
         elif target == "mlflow":
-            from wtb_local.exports.mlflow_run import export_mlflow  # deferred: start-up (--help)
+            from wtb_local.analysis.exports.mlflow_run import export_mlflow  # deferred: start-up (--help)
 
             for (run_id, how, missing), run in zip(export_mlflow(runs, tracking_uri, experiment), runs,  # type: ignore[arg-type]
                                                    strict=True):
                 _not_carried(run.label, missing)
                 click.echo(f"mlflow: {run.label}: run {run_id} {how} in experiment {experiment} at {tracking_uri}")
         else:
-            from wtb_local.exports.leaderboard import leaderboard_row, write_leaderboard  # deferred: start-up
+            from wtb_local.analysis.exports.leaderboard import (  # deferred: start-up
+                leaderboard_row,
+                write_leaderboard,
+            )
 
             rows = [leaderboard_row(run) for run in runs]
             path = write_leaderboard(rows, dest)  # type: ignore[arg-type]

@@ -9,14 +9,14 @@ from typing import Any
 
 import click
 
-from wtb_local.faults import failed_request, masked, step_outputs
+from wtb_local.contract.faults import failed_request, masked, step_outputs
 
 
 def health_lines(outcome: Any, prefix: str = "") -> None:
     """What went wrong or was cut in a run, each line after `prefix` (a repeat names its seed): failed
     requests, steps cut at the token limit, calls in reasoning, calls outside the model's format."""
-    from wtb_local.reports.health import format_deviations_line, reasoning_calls_line
-    from wtb_local.scoring.length_cuts import cuts_line, cuts_warning  # deferred: start-up (--help)
+    from wtb_local.analysis.reports.health import format_deviations_line, reasoning_calls_line
+    from wtb_local.benchmark.scoring.length_cuts import cuts_line, cuts_warning  # deferred: start-up (--help)
 
     examples: dict[str, str] = {}
     failed = failed_requests(outcome.result_rows, set(outcome.ran_sessions), examples)
@@ -44,10 +44,10 @@ def health_lines(outcome: Any, prefix: str = "") -> None:
 
 def failed_requests(result_rows: list[dict[str, Any]], sessions: set[str],
                     examples: dict[str, str] | None = None) -> Counter[str]:
-    """Why the requests of these sessions failed (wtb_local/faults.py: not built, not sent or not served),
+    """Why the requests of these sessions failed (wtb_local/contract/faults.py: not built, not sent or not served),
     grouped by reason with its numbers masked; the warning shows each group's first message with its real
     numbers (filled into `examples`)."""
-    from wtb_local.faults import failed_requests as count
+    from wtb_local.contract.faults import failed_requests as count
 
     return count([row for row in result_rows if row.get("id") in sessions], examples)
 

@@ -22,8 +22,8 @@ import click
                    "records no thinking mode (the recorded effective mode decides otherwise).")
 def merge(run_dir: str, dataset: str | None, thinking: bool | None) -> None:
     """Merge the shards of RUN_DIR and score the whole run."""
-    from wtb_local.commands.merge_runs import merge_run  # deferred: start-up (--help)
-    from wtb_local.runner.errors import RecordError, RunError  # deferred: start-up (--help)
+    from wtb_local.analysis.commands.merge_runs import merge_run  # deferred: start-up (--help)
+    from wtb_local.run.errors import RecordError, RunError  # deferred: start-up (--help)
 
     try:
         outcome = merge_run(run_dir, dataset=dataset)
@@ -32,7 +32,7 @@ def merge(run_dir: str, dataset: str | None, thinking: bool | None) -> None:
     except OSError as exc:
         raise click.ClickException(f"{exc.filename or run_dir}: {exc.strerror or exc}") from None
 
-    from wtb_local.reports.present import present  # deferred: start-up (--help)
+    from wtb_local.analysis.reports.present import present  # deferred: start-up (--help)
 
     paths = outcome.paths
     click.echo(f"merged {len(outcome.shards)} shards, {len(outcome.result_rows)} sessions")

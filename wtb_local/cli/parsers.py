@@ -7,7 +7,8 @@ from typing import Any, TextIO
 
 import click
 
-from wtb_local.parsers import (
+from wtb_local.contract.schema import ParseResult
+from wtb_local.formats.parsers import (
     get_parser,
     parse_completion,
     parser_aliases,
@@ -15,8 +16,7 @@ from wtb_local.parsers import (
     parser_names,
     select_parser,
 )
-from wtb_local.parsers.base import ToolParser
-from wtb_local.schema import ParseResult
+from wtb_local.formats.parsers.base import ToolParser
 
 _THINKING = {"auto": None, "on": True, "off": False}
 
@@ -45,7 +45,11 @@ def list_parsers() -> None:
 
 def _vllm_line() -> str:
     """vLLM's registered parser names (each usable as --parser vllm:NAME), marking those we implement."""
-    from wtb_local.parsers.vllm_native import installed, registered_names, version  # deferred: start-up
+    from wtb_local.formats.parsers.vllm_native import (  # deferred: start-up
+        installed,
+        registered_names,
+        version,
+    )
 
     if not installed():
         return "vLLM's registry: vLLM is not installed (--parser vllm:NAME needs it)"
@@ -150,9 +154,9 @@ def _error_row(parser: ToolParser, message: str) -> dict[str, Any]:
 def compare(run_dir: str, names: str, dataset: str | None, output_format: str, keep: str | None) -> None:
     """Compare parsers on RUN_DIR's recorded raw completions: calls extracted, parse failures,
     disagreements (with examples) and the task verdicts each parser leads to (replayed)."""
-    from wtb_local.commands.parser_comparison import compare_parsers, to_markdown
-    from wtb_local.runner.errors import RunError  # deferred: start-up (--help)
-    from wtb_local.runner.job import replay_run  # deferred: start-up (--help)
+    from wtb_local.analysis.commands.parser_comparison import compare_parsers, to_markdown
+    from wtb_local.run.errors import RunError  # deferred: start-up (--help)
+    from wtb_local.run.job import replay_run  # deferred: start-up (--help)
 
     wanted = [name.strip() for name in names.split(",") if name.strip()]
     try:

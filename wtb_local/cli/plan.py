@@ -31,8 +31,8 @@ from wtb_local.cli import cli
 def plan(roster: str, submit: bool, dry_run: bool, runs_dir: str, sbatch_options: tuple[str, ...],
          gpus_per_node: int | None, single_node: bool) -> None:
     """Check a roster offline (and submit it with --submit)."""
-    from wtb_local.roster.file import RosterError, load_roster  # deferred: start-up (--help)
-    from wtb_local.roster.plan import format_plan, plan_roster  # deferred: start-up (--help)
+    from wtb_local.analysis.roster.file import RosterError, load_roster  # deferred: start-up (--help)
+    from wtb_local.analysis.roster.plan import format_plan, plan_roster  # deferred: start-up (--help)
 
     try:
         loaded = load_roster(roster)
@@ -47,7 +47,11 @@ def plan(roster: str, submit: bool, dry_run: bool, runs_dir: str, sbatch_options
         sys.exit(1)
     if not submit:
         return
-    from wtb_local.roster.submit import SubmitError, roster_jobs, submit_jobs  # deferred: start-up (--help)
+    from wtb_local.analysis.roster.submit import (  # deferred: start-up (--help)
+        SubmitError,
+        roster_jobs,
+        submit_jobs,
+    )
 
     try:
         jobs = roster_jobs(loaded, runs_dir, list(sbatch_options), gpus_per_node=gpus_per_node,
@@ -65,8 +69,11 @@ def plan(roster: str, submit: bool, dry_run: bool, runs_dir: str, sbatch_options
               help="The entry runs into RUNS_DIR/<row>.")
 def roster_run(roster: str, row: str, runs_dir: str) -> None:
     """Run one roster entry (what each Slurm array task of `plan --submit` runs)."""
-    from wtb_local.roster.file import RosterError, load_roster  # deferred: start-up (--help)
-    from wtb_local.roster.submit import entry_run_arguments, override_arguments  # deferred: start-up (--help)
+    from wtb_local.analysis.roster.file import RosterError, load_roster  # deferred: start-up (--help)
+    from wtb_local.analysis.roster.submit import (  # deferred: start-up (--help)
+        entry_run_arguments,
+        override_arguments,
+    )
 
     try:
         entry = load_roster(roster).entry(row)
@@ -85,8 +92,8 @@ def roster_run(roster: str, row: str, runs_dir: str) -> None:
               help="Write roster_report.md and reproduction.csv here (default: RUNS_DIR/roster-report).")
 def roster_report(roster: str, runs_dir: str, out_dir: str | None) -> None:
     """The paper's full Table 6/7 with every roster run and its diff, and the reproduction summary."""
-    from wtb_local.roster.file import RosterError, load_roster  # deferred: start-up (--help)
-    from wtb_local.roster.report import build_report, write_report  # deferred: start-up (--help)
+    from wtb_local.analysis.roster.file import RosterError, load_roster  # deferred: start-up (--help)
+    from wtb_local.analysis.roster.report import build_report, write_report  # deferred: start-up (--help)
 
     try:
         loaded = load_roster(roster)

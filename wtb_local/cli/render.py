@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from wtb_local.protocols import protocol_named, protocol_names
+from wtb_local.benchmark.protocols import protocol_named, protocol_names
 
 
 @click.command(name="render")
@@ -42,9 +42,9 @@ def render(model: str, session_id: str | None, task: int, step: int, dataset: st
            thinking: bool | None, template_kwarg: tuple[str, ...], parser: str | None, revision: str | None,
            trust_remote_code: bool, protocol: str) -> None:
     """Print the prompt MODEL is given for one step (stdout) and the template choice (stderr)."""
-    from wtb_local.backends import preflight
-    from wtb_local.dataset import load_dataset  # deferred: start-up (--help)
-    from wtb_local.rendering.kwargs import parse_template_kwargs  # deferred: start-up (--help)
+    from wtb_local.benchmark.dataset import load_dataset  # deferred: start-up (--help)
+    from wtb_local.engines import preflight
+    from wtb_local.formats.rendering.kwargs import parse_template_kwargs  # deferred: start-up (--help)
 
     try:  # cheap checks first: transformers importable, the hub reachable when a hub id is read
         preflight.require_packages("render", preflight.RENDER_PACKAGES)
@@ -58,7 +58,7 @@ def render(model: str, session_id: str | None, task: int, step: int, dataset: st
                  " (render needs only its tokenizer files: tokenizer.json, tokenizer_config.json and the chat "
                  "template, not its weights)")
         raise click.ClickException(f"{exc}{needs}") from None
-    from wtb_local.rendering.renderer import PromptRenderer  # deferred: start-up (--help)
+    from wtb_local.formats.rendering.renderer import PromptRenderer  # deferred: start-up (--help)
 
     try:
         kwargs = parse_template_kwargs(template_kwarg)
@@ -129,7 +129,7 @@ def foreign_template(model_id: str, chat_template: str | None) -> str | None:
     prompt is then tokenised with this model's tokenizer, which those models do not use (one line)."""
     if not chat_template:
         return None
-    from wtb_local.rendering.templates import list_overrides  # deferred: start-up (--help)
+    from wtb_local.formats.rendering.templates import list_overrides  # deferred: start-up (--help)
 
     named = next((o for o in list_overrides() if o.name == chat_template), None)
     if named is None or named.serves(model_id):

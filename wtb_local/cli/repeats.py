@@ -1,4 +1,4 @@
-"""`run --repeats K`: run the K repeats (one engine serves all K; commands/repeat_runs.py has the seeds and
+"""`run --repeats K`: run the K repeats (one engine serves all K; analysis/commands/repeat_runs.py has the seeds and
 the summary), then print each repeat's health lines (failed requests, length
 cuts, calls in reasoning or outside the model's format, as `run` prints them), the mean row and the ± line
 (errors as in `run`)."""
@@ -11,20 +11,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from wtb_local.commands.repeat_runs import repeat_seed, summarize
+from wtb_local.analysis.commands.repeat_runs import repeat_seed, summarize
 from wtb_local.contract.lock_file import locked
-from wtb_local.runner.errors import RunError
-from wtb_local.runner.job import run_job_async
-from wtb_local.runner.loop.stopping import installed
-from wtb_local.runner.record.run_record import sampling_used
-from wtb_local.runner.setup.options import RunOptions
-from wtb_local.runner.setup.prepare import prepare
+from wtb_local.run.errors import RunError
+from wtb_local.run.job import run_job_async
+from wtb_local.run.loop.stopping import installed
+from wtb_local.run.record.run_record import sampling_used
+from wtb_local.run.setup.options import RunOptions
+from wtb_local.run.setup.prepare import prepare
 
 
 def run_repeated(options: RunOptions, repeats: int) -> Path:
     """Run the repeats and print them; returns the run directory."""
+    from wtb_local.analysis.reports.present import present  # deferred: start-up (--help)
     from wtb_local.cli.health import health_lines  # deferred: start-up (--help)
-    from wtb_local.reports.present import present  # deferred: start-up (--help)
 
     outcome = run_repeats(options, repeats)
     print(f"repeats:  {outcome.run_dir / 'repeats'} ({repeats} run directories)")

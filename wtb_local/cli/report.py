@@ -64,15 +64,15 @@ import click
 def report(ctx: click.Context, paths: tuple[str, ...], tables: tuple[str, ...], paper: bool,
            thinking: bool | None, dataset: str | None, out_dir: str | None, formats: str) -> None:
     """Print the tables of scored runs and optionally write the full report."""
-    from wtb_local.commands.repeat_runs import error_bar_line  # deferred: start-up (--help)
-    from wtb_local.reports import diff_row, metric_row, print_tables  # deferred: start-up (--help)
-    from wtb_local.reports.build import parse_formats, png_refused, run_notes, write_report
-    from wtb_local.reports.present import paper_row_of, row_label  # deferred: start-up (--help)
-    from wtb_local.reports.protocols import protocol_notes  # deferred: start-up (--help)
-    from wtb_local.reports.render import section_plain  # deferred: start-up (--help)
-    from wtb_local.reports.runs import ReportError, load_runs  # deferred: start-up (--help)
-    from wtb_local.reports.sections import build_sections  # deferred: start-up (--help)
-    from wtb_local.scoring import ScoringError  # deferred: start-up (--help)
+    from wtb_local.analysis.commands.repeat_runs import error_bar_line  # deferred: start-up (--help)
+    from wtb_local.analysis.reports import diff_row, metric_row, print_tables  # deferred: start-up (--help)
+    from wtb_local.analysis.reports.build import parse_formats, png_refused, run_notes, write_report
+    from wtb_local.analysis.reports.present import paper_row_of, row_label  # deferred: start-up (--help)
+    from wtb_local.analysis.reports.protocols import protocol_notes  # deferred: start-up (--help)
+    from wtb_local.analysis.reports.render import section_plain  # deferred: start-up (--help)
+    from wtb_local.analysis.reports.runs import ReportError, load_runs  # deferred: start-up (--help)
+    from wtb_local.analysis.reports.sections import build_sections  # deferred: start-up (--help)
+    from wtb_local.benchmark.scoring import ScoringError  # deferred: start-up (--help)
 
     try:
         chosen = parse_formats(formats)
@@ -128,7 +128,10 @@ def report(ctx: click.Context, paths: tuple[str, ...], tables: tuple[str, ...], 
 
 def _warn_length_cuts(runs: list) -> None:
     """More than 5% of a run's steps cut at the token limit: the row is the budget's as much as the model's."""
-    from wtb_local.scoring.length_cuts import cuts_warning, length_cuts  # deferred: start-up (--help)
+    from wtb_local.benchmark.scoring.length_cuts import (  # deferred: start-up (--help)
+        cuts_warning,
+        length_cuts,
+    )
 
     for run in runs:
         if run.result_rows is None:

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import click
 
+from wtb_local.benchmark.protocols import CHECKERS, score_with
 from wtb_local.contract.run_dir import as_manifest
-from wtb_local.protocols import CHECKERS, score_with
 
 
 @click.command(name="rescore")
@@ -39,10 +39,10 @@ def rescore(run_dir: str, checker: str, dataset: str | None) -> None:
 
 
 def _rescore(run_dir: str, checker: str, dataset: str | None) -> None:
-    from wtb_local.dataset import DatasetError, dataset_sha256, read_dataset, resolve_dataset
-    from wtb_local.reports.present import present, run_facts  # deferred: start-up (--help)
-    from wtb_local.runner.record.manifest import ManifestError, read_manifest, write_manifest
-    from wtb_local.scoring import ScoringError, read_result_rows, write_score_files
+    from wtb_local.analysis.reports.present import present, run_facts  # deferred: start-up (--help)
+    from wtb_local.benchmark.dataset import DatasetError, dataset_sha256, read_dataset, resolve_dataset
+    from wtb_local.benchmark.scoring import ScoringError, read_result_rows, write_score_files
+    from wtb_local.run.record.manifest import ManifestError, read_manifest, write_manifest
 
     try:
         manifest = read_manifest(run_dir)

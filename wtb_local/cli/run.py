@@ -15,11 +15,11 @@ from typing import Any
 
 import click
 
-from wtb_local.runner import RunError, run_job
-from wtb_local.runner.errors import InternalErrors
-from wtb_local.runner.loop.stopping import RunInterrupted
-from wtb_local.runner.loop.throughput import summary_line
-from wtb_local.runner.setup.options import click_options, options_from_click
+from wtb_local.run import RunError, run_job
+from wtb_local.run.errors import InternalErrors
+from wtb_local.run.loop.stopping import RunInterrupted
+from wtb_local.run.loop.throughput import summary_line
+from wtb_local.run.setup.options import click_options, options_from_click
 
 
 @click.command(name="run")
@@ -64,8 +64,8 @@ def run(ctx: click.Context, **params: Any) -> None:
         click.echo(summary_line(throughput))
     if recorded.status != "complete":
         click.echo(f"warning: run status {recorded.status}", err=True)
+    from wtb_local.analysis.reports.present import present  # deferred: start-up (--help)
     from wtb_local.cli.health import health_lines  # deferred: start-up (--help)
-    from wtb_local.reports.present import present  # deferred: start-up (--help)
 
     health_lines(outcome)
     # label, paper row (by the recorded thinking mode) and notes as every command shows this run
@@ -107,8 +107,8 @@ def _exit_interrupted(line: str) -> None:
 
 def _save_summary(outcome: Any, rows: list[Any], notes: list[str]) -> None:
     """The tables and notes just printed, also in the run folder (summary.md, summary.json)."""
-    from wtb_local.reports.summary_files import write_summary  # deferred: start-up (--help)
-    from wtb_local.reports.table import format_plain  # deferred: start-up (--help)
+    from wtb_local.analysis.reports.summary_files import write_summary  # deferred: start-up (--help)
+    from wtb_local.analysis.reports.table import format_plain  # deferred: start-up (--help)
 
     text = "\n\n".join(format_plain(rows, table) for table in (6, 7))
     write_summary(outcome.paths.run_dir, rows, text, notes)

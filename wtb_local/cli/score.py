@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from wtb_local.resources import DEFAULT_DATASET
+from wtb_local.contract.resources import DEFAULT_DATASET
 
 if TYPE_CHECKING:  # the model is imported where a manifest is read, not at --help
     from wtb_local.contract.manifest import Manifest
@@ -57,13 +57,13 @@ def score(
     result_file: str, dataset: str | None, out_dir: str | None, model_name: str | None, thinking: bool | None
 ) -> None:
     """Score a run directory or RESULT_FILE (or re-count a score file) and print its table rows."""
+    from wtb_local.analysis.reports.present import present, run_facts  # deferred: start-up (--help)
+    from wtb_local.benchmark.dataset import DatasetError, dataset_sha256, read_dataset, resolve_dataset
+    from wtb_local.benchmark.protocols.checkers import score_file  # deferred: start-up (--help)
+    from wtb_local.benchmark.scoring import ScoringError, model_dir_name, write_score_files
     from wtb_local.contract.lock_file import live_holder  # deferred: start-up (--help)
     from wtb_local.contract.run_dir import ManifestError  # deferred: start-up (--help)
-    from wtb_local.dataset import DatasetError, dataset_sha256, read_dataset, resolve_dataset
-    from wtb_local.protocols.checkers import score_file  # deferred: start-up (--help)
-    from wtb_local.reports.present import present, run_facts  # deferred: start-up (--help)
-    from wtb_local.runner.setup.naming import read_run_manifest, recorded_model, run_dir_of
-    from wtb_local.scoring import ScoringError, model_dir_name, write_score_files
+    from wtb_local.run.setup.naming import read_run_manifest, recorded_model, run_dir_of
 
     result_file = _result_file(result_file, model_name)
     try:

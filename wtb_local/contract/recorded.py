@@ -1,6 +1,6 @@
 """A recorded run, as a replay and the commands that compare parsers find it: its result file, its manifest
 (read through its model) and the parser it used, with the options that still apply to another parser
-(docs/architecture.md, "Two halves and a core"). The replay backend (backends/replay.py), `parsers compare`
+(docs/architecture.md, "Two halves and a core"). The replay backend (engines/replay.py), `parsers compare`
 and `explain` read a recorded run through these."""
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ a killed or disk-full write leaves) and says so in one note, the same the run pr
 it (`incomplete_note`). The run's result store, which must go on appending to the file, also drops a line
 in the middle that is not a session row (written by something else) and a second row for a session (the
 first is kept), naming each (`ResultLines.note`); the scoring readers refuse those with one line naming
-the line instead (scoring/files.py), as they refuse any other bad input.
+the line instead (benchmark/scoring/files.py), as they refuse any other bad input.
 """
 
 from __future__ import annotations

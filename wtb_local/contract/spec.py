@@ -1,5 +1,5 @@
 """How one `run` option is declared: its help, its command-line form, its `WTB_*` twin, whether it enters the
-run's hashed configuration, and which engine setting it becomes. `runner/setup/options.py` declares every
+run's hashed configuration, and which engine setting it becomes. `run/setup/options.py` declares every
 option with one `Cli` (docs/architecture.md, "1. Options"); the command line, the environment twins, the
 config hash, the engine settings (`engine_settings`) and the options table of docs/options.md are all read
 from those declarations."""
@@ -23,7 +23,7 @@ class Cli:
     (where, how fast, how shown).
 
     `engine`: the engine settings the resolved value becomes, by field name of the engine configs
-    (backends/config.py): each config takes the first of these names it has; an unset value (None) is left
+    (engines/config.py): each config takes the first of these names it has; an unset value (None) is left
     out, so the config's own default applies."""
 
     help: str

@@ -1,0 +1,303 @@
+"""`export --to inspect`: one Inspect evaluation log per run, built from inspect_ai's own log types and
+written with its writer (the `export` extra). A sample per task: the conversation the model was shown at
+the task's last step, its raw completion and parsed reply, every step's record in the sample's metadata, the
+verdict and the error label as scores. The eval's metadata holds the run's specification (config, settings,
+protocol, versions); its results hold the Table 6/7 figures."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from wtb_local.analysis.exports.source import ExportRun, run_status
+
+TASK_NAME = "wildtoolbench"
+# how a run's recorded end reads as an Inspect status (the true status stays in the metadata)
+_STATUS = {"complete": "success", "interrupted": "cancelled", "incomplete": "cancelled", "failed": "error"}
+_STOP = {"stop": "stop", "length": "max_tokens"}
+
+
+def _steps(task: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    log = task.get("inference_log")
+    log = log if isinstance(log, dict) else {}
+    found = [(int(k.removeprefix("step_")), v) for k, v in log.items()
+             if re.fullmatch(r"step_\d+", k) and isinstance(v, dict)]
+    return sorted(found, key=lambda item: item[0])
+
+
+def _tool_calls(calls: Any) -> list[Any] | None:
+    from inspect_ai.tool import ToolCall
+
+    if not isinstance(calls, list) or not calls:
+        return None
+    out = []
+    for i, call in enumerate(calls):
+        function = call.get("function", {}) if isinstance(call, dict) else {}
+        text = function.get("arguments")
+        error = None
+        if isinstance(text, dict):
+            arguments = text
+        else:
+            try:
+                arguments = json.loads(text) if isinstance(text, str) else {}
+                if not isinstance(arguments, dict):
+                    arguments, error = {"value": arguments}, "arguments are not a JSON object"
+            except ValueError:
+                arguments, error = {"text": text}, "arguments are not JSON"
+        out.append(ToolCall(id=str(call.get("id") or f"call_{i}"), function=str(function.get("name") or ""),
+                            arguments=arguments, parse_error=error))
+    return out
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _messages(messages: Any) -> list[Any]:
+    """The conversation (OpenAI shape, as the result file keeps it) as Inspect chat messages."""
+    from inspect_ai.model import ChatMessageAssistant, ChatMessageSystem, ChatMessageTool, ChatMessageUser
+
+    out: list[Any] = []
+    for message in messages if isinstance(messages, list) else []:
+        role, content = message.get("role"), _text(message.get("content"))
+        if role == "system":
+            out.append(ChatMessageSystem(content=content))
+        elif role == "assistant":
+            out.append(ChatMessageAssistant(content=content, tool_calls=_tool_calls(message.get("tool_calls"))))
+        elif role == "tool":
+            out.append(ChatMessageTool(content=content, tool_call_id=message.get("tool_call_id"),
+                                       function=message.get("name")))
+        else:
+            out.append(ChatMessageUser(content=content))
+    return out
+
+
+def _reply(output: dict[str, Any], model: str) -> Any:
+    from inspect_ai._util.content import ContentReasoning, ContentText
+    from inspect_ai.model import ChatMessageAssistant
+
+    content = _text(output.get("content"))
+    reasoning = output.get("reasoning_content")
+    body: Any = [ContentReasoning(reasoning=reasoning), ContentText(text=content)] if reasoning else content
+    return ChatMessageAssistant(content=body, tool_calls=_tool_calls(output.get("tool_calls")), model=model,
+                                source="generate")
+
+
+def _step_record(index: int, step: dict[str, Any]) -> dict[str, Any]:
+    output = step.get("inference_output")
+    output = output if isinstance(output, dict) else {}
+    keep = ("raw", "reasoning_content", "content", "tool_calls", "finish_reason", "parse_errors", "error_reason",
+            "current_action_name_label", "current_action_arguments_label", "current_action_arguments_check_result",
+            "prefilled_reasoning")
+    record = {"step": index, **{key: output[key] for key in keep if key in output}}
+    record["candidates"] = step.get("inference_answer")
+    record["tools"] = (step.get("inference_input") or {}).get("tools")
+    return record
+
+
+def _sample(run: ExportRun, record: Any, task: dict[str, Any] | None, model: str) -> Any:
+    from inspect_ai.log import EvalSample
+    from inspect_ai.model import ChatCompletionChoice, ModelOutput, ModelUsage
+    from inspect_ai.scorer import Score
+
+    task = task if isinstance(task, dict) else {}
+    steps = _steps(task)
+    last = steps[-1][1] if steps else {}
+    shown = _messages((last.get("inference_input") or {}).get("messages"))
+    output = last.get("inference_output") if isinstance(last.get("inference_output"), dict) else {}
+    reply = _reply(output, model) if steps else None
+    tokens_in = sum(v for v in task.get("input_token_count") or [] if isinstance(v, int | float))
+    tokens_out = sum(v for v in task.get("output_token_count") or [] if isinstance(v, int | float))
+    verdict = Score(
+        value="C" if record.correct else "I", answer=_text(output.get("raw", output.get("content"))) or None,
+        explanation=f"action name {task.get('action_name_label', 'n/a')}, arguments "
+                    f"{task.get('action_arguments_label', 'n/a')}",
+        metadata={"label": task.get("label"), "action_name_label": task.get("action_name_label"),
+                  "action_arguments_label": task.get("action_arguments_label"), "is_optimal": record.optimal})
+    label = Score(value=record.category or "none",
+                  explanation="the task's one failure category (docs/reports.md, error taxonomy)")
+    return EvalSample(
+        id=f"{record.session_id}_t{record.task_idx}", epoch=1, input=shown or "", target=json.dumps(
+            [step.get("inference_answer") for _, step in steps], ensure_ascii=False),
+        messages=[*shown, *([reply] if reply else [])],
+        output=ModelOutput(model=model, completion=_text(output.get("raw", output.get("content"))),
+                           choices=[ChatCompletionChoice(message=reply, stop_reason=_STOP.get(
+                               str(output.get("finish_reason")), "unknown"))] if reply else [],
+                           error=output.get("error_reason") if output.get("finish_reason") == "error" else None),
+        scores={"verdict": verdict, "error_label": label},
+        metadata={"session_id": record.session_id, "task_idx": record.task_idx, "task_type": record.task_type,
+                  "subtype": record.subtype, "transitions": record.transitions,
+                  "begin_of_current_task": (task.get("inference_log") or {}).get("begin_of_current_task"),
+                  "steps": [_step_record(i, step) for i, step in steps],
+                  "latency": task.get("latency"), "input_token_count": task.get("input_token_count"),
+                  "output_token_count": task.get("output_token_count")},
+        model_usage={model: ModelUsage(input_tokens=int(tokens_in), output_tokens=int(tokens_out),
+                                       total_tokens=int(tokens_in + tokens_out))} if tokens_in or tokens_out else {},
+    )
+
+
+def _tasks_of(rows: list[dict[str, Any]] | None, key: str) -> dict[tuple[str, int], dict[str, Any]]:
+    found = {}
+    for row in rows or []:
+        tasks = row.get(key)
+        for i, task in enumerate(tasks if isinstance(tasks, list) else []):
+            if isinstance(task, dict):
+                found[(str(row.get("id")), i)] = task
+    return found
+
+
+def _merged_steps(scored: dict[str, Any], recorded: dict[str, Any]) -> dict[str, Any]:
+    """The score file's task with each step's record as the result file kept it (the scorer may reorder a
+    step's calls while matching them; the model's order is the result file's) plus the step's labels."""
+    log = dict(scored.get("inference_log") or {})
+    for name, step in (recorded.get("inference_log") or {}).items():
+        if re.fullmatch(r"step_\d+", name) and isinstance(step, dict):
+            labels = (log.get(name) or {}).get("inference_output") or {}
+            log[name] = {**step, "inference_output": {**labels, **(step.get("inference_output") or {})}}
+    return {**scored, "inference_log": log}
+
+
+def _task_dicts(run: ExportRun) -> dict[tuple[str, int], dict[str, Any]]:
+    """(session id, task index) -> the task's scored record, steps as the result file recorded them."""
+    scored = _tasks_of(run.run.score_rows, "results")
+    recorded = _tasks_of(run.run.result_rows, "result")
+    return {key: _merged_steps(task, recorded.get(key, {})) for key, task in scored.items()}
+
+
+def _created(run: ExportRun) -> str:
+    started = run.manifest.first_started
+    if started:
+        return str(started)
+    return dt.datetime.fromtimestamp(run.folder.stat().st_mtime, dt.UTC).isoformat(timespec="seconds")
+
+
+def not_carried(run: ExportRun) -> list[str]:
+    """What an Inspect log of this run cannot hold."""
+    missing = []
+    if not run.run.detailed:
+        missing.append("samples: the run has a metric file only")
+    if run.empty_columns:
+        missing.append(f"results {', '.join(run.empty_columns)}: no task in the bucket")
+    status = run_status(run)
+    if status not in ("complete",):
+        missing.append(f"status {status}: Inspect's closest is {_STATUS.get(status, 'started')} "
+                       "(the manifest's status is in the eval metadata)")
+    missing.append("per-step model events: each step's request and reply are in the sample's metadata (steps)")
+    missing.append("report sections beyond Table 6/7 (subtypes, transitions, Table 8): each sample's "
+                   "error_label carries its category")
+    return missing
+
+
+def build_log(run: ExportRun) -> Any:
+    """The run as an inspect_ai EvalLog (not yet written)."""
+    from inspect_ai.log import (
+        EvalConfig,
+        EvalDataset,
+        EvalError,
+        EvalLog,
+        EvalMetric,
+        EvalResults,
+        EvalRevision,
+        EvalScore,
+        EvalSpec,
+        EvalStats,
+    )
+    from inspect_ai.model import GenerateConfig
+
+    facts = run.facts
+    model = facts.model_id
+    key = run.key
+    tasks = _task_dicts(run)
+    samples = [_sample(run, record, tasks.get((record.session_id, record.task_idx)), model)
+               for record in run.run.tasks]
+    sampling = run.manifest.sampling
+    versions = run.section("wtb_local")
+    packages = {name: str(v) for name, v in sorted(run.section("packages").items()) if v}
+    if versions.get("version"):
+        packages["wtb_local"] = str(versions["version"])
+    dataset = run.section("dataset")
+    created = _created(run)
+    status = run_status(run)
+    missing = not_carried(run)
+    spec = EvalSpec(
+        task_id=key[:22], eval_id=key[22:44], run_id=key[44:64], created=created, task=TASK_NAME,
+        task_display_name=f"WildToolBench ({facts.protocol} protocol, {facts.checker} checker)",
+        dataset=EvalDataset(name=str(dataset.get("source") or facts.dataset or "unknown"),
+                            location=str(dataset.get("path")) if dataset.get("path") else None,
+                            samples=len(samples), sample_ids=[s.id for s in samples]),
+        model=model,
+        model_generate_config=GenerateConfig(
+            temperature=sampling.get("temperature"), top_p=sampling.get("top_p"),
+            max_tokens=sampling.get("max_new_tokens"), seed=sampling.get("seed")),
+        config=EvalConfig(),
+        revision=EvalRevision(type="git", origin="wtb_local", commit=str(versions["git_commit"]),
+                              dirty=versions.get("git_dirty")) if versions.get("git_commit") else None,
+        packages=packages,
+        metadata={"wtb_local_run_key": key, "run_dir": str(run.folder), "label": run.label,
+                  "status": status, "protocol": run.section("protocol") or {"name": facts.protocol,
+                                                                             "checker": facts.checker},
+                  "config_hash": run.manifest.config_hash, "config": run.config,
+                  "settings": run.settings, "sources": run.section("sources"), "wtb_local": versions,
+                  "packages": run.section("packages"), "machine": run.section("machine"),
+                  "sampling_used": run.section("sampling_used"), "dataset": dataset,
+                  "thinking": run.section("thinking"), "invocations": run.manifest.as_written().get("invocations"),
+                  "health": run.health(), "not_carried": missing},
+    )
+
+    def metrics(table: int) -> dict[str, Any]:
+        return {c: EvalMetric(name=c, value=v) for c, v in run.tables[table].items() if v is not None}
+
+    total = run.metric.get("total_info", {})
+    results = EvalResults(
+        total_samples=run.tasks_scored, completed_samples=len(samples),
+        scores=[
+            EvalScore(name="verdict", scorer="wtb_local", scored_samples=len(samples), metrics={
+                "accuracy": EvalMetric(name="accuracy", value=float(total.get("task", {}).get("accuracy", 0.0))),
+                "session_accuracy": EvalMetric(name="session_accuracy",
+                                               value=float(total.get("session", {}).get("accuracy", 0.0)))}),
+            EvalScore(name="table6", scorer="wtb_local", metrics=metrics(6),
+                      metadata={"unit": "%", "columns": "single, multi, clarify, chat, order1-4, task, session"}),
+            EvalScore(name="table7", scorer="wtb_local", metrics=metrics(7),
+                      metadata={"unit": "%", "columns": "P, S, S+P, multi accuracy; AP S, S+P, overall; "
+                                                        "OP P, S+P, overall"}),
+        ],
+        metadata={"sessions": run.sessions_scored, "tasks": run.tasks_scored},
+    )
+    ended = next((i.finished for i in reversed(run.manifest.invocations) if i.finished), None)
+    failure = next((i.failure for i in reversed(run.manifest.invocations) if i.failure), None)
+    return EvalLog(
+        status=_STATUS.get(status, "started"), eval=spec, results=results,
+        stats=EvalStats(started_at=created, completed_at=str(ended or created)),
+        error=EvalError(message=str(failure), traceback="", traceback_ansi="") if status == "failed" else None,
+        samples=samples,
+    )
+
+
+def log_name(run: ExportRun) -> str:
+    """Inspect's file naming (`<created>_<task>_<task id>.eval`); the task id is the start of the run's key,
+    so exporting the same run again replaces its log."""
+    stamp = _created(run).replace(":", "-")
+    return f"{stamp}_{TASK_NAME}_{run.key[:22]}.eval"
+
+
+def export_inspect(runs: list[ExportRun], out_dir: str | Path) -> list[tuple[Path, list[str]]]:
+    """Write one log per run into `out_dir`; returns each file with what it could not carry."""
+    from inspect_ai.log import write_eval_log
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for run in runs:
+        log = build_log(run)
+        path = out / log_name(run)
+        write_eval_log(log, str(path), format="eval")
+        written.append((path, list(log.eval.metadata["not_carried"])))
+    return written
+
+
+__all__ = ["TASK_NAME", "build_log", "export_inspect", "log_name", "not_carried"]

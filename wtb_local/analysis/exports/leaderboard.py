@@ -1,0 +1,105 @@
+"""`export --to leaderboard`: the benchmark's leaderboard row of a run, in the columns of its project page's
+table (the paper's Table 6: single, multi, clarify, chat, order1-4, task, session accuracy, in % with two
+decimals), marked `standard` or `custom`.
+
+Standard means what the leaderboard's rows are: the release protocol scored by the released evaluator's
+strict checker, on the full release (the dataset the run was given as `release`, which wtb_local uses only
+after checking the pinned file's git blob sha1, all 256 of its sessions and 1,024 tasks scored), unsharded or
+merged, and finished (`complete`). Anything else is custom and says what differs. A run on the 8-session
+sample or one shard of a sharded run has no row: refused in one line."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+from wtb_local.analysis.exports.source import ExportError, ExportRun, run_status
+from wtb_local.analysis.reports.present import RELEASE_SESSIONS
+from wtb_local.benchmark.protocols.registry import default_scoring
+
+RELEASE_TASKS = 4 * RELEASE_SESSIONS
+# the leaderboard's columns, named as the paper's Table 6 CSV names them
+COLUMNS = ("single", "multi", "clarify", "chat", "order1", "order2", "order3", "order4", "task_acc",
+           "session_acc")
+
+
+def refusal(run: ExportRun) -> str | None:
+    """The one line that refuses a run without a leaderboard row, or None."""
+    dataset = run.section("dataset")
+    if run.facts.dataset == "sample" or dataset.get("source") == "sample":
+        return (f"{run.folder}: a run on the {run.sessions_scored}-session sample has no leaderboard row; "
+                "run --dataset release")
+    if run.section("shard"):
+        return (f"{run.folder}: one shard of a sharded run has no leaderboard row; `python -m wtb_local merge` "
+                "its run directory and export that")
+    return None
+
+
+def differences(run: ExportRun) -> list[str]:
+    """What keeps the run from being a standard row (empty: standard)."""
+    facts = run.facts
+    differs = []
+    if run.run.manifest is None:
+        differs.append("no run manifest (protocol, checker and dataset unknown)")
+    protocol, checker = default_scoring()  # the benchmark's released evaluator: the leaderboard's rows
+    if facts.protocol != protocol:
+        differs.append(f"protocol {facts.protocol} (standard: {protocol})")
+    if facts.checker != checker or facts.rescore:
+        differs.append(f"checker {facts.checker}{' (a re-scoring)' if facts.rescore else ''} (standard: {checker})")
+    dataset = run.section("dataset")
+    if run.run.manifest is not None and dataset.get("source") != "release":
+        differs.append(f"dataset {dataset.get('source') or facts.dataset or 'unknown'} (standard: the pinned "
+                       "release)")
+    if (run.sessions_scored, run.tasks_scored) != (RELEASE_SESSIONS, RELEASE_TASKS):
+        differs.append(f"{run.sessions_scored} sessions / {run.tasks_scored} tasks scored (standard: "
+                       f"{RELEASE_SESSIONS} / {RELEASE_TASKS})")
+    status = run_status(run)
+    if status != "complete":
+        differs.append(f"status {status} (standard: complete)")
+    return differs
+
+
+def leaderboard_row(run: ExportRun) -> dict[str, Any]:
+    """The row, its marking and what it could not carry; refused runs raise ExportError."""
+    refused = refusal(run)
+    if refused:
+        raise ExportError(refused)
+    values = {**run.tables[6]}
+    row: dict[str, Any] = {"model": run.facts.model_id}
+    for column in COLUMNS:
+        value = values[column]
+        row[column] = None if value is None else round(value, 2)
+    differs = differences(run)
+    empty = [c for c in COLUMNS if row[c] is None]
+    return {
+        "row": row, "submission": "custom" if differs else "standard", "differs": differs,
+        "run_dir": str(run.folder), "label": run.label, "protocol": run.facts.protocol,
+        "checker": run.facts.checker, "sessions": run.sessions_scored, "tasks": run.tasks_scored,
+        "wtb_local": run.section("wtb_local").get("version"), "config_hash": run.manifest.config_hash,
+        "not_carried": [f"{', '.join(empty)}: no task in the bucket (null)"] if empty else [],
+    }
+
+
+def write_leaderboard(rows: list[dict[str, Any]], file: str | Path) -> Path:
+    """`.csv`: the table's columns plus submission and differs, one line per run; otherwise JSON."""
+    path = Path(file)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix.lower() == ".csv":
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(["model", *COLUMNS, "submission", "differs", "not_carried"])
+        for entry in rows:
+            row = entry["row"]
+            writer.writerow([row["model"], *("" if row[c] is None else f"{row[c]:.2f}" for c in COLUMNS),
+                             entry["submission"], "; ".join(entry["differs"]), "; ".join(entry["not_carried"])])
+        path.write_text(buffer.getvalue(), encoding="utf-8")
+    else:
+        path.write_text(json.dumps({"columns": ["model", *COLUMNS], "rows": rows}, indent=2, ensure_ascii=False)
+                        + "\n", encoding="utf-8")
+    return path
+
+
+__all__ = ["COLUMNS", "RELEASE_TASKS", "differences", "leaderboard_row", "refusal", "write_leaderboard"]

@@ -1,5 +1,0 @@
-"""The logic of the commands that work on finished runs (docs/architecture.md, "Layout"): merging shards
-(merge_runs.py), repeated runs and their error bars (repeat_runs.py), and comparing parsers on recorded
-outputs (parser_comparison.py). `cli/` holds their click wrappers; reports/ and explain/ read these modules
-too, which is why they live outside `cli/` (importing them never imports click).
-"""

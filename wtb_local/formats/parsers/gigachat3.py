@@ -1,0 +1,74 @@
+"""GigaChat3 / GigaChat3.1 tool calls: one JSON call object after the function-call marker,
+
+    content<|function_call|>{"name": "NAME", "arguments": {…}}                               (GigaChat3.1)
+    content<|message_sep|>\n\nfunction call<|role_sep|>\n{"name": "NAME", "arguments": {…}}   (GigaChat3)
+
+GigaChat3 writes the call as a turn of its own (`function call` role) after the assistant's message;
+GigaChat3.1 marks it with `<|function_call|>`. Their templates show one call per assistant message, so the
+probe splits parallel calls into one message each. The arguments text is kept as written.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, ClassVar
+
+from wtb_local.contract.schema import ParsedCall, ParseResult
+from wtb_local.formats.parsers._common import arguments_object, is_truncated, join_content
+from wtb_local.formats.parsers._json_calls import scan_object
+from wtb_local.formats.parsers.base import ToolParser
+from wtb_local.formats.parsers.hermes import strip_end_tokens
+
+FUNCTION_CALL = "<|function_call|>"
+ROLE_SEP, MESSAGE_SEP = "<|role_sep|>", "<|message_sep|>"
+_MARKER = re.compile(r"<\|function_call\|>|(?:<\|message_sep\|>\s*)?function call<\|role_sep\|>")
+
+
+class GigaChat3Parser(ToolParser):
+    name = "gigachat3"
+    vllm_names: ClassVar[tuple[str, ...]] = ("gigachat3",)
+    families = ("GigaChat3", "GigaChat3.1")
+    model_patterns = (r"gigachat-?3",)
+    template_markers = ("<|role_sep|>",)
+
+    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+              finish_reason: str | None = None) -> ParseResult:
+        text = strip_end_tokens(text or "")
+        pieces: list[str] = []
+        calls: list[ParsedCall] = []
+        errors: list[str] = []
+        markers = list(_MARKER.finditer(text))
+        pos = 0
+        for n, marker in enumerate(markers):
+            if marker.start() < pos:
+                continue
+            pieces.append(text[pos:marker.start()])
+            start = marker.end()
+            while start < len(text) and text[start] in " \t\r\n":
+                start += 1
+            if start >= len(text) or text[start] != "{":
+                if start >= len(text) and is_truncated(finish_reason):
+                    errors.append("truncated tool call")
+                else:
+                    errors.append(f"no JSON call object after {marker.group(0).strip()!r}")
+                    pieces.append(text[marker.start():start])
+                pos = start
+                continue
+            scan = scan_object(text, start)
+            got, errs = scan.finish(is_truncated(finish_reason) and n == len(markers) - 1)
+            calls += got
+            errors += errs
+            if not got and not scan.calls and scan.partial is None and errs[-1:] != ["truncated tool call"]:
+                pieces.append(text[marker.start():scan.end])
+            pos = scan.end
+        pieces.append(text[pos:])
+        return ParseResult(content=join_content(pieces), tool_calls=calls, errors=errors)
+
+    def format(self, content: str | None, tool_calls: list[ParsedCall],
+               reasoning: str | None = None) -> str:
+        calls = "".join(
+            f'{FUNCTION_CALL}{{"name": {json.dumps(c.name, ensure_ascii=False)}, "arguments": '
+            f'{c.arguments if arguments_object(c.arguments) is not None else json.dumps(c.arguments)}}}'
+            for c in tool_calls)
+        return (content or "") + calls
