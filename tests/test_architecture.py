@@ -624,3 +624,30 @@ def test_the_manifest_rule_sees_a_direct_parse() -> None:
     assert _parses_manifest(direct) == ["recorded"]
     assert _parses_manifest(by_name) == ["recorded"]
     assert _parses_manifest(other) == []
+
+
+# --- the architecture page matches the tree ------------------------------------------------------------------
+PAGE = ROOT / "docs" / "architecture.md"
+# Module paths the page names as history ("as they were then"), not as today's tree.
+HISTORY = re.compile(r"Adding `--protocol` touched \(module paths as they were then\).*?\n\n", re.DOTALL)
+
+
+def _named_paths(text: str) -> set[str]:
+    rooms = "|".join(ROOMS)
+    found = re.findall(rf"(?<![\w/.\-])((?:wtb_local/)?(?:{rooms})/[\w/]*\w\.py)", text)
+    return {path.removeprefix("wtb_local/") for path in found}
+
+
+def test_the_architecture_page_names_every_room_and_only_files_that_exist() -> None:
+    text = HISTORY.sub("", PAGE.read_text(encoding="utf-8"))
+    table = text[text.index("| room | holds | may import |"):]
+    table = table[:table.index("\n\n")]
+    rows = [line.split("|")[1:4] for line in table.splitlines()[2:]]
+    assert sorted(room.strip().strip("`/") for room, _, _ in rows) == sorted(ROOMS)
+    for room, _, allowed in rows:  # the "may import" column is the test's table
+        name = room.strip().strip("`/")
+        said = {word.strip() for word in allowed.split(",")}
+        assert said == ({"every room"} if ROOMS[name] == set(ROOMS) - {name} else
+                        {"nothing of `wtb_local`"} if not ROOMS[name] else set(ROOMS[name])), name
+    missing = sorted(path for path in _named_paths(text) if not (PACKAGE / path).is_file())
+    assert missing == [], "docs/architecture.md names files that are not in the tree"
