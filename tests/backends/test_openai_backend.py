@@ -43,10 +43,18 @@ class FakeServer:
                 return
             self.in_flight += 1
             self.peak = max(self.peak, self.in_flight)
+        handler.counted = True  # in flight until its answer is written (see _leave)
         try:
             self._answer(handler)
         finally:
-            with self.lock:
+            self._leave(handler)
+
+    def _leave(self, handler: BaseHTTPRequestHandler) -> None:
+        """A request leaves the count before its answer is written: once the client has read the answer it may
+        send the next one, maybe before this handler's thread runs again, which is no excess of the limit."""
+        with self.lock:
+            if getattr(handler, "counted", False):
+                handler.counted = False
                 self.in_flight -= 1
 
     def _answer(self, handler: BaseHTTPRequestHandler) -> None:
@@ -79,12 +87,11 @@ class FakeServer:
             message = self.messages.get(prompt, f"scripted failure {status}")
             self._send(handler, status, {"error": {"message": message, "code": status}})
 
-    @staticmethod
-    def _send(handler: BaseHTTPRequestHandler, status: int, payload: dict[str, Any]) -> None:
-        FakeServer._send_raw(handler, status, json.dumps(payload).encode())
+    def _send(self, handler: BaseHTTPRequestHandler, status: int, payload: dict[str, Any]) -> None:
+        self._send_raw(handler, status, json.dumps(payload).encode())
 
-    @staticmethod
-    def _send_raw(handler: BaseHTTPRequestHandler, status: int, raw: bytes) -> None:
+    def _send_raw(self, handler: BaseHTTPRequestHandler, status: int, raw: bytes) -> None:
+        self._leave(handler)
         handler.send_response(status)
         handler.send_header("Content-Type", "application/json")
         handler.send_header("Content-Length", str(len(raw)))
