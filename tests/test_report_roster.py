@@ -64,7 +64,7 @@ def _cli(*args: str) -> None:
 
 
 def _roster_names() -> list[str]:
-    with (ROOT / "wtb_local" / "reports" / "paper_table6.csv").open(encoding="utf-8") as handle:
+    with (ROOT / "wtb_local" / "analysis" / "reports" / "paper_table6.csv").open(encoding="utf-8") as handle:
         names = [row["model"] for row in csv.DictReader(handle) if row["group"].startswith("Open-Source")]
     assert len(names) == 41
     return names + [f"extra-model-{i}" for i in range(4)]

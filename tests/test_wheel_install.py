@@ -169,7 +169,7 @@ def test_the_installed_wheel_runs_the_quickstart_from_outside_the_checkout(venv:
     assert report.returncode == 0, report.stderr
     (page,) = sorted((tmp_path / "report").glob("*.html"))
     text = page.read_text(encoding="utf-8")
-    assert (ROOT / "wtb_local" / "reports" / "browser.css").read_text(encoding="utf-8") in text
+    assert (ROOT / "wtb_local" / "analysis" / "reports" / "browser.css").read_text(encoding="utf-8") in text
     assert "Qwen3-8B" in text
 
 
