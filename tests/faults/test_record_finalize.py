@@ -64,14 +64,14 @@ def test_a_final_rewrite_of_the_result_file_that_fails_still_closes_the_manifest
 
 def test_score_files_that_cannot_be_written_close_the_manifest_failed(tmp_path: Path,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    from wtb_local.benchmark import scoring
+    from wtb_local.benchmark.protocols import checkers  # scores a run's rows into its run directory
 
-    real = scoring.write_score_files
+    real = checkers.write_score_files
 
     def write_score_files(out_dir: Any, model_name: str, *args: Any, **kwargs: Any) -> Any:
         raise _full(str(Path(out_dir) / "score" / "Qwen_Qwen2.5-7B-Instruct" / "Wild-Tool-Bench_score.jsonl"))
 
-    monkeypatch.setattr(scoring, "write_score_files", write_score_files)
+    monkeypatch.setattr(checkers, "write_score_files", write_score_files)
     score = tmp_path / "score" / "Qwen_Qwen2.5-7B-Instruct" / "Wild-Tool-Bench_score.jsonl"
     result = tmp_path / "result" / "Qwen_Qwen2.5-7B-Instruct" / "Wild-Tool-Bench_result.jsonl"
     with pytest.raises(RunError) as info:
@@ -80,6 +80,6 @@ def test_score_files_that_cannot_be_written_close_the_manifest_failed(tmp_path: 
                                f"session(s) are safe on disk in {result}: free space and rerun the same command "
                                "to resume")
     assert json.loads((tmp_path / "manifest.json").read_text())["status"] == "failed"
-    monkeypatch.setattr(scoring, "write_score_files", real)
+    monkeypatch.setattr(checkers, "write_score_files", real)
     assert _run(tmp_path).ran_sessions == []
     assert json.loads((tmp_path / "manifest.json").read_text())["status"] == "complete"
