@@ -77,12 +77,13 @@ class ExportRun:
 
     @property
     def key(self) -> str:
-        """A stable identity of the run: sha256 of its config hash and the moment its first invocation
-        started (both survive moving or copying the folder); a run without a manifest (the harness's own
-        files): sha256 of its scored file's bytes."""
+        """A stable identity of the run: sha256 of its config hash, the moment its first invocation started
+        (to the second) and the run folder's name, which all survive moving the folder; the name keeps two
+        runs of one configuration started in the same second apart. A run without a manifest (the
+        harness's own files): sha256 of its scored file's bytes."""
         started = self.manifest.first_started
         if self.manifest.config_hash and started:
-            identity = json.dumps([self.manifest.config_hash, started, self.run.model_name])
+            identity = json.dumps([self.manifest.config_hash, started, self.run.model_name, self.folder.name])
             return hashlib.sha256(identity.encode()).hexdigest()
         digest = hashlib.sha256(self.run.model_name.encode() + b"\0")
         for name in ("score", "result"):
