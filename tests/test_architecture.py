@@ -503,8 +503,11 @@ def test_the_deferred_rule_sees_each_form() -> None:
 _STARTUP_PROBE = """
 import ast, importlib, importlib.util, json, os, pathlib, sys
 found = {}
-for name in sys.argv[1:]:
-    lines = pathlib.Path(importlib.util.find_spec(name).origin).read_text(encoding="utf-8").splitlines()
+for pair in sys.argv[1:]:
+    # the file is read by its path: find_spec would import the module's parent packages into this process,
+    # and every child after it would find them (and what their __init__ imports) loaded already
+    name, path = pair.split("=", 1)
+    lines = pathlib.Path(path).read_text(encoding="utf-8").splitlines()
     targets = []
     for function in ast.walk(ast.parse("\\n".join(lines))):
         if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -534,8 +537,8 @@ print(json.dumps(found))
 def test_start_up_reasons_hold() -> None:
     """An import deferred for start-up time keeps its module out of the importing module's own import:
     importing the module alone (a fresh interpreter) does not load it already."""
-    names = sorted(name for name, path in MODULES.items() if STARTUP in path.read_text(encoding="utf-8"))
-    done = subprocess.run([sys.executable, "-c", _STARTUP_PROBE, *names], capture_output=True, text=True,
+    pairs = sorted(f"{name}={path}" for name, path in MODULES.items() if STARTUP in path.read_text(encoding="utf-8"))
+    done = subprocess.run([sys.executable, "-c", _STARTUP_PROBE, *pairs], capture_output=True, text=True,
                           check=True, cwd=ROOT, timeout=120)
     assert json.loads(done.stdout) == {}, "these modules are loaded anyway: import them at module level"
 
