@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from tests.faults.record_cases import ROOT, complete_rows
+from wtb_local.contract.errors import RecordError
 from wtb_local.run import RunError, run_job_async
-from wtb_local.run.errors import LoopError, RecordError
+from wtb_local.run.errors import LoopError
 from wtb_local.run.setup.options import RunOptions
 
 BOUND_S = 120  # far beyond a run of the sample: reaching it means the run hung

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 
 from tests.rendering.skewed import CHARACTER, TOKEN, SkewedRenderer, text_sha256
+from wtb_local.contract.errors import RunError
 from wtb_local.contract.schema import Completion, GenerationRequest
 from wtb_local.engines.instant import InstantBackend
 from wtb_local.formats.rendering.checks import FIRST, CheckPolicy, PromptChecks, first_difference, parse_every
 from wtb_local.formats.rendering.renderer import PromptRenderer
-from wtb_local.run.errors import RunError
 from wtb_local.run.job import run_job_async
 from wtb_local.run.setup.options import RunOptions
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.runner.conftest import read_jsonl, without_timing
-from wtb_local.run.errors import RecordError
+from wtb_local.contract.errors import RecordError
 from wtb_local.run.record.store import ResultStore
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -62,7 +62,7 @@ def explain(ctx: click.Context, run_dirs: tuple[str, ...], plan_model: str | Non
     from wtb_local.analysis.explain.render import plain, write_explanation  # deferred: start-up (--help)
     from wtb_local.analysis.explain.runs import ExplainError, runs_to_explain  # deferred: start-up (--help)
     from wtb_local.analysis.reports.build import parse_formats, png_refused  # deferred: start-up (--help)
-    from wtb_local.run.errors import RunError  # deferred: start-up (--help)
+    from wtb_local.contract.errors import RunError  # deferred: start-up (--help)
     from wtb_local.run.job import replay_run  # deferred: start-up (--help)
 
     try:

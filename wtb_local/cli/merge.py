@@ -23,7 +23,7 @@ import click
 def merge(run_dir: str, dataset: str | None, thinking: bool | None) -> None:
     """Merge the shards of RUN_DIR and score the whole run."""
     from wtb_local.analysis.commands.merge_runs import merge_run  # deferred: start-up (--help)
-    from wtb_local.run.errors import RecordError, RunError  # deferred: start-up (--help)
+    from wtb_local.contract.errors import RecordError, RunError  # deferred: start-up (--help)
 
     try:
         outcome = merge_run(run_dir, dataset=dataset)

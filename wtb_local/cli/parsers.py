@@ -155,7 +155,7 @@ def compare(run_dir: str, names: str, dataset: str | None, output_format: str, k
     """Compare parsers on RUN_DIR's recorded raw completions: calls extracted, parse failures,
     disagreements (with examples) and the task verdicts each parser leads to (replayed)."""
     from wtb_local.analysis.commands.parser_comparison import compare_parsers, to_markdown
-    from wtb_local.run.errors import RunError  # deferred: start-up (--help)
+    from wtb_local.contract.errors import RunError  # deferred: start-up (--help)
     from wtb_local.run.job import replay_run  # deferred: start-up (--help)
 
     wanted = [name.strip() for name in names.split(",") if name.strip()]

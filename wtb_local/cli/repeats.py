@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from wtb_local.analysis.commands.repeat_runs import repeat_seed, summarize
+from wtb_local.contract.errors import RunError
 from wtb_local.contract.lock_file import locked
-from wtb_local.run.errors import RunError
 from wtb_local.run.job import run_job_async
 from wtb_local.run.loop.stopping import installed
 from wtb_local.run.record.run_record import sampling_used

@@ -18,7 +18,7 @@ strings the three together.
 from __future__ import annotations
 
 from wtb_local.contract.config_diff import config_diff
-from wtb_local.run.errors import RunError
+from wtb_local.contract.errors import RunError
 from wtb_local.run.job import RunOutcome, run_job, run_job_async
 from wtb_local.run.loop.loop import SessionRunner, resolve_scheduling
 from wtb_local.run.loop.seeds import request_id, request_seed

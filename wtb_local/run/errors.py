@@ -4,11 +4,7 @@ internal errors (docs/reliability.md); a run that cannot start or had to stop is
 
 from __future__ import annotations
 
-from wtb_local.contract.errors import RecordError, RunError, one_line
-
-# RunError, RecordError and one_line are the run directory's (contract/errors.py), shared with `merge` and
-# `rescore`; the runner's own errors follow.
-__all__ = ["InternalErrors", "LoopError", "RecordError", "RunError", "one_line"]
+from wtb_local.contract.errors import RunError
 
 
 class LoopError(RuntimeError):

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from wtb_local.benchmark.protocols.checkers import score_run
 from wtb_local.benchmark.scoring.length_cuts import length_cuts
+from wtb_local.contract.errors import RecordError, RunError, one_line
 from wtb_local.contract.faults import INTERNAL_EXIT_CODE, Fault, FaultLog, InternalError, stop_line
 from wtb_local.contract.lock_file import RunLock, locked
 from wtb_local.contract.manifest import SCHEMA_VERSION, Manifest
@@ -27,7 +28,7 @@ from wtb_local.contract.run_dir import MANIFEST_NAME, ResultLines, as_manifest, 
 from wtb_local.engines import rerun_claim
 from wtb_local.engines.base import Backend
 from wtb_local.engines.environment import machine, package_versions
-from wtb_local.run.errors import InternalErrors, LoopError, RecordError, RunError, one_line
+from wtb_local.run.errors import InternalErrors, LoopError
 from wtb_local.run.loop.loop import SessionRunner, resolve_scheduling
 from wtb_local.run.loop.progress import Loading, ProgressStats, make_progress
 from wtb_local.run.loop.steps import StepDriver

@@ -28,8 +28,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from wtb_local.contract.errors import RecordError, one_line
 from wtb_local.contract.faults import InternalError, failed_requests
-from wtb_local.run.errors import LoopError, RecordError, one_line
+from wtb_local.run.errors import LoopError
 from wtb_local.run.loop.progress import Progress
 from wtb_local.run.loop.steps import StepDriver
 from wtb_local.run.loop.stopping import StopRequested

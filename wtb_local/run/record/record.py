@@ -20,9 +20,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from wtb_local.contract.errors import RecordError
 from wtb_local.contract.lock_file import RunLock
 from wtb_local.contract.run_dir import as_manifest
-from wtb_local.run.errors import RecordError
 from wtb_local.run.record.manifest import MANIFEST_NAME, write_manifest
 
 DRAIN_S = 1.0  # how long a second signal lets the writer thread finish the rows it was given

@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from wtb_local.contract.config_diff import config_diff
+from wtb_local.contract.errors import RunError
 from wtb_local.contract.run_dir import as_manifest, read_result_lines
-from wtb_local.run.errors import RunError
 from wtb_local.run.record.manifest import read_manifest
 from wtb_local.run.setup.config import config_hash
 from wtb_local.run.setup.paths import RunPaths

@@ -28,8 +28,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from wtb_local.contract.errors import RecordError
 from wtb_local.contract.run_dir import Dropped, read_result_lines, session_index
-from wtb_local.run.errors import RecordError
 
 Durable = Callable[[BaseException | None], None]  # called in the writer thread after the row's fsync
 _Item = tuple[dict[str, Any], str, Durable | None]  # a row, its line, its callback

@@ -19,10 +19,10 @@ from pydantic import TypeAdapter, ValidationError
 
 from wtb_local.benchmark.protocols import protocol_named
 from wtb_local.benchmark.protocols.base import Protocol, ProtocolRun
+from wtb_local.contract.errors import RunError
 from wtb_local.contract.schema import SamplingConfig
 from wtb_local.engines import Backend, SetupError, auto_backend, backend_class, backend_names
 from wtb_local.engines.environment import resolved_revision, tokenizer_sha256
-from wtb_local.run.errors import RunError
 from wtb_local.run.setup.options import RunOptions, cli_fields
 from wtb_local.run.setup.paths import RunPaths, run_paths
 from wtb_local.run.setup.resolved import ResolvedRun

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from wtb_local.run.errors import RunError
+from wtb_local.contract.errors import RunError
 
 
 def select_sessions(sessions: list[Any], ids: list[str] | tuple[str, ...] | None, limit: int | None) -> list[Any]:

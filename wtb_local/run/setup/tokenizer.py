@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from wtb_local.contract.errors import RunError
 from wtb_local.formats.rendering.templates import TemplateError, tokenizer_on_disk
-from wtb_local.run.errors import RunError
 
 __all__ = ["load_renderer", "local_config", "tokenizer_on_disk"]
 
