@@ -1,0 +1,38 @@
+"""contract/secrets.py: the one masking rule for credentials in URLs."""
+
+import pytest
+
+from wtb_local.contract.secrets import mask_text, mask_url, secret_param, url_has_secret
+
+
+@pytest.mark.parametrize("url, masked", [
+    ("http://user:pw@host:8000/v1", "http://user:***@host:8000/v1"),
+    ("https://user@host/v1", "https://user@host/v1"),
+    ("http://host/v1?api_key=abc123&model=x", "http://host/v1?api_key=***&model=x"),
+    ("http://host/v1?model=x&access_token=t0k", "http://host/v1?model=x&access_token=***"),
+    ("https://bucket/obj?X-Amz-Signature=deadbeef&X-Amz-Date=1", "https://bucket/obj?X-Amz-Signature=***&X-Amz-Date=1"),
+    ("http://a:b@host/?token=1&page=2", "http://a:***@host/?token=***&page=2"),
+    ("http://host/v1?monkey=1", "http://host/v1?monkey=***"),  # ends in "key": masked, erring on the safe side
+    ("http://host/v1", "http://host/v1"),
+    ("runs/mlruns", "runs/mlruns"),
+    ("file:///tmp/mlruns", "file:///tmp/mlruns"),
+])
+def test_mask_url(url, masked):
+    assert mask_url(url) == masked
+    assert url_has_secret(url) == (url != masked)
+
+
+def test_mask_text_masks_every_url_in_a_message():
+    text = ("Connection refused: http://u:s3cret@127.0.0.1:9/api/2.0 (retries) and "
+            "'https://h/x?apikey=K3Y' then http://plain/")
+    assert mask_text(text) == ("Connection refused: http://u:***@127.0.0.1:9/api/2.0 (retries) and "
+                               "'https://h/x?apikey=***' then http://plain/")
+    assert "s3cret" not in mask_text(text) and "K3Y" not in mask_text(text)
+
+
+@pytest.mark.parametrize("name, secret", [
+    ("api_key", True), ("api-key", True), ("APIKEY", True), ("token", True), ("password", True),
+    ("sig", True), ("client_secret", True), ("model", False), ("page", False), ("limit", False),
+])
+def test_secret_param(name, secret):
+    assert secret_param(name) is secret
