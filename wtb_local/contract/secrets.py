@@ -7,7 +7,7 @@ not how to get in), as do the scheme, host, port and path a user needs to recogn
 from __future__ import annotations
 
 import re
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote_plus, urlsplit, urlunsplit
 
 MASK = "***"
 
@@ -52,7 +52,7 @@ def mask_url(url: str) -> str:
             pieces = []
             for piece in query.split("&"):
                 name, eq, _ = piece.partition("=")
-                pieces.append(f"{name}={MASK}" if eq and secret_param(_unquote(name)) else piece)
+                pieces.append(f"{name}={MASK}" if eq and secret_param(unquote_plus(name)) else piece)
             query = "&".join(pieces)
     if netloc == parts.netloc and query == parts.query:
         return url
@@ -64,8 +64,3 @@ def mask_text(text: str) -> str:
     if "://" not in text:
         return text
     return _URL_IN_TEXT.sub(lambda m: mask_url(m.group(0)), text)
-
-
-def _unquote(name: str) -> str:
-    from urllib.parse import unquote_plus
-    return unquote_plus(name)
