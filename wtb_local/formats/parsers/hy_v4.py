@@ -1,0 +1,178 @@
+"""Tencent Hy4 (Hy4-preview; vLLM `hy_v4`): GLM-style argument pairs straight after the name, in one wrapper,
+
+    <tool_calls><tool_call>NAME<arg_key>KEY</arg_key><arg_value>VALUE</arg_value></tool_call>…</tool_calls>
+
+and `<tool_call>NAME</tool_call>` without arguments (Hy3's `<tool_sep>` is gone). Every structural token may
+carry the checkpoint's suffix (`<tool_call:opensource>`); any suffix is read. Values are raw text typed by
+the tool schema, with the type names vLLM's reader accepts besides JSON Schema's (`int`, `uint32`, `float`,
+`bool`, `list`, `dict`, …); a repeated key keeps its last value. Markup that does not follow the grammar
+(an unclosed call, text between a value and the call's end, a call outside a wrapper, a closer before its
+opener) is no call: it stays in the content, with an error, as vLLM's strict reader returns it; the
+well-formed calls next to it are read (docs/parser-policies.md, "broken calls"). Reasoning:
+`<think>…</think>` (any suffix).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar
+
+from wtb_local.contract.schema import ParsedCall, ParseResult
+from wtb_local.formats.end_of_turn import END_OF_TURN
+from wtb_local.formats.parsers._common import (
+    TRUNCATED,
+    coerce_value,
+    dumps_arguments,
+    is_truncated,
+    join_content,
+    split_reasoning,
+    tool_schemas,
+)
+from wtb_local.formats.parsers.base import ToolParser
+from wtb_local.formats.parsers.glm47 import arg_pairs
+from wtb_local.formats.parsers.hermes import strip_end_tokens
+
+_SFX = r"(?::[^<>\s]*)?>"
+
+
+def _tok(name: str, closing: bool = False) -> str:
+    return "<" + ("/" if closing else "") + name + _SFX
+
+
+_THINK = re.compile(r"<(/?)think" + _SFX)
+_WRAP_OPEN, _WRAP_CLOSE = re.compile(_tok("tool_calls")), re.compile(_tok("tool_calls", True))
+_CALL = re.compile(_tok("tool_call") + r"(?P<body>.*?)" + _tok("tool_call", True), re.DOTALL)
+_CALL_OPEN = re.compile(_tok("tool_call"))
+_NAME = re.compile(r"\s*(?P<name>[^\s<>]+)\s*")
+_PAIR = re.compile(_tok("arg_key") + r"(?P<key>.*?)" + _tok("arg_key", True) + r"\s*" + _tok("arg_value")
+                   + r"(?P<value>.*?)" + _tok("arg_value", True) + r"\s*", re.DOTALL)
+_ANY = re.compile(r"</?(?:tool_calls|tool_call|arg_key|arg_value)" + _SFX)
+
+# type names vLLM's Hy4 reader maps onto JSON Schema's (matched as a prefix, lowercased)
+_ALIASES = (("str", "string"), ("text", "string"), ("uint", "integer"), ("int", "integer"), ("long", "integer"),
+            ("float", "number"), ("double", "number"), ("num", "number"), ("bool", "boolean"), ("list", "array"),
+            ("arr", "array"), ("dict", "object"), ("obj", "object"), ("map", "object"), ("null", "null"))
+_STANDARD = frozenset({"string", "integer", "number", "boolean", "array", "object", "null"})
+
+
+def _normal_type(kind: Any) -> Any:
+    if not isinstance(kind, str) or kind in _STANDARD:
+        return kind
+    low = kind.lower()
+    return next((std for prefix, std in _ALIASES if low.startswith(prefix)), kind)
+
+
+def _normal_schema(schema: Any) -> Any:
+    if not isinstance(schema, dict):
+        return schema
+    out = dict(schema)
+    kind = schema.get("type")
+    out["type"] = [_normal_type(k) for k in kind] if isinstance(kind, list) else _normal_type(kind)
+    if kind is None:
+        del out["type"]
+    for key in ("anyOf", "oneOf"):
+        if isinstance(schema.get(key), list):
+            out[key] = [_normal_schema(s) for s in schema[key]]
+    return out
+
+
+class HyV4Parser(ToolParser):
+    name = "hy_v4"
+    vllm_names: ClassVar[tuple[str, ...]] = ("hy_v4",)
+    families = ("Hy4", "Hy4-preview")
+    model_patterns = (r"tencent/hy4", r"(^|/)hy-?4")
+    template_markers = ()  # no template is public
+    priority = 6
+
+    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+              finish_reason: str | None = None) -> ParseResult:
+        text = strip_end_tokens(text or "", END_OF_TURN)
+        text = _THINK.sub(lambda m: f"<{m.group(1)}think>", text)
+        reasoning, rest = split_reasoning(text, thinking=self.options.get("thinking"),
+                                          call_markers=("<tool_calls", "<tool_call"))
+        schemas = tool_schemas(tools)
+        pieces: list[str] = []
+        calls: list[ParsedCall] = []
+        errors: list[str] = []
+        pos = 0
+        while (opener := _WRAP_OPEN.search(rest, pos)) is not None:
+            pieces.append(self._outside(rest[pos:opener.start()], errors))
+            closer = _WRAP_CLOSE.search(rest, opener.end())
+            nxt = _WRAP_OPEN.search(rest, opener.end())
+            closed = closer is not None and (nxt is None or closer.start() < nxt.start())
+            inner_end = closer.start() if closed else (nxt.start() if nxt else len(rest))
+            end = closer.end() if closed and closer else inner_end
+            cut = not closed and nxt is None and is_truncated(finish_reason)
+            found, ok = self._block(rest[opener.end():inner_end], schemas, errors, cut=cut)
+            calls += found
+            if not found and not cut:
+                pieces.append(rest[opener.start():end])  # nothing readable: the text stays, with its error
+                if ok:
+                    errors.append("a <tool_calls> block without a call; kept as text")
+            elif not closed and not cut:
+                errors.append("no </tool_calls> (an unterminated block); calls kept")
+            pos = end
+        pieces.append(self._outside(rest[pos:], errors))
+        return ParseResult(reasoning=reasoning, content=join_content(pieces), tool_calls=calls, errors=errors)
+
+    @staticmethod
+    def _outside(text: str, errors: list[str]) -> str:
+        if _ANY.search(text):
+            errors.append("tool-call markup outside a <tool_calls> block (a stray or misplaced tag); kept as text")
+        return text
+
+    def _block(self, inner: str, schemas: dict[str, dict[str, Any]], errors: list[str], *,
+               cut: bool) -> tuple[list[ParsedCall], bool]:
+        """The calls of one wrapper's inside, and whether it followed the grammar. A malformed call makes
+        the whole block text unless a well-formed call sits next to it."""
+        found: list[ParsedCall] = []
+        pos = 0
+        ok = True
+        while pos < len(inner):
+            gap = inner[pos:]
+            if not gap.strip():
+                break
+            call = _CALL.match(inner, pos + len(gap) - len(gap.lstrip()))
+            if call is None or _CALL_OPEN.search(call.group("body")):
+                if cut and _CALL_OPEN.match(inner, pos + len(gap) - len(gap.lstrip())):
+                    errors.append(TRUNCATED)
+                    return found, True
+                errors.append(f"a malformed <tool_call> (no matching </tool_call>): {gap.strip()[:60]!r}; "
+                              "kept as text")
+                return found, False
+            parsed = self._call(call.group("body"), schemas)
+            if parsed is None:
+                errors.append(f"a <tool_call> that does not follow the grammar: {call.group(0)[:60]!r}; "
+                              "kept as text")
+                ok = False
+            else:
+                found.append(parsed)
+            pos = call.end()
+        if cut:  # the cut may have lost further calls of the block
+            errors.append(TRUNCATED)
+        return found, ok
+
+    @staticmethod
+    def _call(body: str, schemas: dict[str, dict[str, Any]]) -> ParsedCall | None:
+        name = _NAME.match(body)
+        if name is None or not name.group("name"):
+            return None
+        props = schemas.get(name.group("name"), {}).get("properties")
+        props = props if isinstance(props, dict) else {}
+        values: dict[str, Any] = {}
+        pos = name.end()
+        while pos < len(body):
+            pair = _PAIR.match(body, pos)
+            if pair is None:
+                return None
+            key = pair.group("key").strip()
+            values[key] = coerce_value(pair.group("value"), _normal_schema(props.get(key)))
+            pos = pair.end()
+        return ParsedCall(name=name.group("name"), arguments=dumps_arguments(values))
+
+    def format(self, content: str | None, tool_calls: list[ParsedCall], reasoning: str | None = None) -> str:
+        head = f"<think>{reasoning}</think>" if reasoning is not None else ""
+        if not tool_calls:
+            return head + (content or "")
+        calls = "".join(f"<tool_call>{c.name}{arg_pairs(c.arguments)}</tool_call>" for c in tool_calls)
+        return head + (content or "") + f"<tool_calls>{calls}</tool_calls>"
