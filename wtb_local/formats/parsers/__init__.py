@@ -158,6 +158,12 @@ _MODEL_TYPES = {
     "minimaxm3": "minimax_m3",
     "longcatflash": "longcat",
     "cohere2moe": "cohere_command",
+    # second-half 2026 families and the older engine formats (architectures their sources name)
+    "step5": "step5",
+    "ricursive": "ripple",
+    "jamba": "jamba",
+    "interns1": "internlm",
+    "internlm2": "internlm",
 }
 _HEADS = ("forcausallm", "forconditionalgeneration", "model")
 

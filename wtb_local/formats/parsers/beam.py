@@ -33,7 +33,7 @@ from wtb_local.formats.parsers.base import ToolParser
 
 START = "<|start|>assistant"
 ANALYSIS, FINAL = "<|channel|>analysis<|message|>", "<|channel|>final<|message|>"
-_CALL_HEAD = re.compile(r"\s*to=(?P<name>[^\s<]+)<\|channel\|>analysis <\|constrain\|>xml<\|message\|>")
+_CALL_HEAD = re.compile(r"\s?to=(?P<name>[^\s<]+)<\|channel\|>analysis <\|constrain\|>xml<\|message\|>")
 _CLOSERS = re.compile(r"<\|call\|>|<\|end\|>|<\|return\|>")
 _PARAMS = XmlSyntax(function_open=re.compile(r"(?!)"), function_close="",
                     param_open=re.compile(r'<rfl:parameter name="([^"]+)">'), param_close="</rfl:parameter>")
@@ -49,36 +49,45 @@ class BeamParser(ToolParser):
 
     def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
               finish_reason: str | None = None) -> ParseResult:
-        messages = (text or "").split(START)
         reasoning: list[str] = []
         pieces: list[str] = []
         calls: list[ParsedCall] = []
         errors: list[str] = []
+        messages = (text or "").split(START)
         for n, message in enumerate(messages):
-            closer = _CLOSERS.search(message)
-            body_end, after = (closer.start(), message[closer.end():]) if closer else (len(message), "")
-            head = _CALL_HEAD.match(message)
-            if head is not None:
-                if closer is None and is_truncated(finish_reason) and n == len(messages) - 1:
-                    errors.append(TRUNCATED)
-                    continue
-                name = head.group("name")
-                raw = parse_parameters(message[head.end():body_end], _PARAMS)
-                calls.append(ParsedCall(name=name, arguments=dumps_arguments(coerce_arguments(name, raw, tools))))
-                leftover = message[head.end():body_end]
-                if raw == {} and leftover.strip():
-                    errors.append(f"call {name!r}: a body without <rfl:parameter> elements: {leftover.strip()[:60]!r}")
-            elif message.lstrip().startswith(ANALYSIS):
-                start = message.index(ANALYSIS) + len(ANALYSIS)
-                reasoning.append(message[start:body_end])
-            elif message.lstrip().startswith(FINAL):
-                start = message.index(FINAL) + len(FINAL)
-                pieces.append(message[start:body_end])
-            else:
-                pieces.append(message[:body_end])
-            pieces.append(after)
+            if message.lstrip().startswith(ANALYSIS):  # reasoning runs to <|end|> only
+                body = message[message.index(ANALYSIS) + len(ANALYSIS):]
+                end = body.find("<|end|>")
+                reasoning.append(body if end < 0 else body[:end])
+                message = "" if end < 0 else body[end + len("<|end|>"):]
+            cut = is_truncated(finish_reason) and n == len(messages) - 1
+            self._read(message, tools, cut, pieces, calls, errors)
         joined = "\n".join(r.strip() for r in reasoning if r.strip())
         return ParseResult(reasoning=joined or None, content=join_content(pieces), tool_calls=calls, errors=errors)
+
+    @staticmethod
+    def _read(message: str, tools: list[dict[str, Any]] | None, cut: bool, pieces: list[str],
+              calls: list[ParsedCall], errors: list[str]) -> None:
+        """Content and calls of one message that is not reasoning: text (a final channel's header and
+        closers are markup), and every ` to=NAME` call head in it, each call ending at its closer."""
+        pos = 0
+        while (head := _CALL_HEAD.search(message, pos)) is not None:
+            pieces.append(_CLOSERS.sub("", message[pos:head.start()]).replace(FINAL, ""))
+            closer = _CLOSERS.search(message, head.end())
+            nxt = _CALL_HEAD.search(message, head.end())
+            if closer is not None and nxt is not None and nxt.start() < closer.start():
+                closer = None
+            body_end = closer.start() if closer else (nxt.start() if nxt else len(message))
+            pos = closer.end() if closer else body_end
+            if closer is None and nxt is None and cut:
+                errors.append(TRUNCATED)
+                return
+            name, body = head.group("name"), message[head.end():body_end]
+            raw = parse_parameters(body, _PARAMS)
+            calls.append(ParsedCall(name=name, arguments=dumps_arguments(coerce_arguments(name, raw, tools))))
+            if not raw and body.strip():
+                errors.append(f"call {name!r}: a body without <rfl:parameter> elements: {body.strip()[:60]!r}")
+        pieces.append(_CLOSERS.sub("", message[pos:]).replace(FINAL, ""))
 
     def format(self, content: str | None, tool_calls: list[ParsedCall], reasoning: str | None = None) -> str:
         messages = []

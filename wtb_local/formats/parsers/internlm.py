@@ -22,7 +22,6 @@ from wtb_local.formats.parsers.hermes import strip_end_tokens
 
 START, PLUGIN, END = "<|action_start|>", "<|plugin|>", "<|action_end|>"
 _OPEN = re.compile(re.escape(START) + r"\s*" + re.escape(PLUGIN) + r"\s*")
-_CLOSE = re.compile(r"\s*" + re.escape(END))
 
 
 class InternlmParser(ToolParser):
@@ -46,26 +45,26 @@ class InternlmParser(ToolParser):
             if opener.start() < pos:
                 continue
             pieces.append(rest[pos:opener.start()])
-            last = n == len(found) - 1
-            if opener.end() >= len(rest) or rest[opener.end()] != "{":
-                if opener.end() >= len(rest) and is_truncated(finish_reason):
-                    errors.append("truncated tool call")
-                else:
-                    errors.append(f"no JSON call object after {PLUGIN}")
-                    pieces.append(opener.group(0))
-                pos = opener.end()
+            limit = found[n + 1].start() if n + 1 < len(found) else len(rest)
+            close = rest.find(END, opener.end(), limit)
+            segment = rest[opener.end():close if close >= 0 else limit]
+            pos = close + len(END) if close >= 0 else limit
+            cut = close < 0 and n == len(found) - 1 and is_truncated(finish_reason)
+            if not segment.strip():
+                errors.append("truncated tool call" if cut else f"no JSON call object after {PLUGIN}")
+                if not cut:
+                    pieces.append(rest[opener.start():pos])
                 continue
-            scan = scan_object(rest, opener.end())
-            got, errs = scan.finish(is_truncated(finish_reason) and last)
+            if segment.lstrip()[0] != "{":
+                errors.append(f"no JSON call object after {PLUGIN}: {segment.strip()[:60]!r}")
+                pieces.append(rest[opener.start():pos])
+                continue
+            scan = scan_object(segment, len(segment) - len(segment.lstrip()))
+            got, errs = scan.finish(cut)
             calls += got
             errors += errs
-            closer = _CLOSE.match(rest, scan.end)
-            if closer is not None:
-                pos = closer.end()
-            else:
-                pos = scan.end
-                if got and scan.complete:
-                    errors.append(f"no {END} after the call (an unterminated action); call kept")
+            if got and close < 0 and not cut and scan.complete:
+                errors.append(f"no {END} after the call (an unterminated action); call kept")
             if not got and not scan.calls and scan.partial is None and errs[-1:] != ["truncated tool call"]:
                 pieces.append(rest[opener.start():pos])
         pieces.append(rest[pos:])
