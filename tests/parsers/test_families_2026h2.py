@@ -360,3 +360,38 @@ def test_templates_select_their_parser() -> None:
 
 def test_tools_are_offered_to_every_case() -> None:
     assert TOOLS  # the suite's tools, imported so the module reads as the others do
+
+
+def test_kimi_history_ids_continue_the_conversations_count() -> None:
+    """Kimi-K2's ids are `functions.NAME:IDX` with IDX counting the calls of the whole conversation (Moonshot's
+    tool-call guidance), so a later reply starts above 0 and a name may hold dots: both kept as written, and
+    `format` writes a call's own id back into the history."""
+    from wtb_local.contract.schema import ParsedCall
+
+    text = ("<|tool_calls_section_begin|><|tool_call_begin|>functions.search:5<|tool_call_argument_begin|>"
+            '{"query": "x"}<|tool_call_end|><|tool_call_begin|>functions.mcp.files.read:6'
+            '<|tool_call_argument_begin|>{"path": "a"}<|tool_call_end|><|tool_calls_section_end|>')
+    got = get_parser("kimi_k2").parse(text)
+    assert ([(c.id, c.name, json.loads(c.arguments)) for c in got.tool_calls], got.errors) == (
+        [("functions.search:5", "search", {"query": "x"}), ("functions.mcp.files.read:6", "mcp.files.read",
+                                                               {"path": "a"})], [])
+    history = get_parser("kimi_k2").format(None, [ParsedCall(id="functions.search:5", name="search",
+                                                             arguments='{"query": "x"}')])
+    assert "functions.search:5<|tool_call_argument_begin|>" in history
+
+
+@pytest.mark.parametrize("parser", ["qwen3_coder", "mimo", "zaya", "dots", "hy_v4", "iquest_q1"])
+def test_a_non_finite_number_stays_the_text_the_model_wrote(parser: str) -> None:
+    """docs/parser-policies.md, "Non-finite numbers": JSON has no inf or NaN, so a number parameter written
+    `inf`, `-inf` or `nan` keeps its text (a string the evaluator compares as written), never a float that
+    would serialise as the non-JSON `Infinity`."""
+    from tests.parsers.conformance import call as make_call
+
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {
+        "a": {"type": "number"}, "b": {"type": "number"}, "c": {"type": "number"}, "d": {"type": "number"}}}}}]
+    p = get_parser(parser)
+    text = p.format(None, [make_call("f", {"a": "inf", "b": "-inf", "c": "nan", "d": "1.5"})])
+    got = p.parse(text, tools=tools)
+    assert [(c.name, json.loads(c.arguments)) for c in got.tool_calls] == [
+        ("f", {"a": "inf", "b": "-inf", "c": "nan", "d": 1.5})], text
+    assert "Infinity" not in got.tool_calls[0].arguments and "NaN" not in got.tool_calls[0].arguments
