@@ -56,7 +56,7 @@ def vllm_names(root: Path) -> list[str]:
     names = {ast.literal_eval(key) for key in table.keys if key is not None}
     for path in sorted(folder.glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if (isinstance(node, ast.ClassDef) or isinstance(node, ast.FunctionDef)) and node.decorator_list:
+            if isinstance(node, (ast.ClassDef, ast.FunctionDef)) and node.decorator_list:
                 for deco in node.decorator_list:
                     if (isinstance(deco, ast.Call) and getattr(deco.func, "attr", "") == "register_module"
                             and deco.args and isinstance(deco.args[0], ast.Constant)):

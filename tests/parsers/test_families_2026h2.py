@@ -7,6 +7,7 @@ tests/parsers/test_samples_2026h2.py.
 from __future__ import annotations
 
 import json
+from typing import ClassVar
 
 import pytest
 
@@ -197,7 +198,7 @@ class TestBeam(ParserConformance):
                 ' to=search<|channel|>analysis <|constrain|>xml<|message|><rfl:parameter name="query">\ngood\n'
                 "</rfl:parameter><|call|>")
 
-    xfail_cases = {"test_reasoning_prefilled_open_tag": "Beam's prompt ends with <|start|>assistant and the model "
+    xfail_cases: ClassVar[dict[str, str]] = {"test_reasoning_prefilled_open_tag": "Beam's prompt ends with <|start|>assistant and the model "
                    "writes the analysis header itself: no prompt pre-fills it, so a reply without it is an answer"}
 
 

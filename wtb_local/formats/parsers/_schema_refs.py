@@ -39,7 +39,7 @@ def inline_refs(tools: list[dict[str, Any]] | None) -> list[dict[str, Any]] | No
         tool = copy.deepcopy(tool) if isinstance(tool, dict) else tool
         fn = tool.get("function") if isinstance(tool, dict) and isinstance(tool.get("function"), dict) else tool
         params = fn.get("parameters") if isinstance(fn, dict) else None
-        if isinstance(params, dict) and "$ref" in str(params):
+        if isinstance(fn, dict) and isinstance(params, dict) and "$ref" in str(params):
             fn["parameters"] = _resolve(params, params, 0)
         out.append(tool)
     return out

@@ -23,7 +23,7 @@ from wtb_local.formats.parsers.qwen3_coder import Qwen3CoderParser
 class Granite42Parser(Qwen3CoderParser):
     name = "granite42"
     vllm_names: ClassVar[tuple[str, ...]] = ("granite_toolcall_parser",)
-    families = ("Granite 4.2 (3b, 8b, 30b)",)
-    model_patterns = (r"granite-4\.[2-9]",)
-    template_markers = ()
+    families: ClassVar[tuple[str, ...]] = ("Granite 4.2 (3b, 8b, 30b)",)
+    model_patterns: ClassVar[tuple[str, ...]] = (r"granite-4\.[2-9]",)
+    template_markers: ClassVar[tuple[str, ...]] = ()
     priority = 3  # granite4's pattern (granite-4) matches these ids too

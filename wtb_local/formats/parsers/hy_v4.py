@@ -100,8 +100,8 @@ class HyV4Parser(ToolParser):
             closer = _WRAP_CLOSE.search(rest, opener.end())
             nxt = _WRAP_OPEN.search(rest, opener.end())
             closed = closer is not None and (nxt is None or closer.start() < nxt.start())
-            inner_end = closer.start() if closed else (nxt.start() if nxt else len(rest))
-            end = closer.end() if closed and closer else inner_end
+            inner_end = closer.start() if closed and closer is not None else (nxt.start() if nxt else len(rest))
+            end = closer.end() if closed and closer is not None else inner_end
             cut = not closed and nxt is None and is_truncated(finish_reason)
             found, ok = self._block(rest[opener.end():inner_end], schemas, errors, cut=cut)
             calls += found

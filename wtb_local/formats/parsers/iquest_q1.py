@@ -24,9 +24,9 @@ OPEN, CLOSE = "<iquest_tool_call>", "</iquest_tool_call>"
 class IQuestQ1Parser(Glm47Parser):
     name = "iquest_q1"
     vllm_names: ClassVar[tuple[str, ...]] = ()
-    families = ("IQuest-Q1",)
-    model_patterns = (r"iquest-?q1", r"iquestlab/")
-    template_markers = (OPEN,)
+    families: ClassVar[tuple[str, ...]] = ("IQuest-Q1",)
+    model_patterns: ClassVar[tuple[str, ...]] = (r"iquest-?q1", r"iquestlab/")
+    template_markers: ClassVar[tuple[str, ...]] = (OPEN,)
     priority = 2
     open_tag = OPEN
     close_tag = CLOSE

@@ -18,7 +18,7 @@ from wtb_local.formats.parsers.glm47 import Glm47Parser
 class Ling3Parser(Glm47Parser):
     name = "ling3"
     vllm_names: ClassVar[tuple[str, ...]] = ("ling3",)
-    families = ("Ling 3 (Ling-3.0-flash)",)
-    model_patterns = (r"inclusionai/ling-3", r"(^|/)ling-?3(\.\d+)?-", r"(^|/)ring-?3(\.\d+)?-")
-    template_markers = ()  # no template of its own is public; the GLM-4.7 markers select glm47, which reads the same
+    families: ClassVar[tuple[str, ...]] = ("Ling 3 (Ling-3.0-flash)",)
+    model_patterns: ClassVar[tuple[str, ...]] = (r"inclusionai/ling-3", r"(^|/)ling-?3(\.\d+)?-", r"(^|/)ring-?3(\.\d+)?-")
+    template_markers: ClassVar[tuple[str, ...]] = ()  # no template of its own is public; the GLM-4.7 markers select glm47, which reads the same
     priority = 1

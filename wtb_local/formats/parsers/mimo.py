@@ -16,7 +16,7 @@ from wtb_local.formats.parsers.qwen3_coder import Qwen3CoderParser
 class MimoParser(Qwen3CoderParser):
     name = "mimo"
     vllm_names: ClassVar[tuple[str, ...]] = ("mimo",)
-    families = ("MiMo-V2-Flash", "MiMo-V2.5", "MiMo-V2.5-Pro")
-    model_patterns = (r"xiaomimimo/", r"(^|/)mimo-v2")
-    template_markers = ()  # a template of this format selects qwen3_coder, which reads it the same way
+    families: ClassVar[tuple[str, ...]] = ("MiMo-V2-Flash", "MiMo-V2.5", "MiMo-V2.5-Pro")
+    model_patterns: ClassVar[tuple[str, ...]] = (r"xiaomimimo/", r"(^|/)mimo-v2")
+    template_markers: ClassVar[tuple[str, ...]] = ()  # a template of this format selects qwen3_coder, which reads it the same way
     priority = 2

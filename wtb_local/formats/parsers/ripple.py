@@ -19,7 +19,7 @@ from wtb_local.formats.parsers.hermes import HermesParser
 class RippleParser(HermesParser):
     name = "ripple"
     vllm_names: ClassVar[tuple[str, ...]] = ("ripple",)
-    families = ("Ricursive Ripple",)
-    model_patterns = (r"ricursive", r"(^|/)ripple-")
-    template_markers = ()
+    families: ClassVar[tuple[str, ...]] = ("Ricursive Ripple",)
+    model_patterns: ClassVar[tuple[str, ...]] = (r"ricursive", r"(^|/)ripple-")
+    template_markers: ClassVar[tuple[str, ...]] = ()
     priority = 1

@@ -20,9 +20,9 @@ _BITS = {"1": True, "0": False}
 class Spark25Parser(Glm47Parser):
     name = "spark25"
     vllm_names: ClassVar[tuple[str, ...]] = ()
-    families = ("Spark 2.5",)
-    model_patterns = (r"(^|/)spark-?2\.5",)
-    template_markers = ()
+    families: ClassVar[tuple[str, ...]] = ("Spark 2.5",)
+    model_patterns: ClassVar[tuple[str, ...]] = (r"(^|/)spark-?2\.5",)
+    template_markers: ClassVar[tuple[str, ...]] = ()
     priority = 1
 
     def typed(self, raw: str, schema: dict[str, Any] | None) -> Any:

@@ -14,7 +14,7 @@ from wtb_local.formats.parsers.qwen3_coder import Qwen3CoderParser
 class Step5Parser(Qwen3CoderParser):
     name = "step5"
     vllm_names: ClassVar[tuple[str, ...]] = ("step5",)
-    families = ("Step-5",)
-    model_patterns = (r"(^|/)step-?5\b",)
-    template_markers = ()
+    families: ClassVar[tuple[str, ...]] = ("Step-5",)
+    model_patterns: ClassVar[tuple[str, ...]] = (r"(^|/)step-?5\b",)
+    template_markers: ClassVar[tuple[str, ...]] = ()
     priority = 2

@@ -19,7 +19,7 @@ from wtb_local.formats.parsers.hermes import HermesParser
 class TrinityParser(HermesParser):
     name = "trinity"
     vllm_names: ClassVar[tuple[str, ...]] = ()
-    families = ("Trinity-Large-Thinking", "Trinity (Arcee)")
-    model_patterns = (r"arcee-ai/trinity", r"(^|/)trinity-(large|mini|nano)")
-    template_markers = ()
+    families: ClassVar[tuple[str, ...]] = ("Trinity-Large-Thinking", "Trinity (Arcee)")
+    model_patterns: ClassVar[tuple[str, ...]] = (r"arcee-ai/trinity", r"(^|/)trinity-(large|mini|nano)")
+    template_markers: ClassVar[tuple[str, ...]] = ()
     priority = 1

@@ -28,9 +28,9 @@ OPEN, CLOSE = "<zyphra_tool_call>", "</zyphra_tool_call>"
 class ZayaParser(Qwen3CoderParser):
     name = "zaya"
     vllm_names: ClassVar[tuple[str, ...]] = ("zaya", "zaya_xml")
-    families = ("ZAYA1-8B", "ZAYA1-74B-Preview")
-    model_patterns = (r"zyphra/zaya", r"(^|/)zaya-?1")
-    template_markers = (OPEN,)
+    families: ClassVar[tuple[str, ...]] = ("ZAYA1-8B", "ZAYA1-74B-Preview")
+    model_patterns: ClassVar[tuple[str, ...]] = (r"zyphra/zaya", r"(^|/)zaya-?1")
+    template_markers: ClassVar[tuple[str, ...]] = (OPEN,)
     priority = 2
 
     def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
