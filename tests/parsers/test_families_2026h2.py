@@ -48,6 +48,22 @@ def test_hy_v4_reads_any_token_suffix_and_its_type_names() -> None:
         [("f", {"a": 7, "b": 2, "c": False, "d": {"k": 1}})], "plan", "ok", [])
 
 
+@pytest.mark.parametrize(("schema", "raw", "value"), [
+    ({"type": ["string", "object"]}, '{"a": 1}', {"a": 1}), ({"anyOf": [{"type": "string"}, {"type": "array"}]},
+                                                             "[1, 2]", [1, 2]),
+    ({"type": "number"}, "5", 5), ({"type": "number"}, "5.0", 5.0), ({"type": "short"}, "3", 3),
+    ({"type": "varchar"}, "007", "007"), ({"type": "binary"}, "TRUE", True), ({}, "12", "12"),
+    ({"type": "integer"}, "[1]", [1]), ({"type": ["string", "null"]}, "null", None),
+])  # fmt: skip
+def test_hy_v4_types_values_in_its_readers_order(schema: dict[str, object], raw: str, value: object) -> None:
+    """Boolean, integer, number, then JSON for any other declared type (so a union holding a string still
+    reads an object), the string, and last JSON or a Python literal; a nullable parameter's null is null."""
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object",
+                                                                            "properties": {"v": schema}}}}]
+    text = f"<tool_calls><tool_call>f<arg_key>v</arg_key><arg_value>{raw}</arg_value></tool_call></tool_calls>"
+    assert calls_of(get_parser("hy_v4").parse(text, tools=tools)) == [("f", {"v": value})]
+
+
 def test_hy_v4_an_unterminated_wrapper_keeps_its_calls_with_an_error() -> None:
     got = get_parser("hy_v4").parse("<tool_calls><tool_call>get_time</tool_call>")
     assert (calls_of(got), got.errors) == ([("get_time", {})], ["no </tool_calls> (an unterminated block); calls kept"])

@@ -4,8 +4,9 @@
 
 and `<tool_call>NAME</tool_call>` without arguments (Hy3's `<tool_sep>` is gone). Every structural token may
 carry the checkpoint's suffix (`<tool_call:opensource>`); any suffix is read. Values are raw text typed by
-the tool schema, with the type names vLLM's reader accepts besides JSON Schema's (`int`, `uint32`, `float`,
-`bool`, `list`, `dict`, …); a repeated key keeps its last value. Markup that does not follow the grammar
+the tool schema, with the type names and the order vLLM's reader uses (`int`, `uint32`, `double`, `bool`, `list`,
+`dict`, …; a union holding a string still reads a JSON object or array as one); a repeated key keeps its
+last value. Markup that does not follow the grammar
 (an unclosed call, text between a value and the call's end, a call outside a wrapper, a closer before its
 opener) is no call: it stays in the content, with an error, as vLLM's strict reader returns it; the
 well-formed calls next to it are read (docs/parser-policies.md, "broken calls"). Reasoning:
@@ -14,6 +15,9 @@ well-formed calls next to it are read (docs/parser-policies.md, "broken calls").
 
 from __future__ import annotations
 
+import ast
+import json
+import math
 import re
 from typing import Any, ClassVar
 
@@ -21,7 +25,7 @@ from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.end_of_turn import END_OF_TURN
 from wtb_local.formats.parsers._common import (
     TRUNCATED,
-    coerce_value,
+    _to_json_value,
     dumps_arguments,
     is_truncated,
     join_content,
@@ -48,32 +52,73 @@ _PAIR = re.compile(_tok("arg_key") + r"(?P<key>.*?)" + _tok("arg_key", True) + r
                    + r"(?P<value>.*?)" + _tok("arg_value", True) + r"\s*", re.DOTALL)
 _ANY = re.compile(r"</?(?:tool_calls|tool_call|arg_key|arg_value)" + _SFX)
 
-# type names vLLM's Hy4 reader maps onto JSON Schema's (matched as a prefix, lowercased)
-_ALIASES = (("str", "string"), ("text", "string"), ("uint", "integer"), ("int", "integer"), ("long", "integer"),
-            ("float", "number"), ("double", "number"), ("num", "number"), ("bool", "boolean"), ("list", "array"),
-            ("arr", "array"), ("dict", "object"), ("obj", "object"), ("map", "object"), ("null", "null"))
-_STANDARD = frozenset({"string", "integer", "number", "boolean", "array", "object", "null"})
+# Type names Hy4's tools use besides JSON Schema's, as vLLM's Hy4 reader maps them: exact names, then prefixes.
+_ALIASES = {"str": "string", "text": "string", "varchar": "string", "char": "string", "enum": "string",
+            "bool": "boolean", "binary": "boolean", "int": "integer", "float": "number", "double": "number",
+            "list": "array", "dict": "object", "map": "object"}
+_INTEGER_PREFIXES = ("int", "uint", "long", "short", "unsigned")
+_NUMBER_PREFIXES = ("num", "float")
+_BASIC = frozenset({"string", "boolean", "integer", "number"})
 
 
-def _normal_type(kind: Any) -> Any:
-    if not isinstance(kind, str) or kind in _STANDARD:
-        return kind
+def _normal_type(kind: str) -> str:
+    if kind in _ALIASES:
+        return _ALIASES[kind]
     low = kind.lower()
-    return next((std for prefix, std in _ALIASES if low.startswith(prefix)), kind)
+    if low.startswith(_INTEGER_PREFIXES):
+        return "integer"
+    return "number" if low.startswith(_NUMBER_PREFIXES) else kind
 
 
-def _normal_schema(schema: Any) -> Any:
+def _types(schema: Any) -> set[str]:
+    """The parameter's types, aliases normalised, null left out; a schema without a type is a string."""
     if not isinstance(schema, dict):
-        return schema
-    out = dict(schema)
+        return {"string"}
     kind = schema.get("type")
-    out["type"] = [_normal_type(k) for k in kind] if isinstance(kind, list) else _normal_type(kind)
-    if kind is None:
-        del out["type"]
-    for key in ("anyOf", "oneOf"):
-        if isinstance(schema.get(key), list):
-            out[key] = [_normal_schema(s) for s in schema[key]]
-    return out
+    if isinstance(kind, list):
+        options: list[Any] = [{"type": k} for k in kind]
+    elif kind is not None:
+        options = [schema]
+    else:
+        options = schema.get("anyOf") or schema.get("oneOf") or [{"type": "string"}]
+    found = {_normal_type(str(o.get("type", "string"))) for o in options if isinstance(o, dict)}
+    return found - {"null"}
+
+
+def _value(raw: str, schema: Any) -> Any:
+    """One raw value typed as Hy4's reader types it: boolean, integer, number (a float when written with a
+    point or an exponent), then JSON for any other declared type, then the string; with no string type, JSON
+    or a Python literal, else the text. A non-finite number stays text (docs/parser-policies.md)."""
+    if raw.strip() == "null" and isinstance(schema, dict) and "null" in str(schema.get("type", schema)):
+        return None  # a nullable parameter's null (vLLM's reader keeps the text "null")
+    types = _types(schema)
+    low = raw.lower()
+    if "boolean" in types and low in ("true", "false"):
+        return low == "true"
+    if "integer" in types and re.fullmatch(r"\s*[+-]?\d+\s*", raw):
+        return int(raw)
+    if "number" in types:
+        try:
+            number = float(raw) if any(c in raw for c in ".eE") else int(raw)
+        except ValueError:
+            number = None
+        if number is not None and math.isfinite(number):
+            return number
+    if types - _BASIC:
+        try:
+            return json.loads(raw)
+        except ValueError:
+            pass
+    if "string" in types:
+        return raw
+    for loader in (json.loads, ast.literal_eval):
+        try:
+            value = loader(raw)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+        if not (isinstance(value, float) and not math.isfinite(value)):
+            return _to_json_value(value)
+    return raw
 
 
 class HyV4Parser(ToolParser):
@@ -166,7 +211,7 @@ class HyV4Parser(ToolParser):
             if pair is None:
                 return None
             key = pair.group("key").strip()
-            values[key] = coerce_value(pair.group("value"), _normal_schema(props.get(key)))
+            values[key] = _value(pair.group("value"), props.get(key))
             pos = pair.end()
         return ParsedCall(name=name.group("name"), arguments=dumps_arguments(values))
 
