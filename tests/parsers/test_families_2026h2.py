@@ -82,7 +82,9 @@ class TestLing3(ParserConformance):
 
 
 def test_ling3_thinking_switch() -> None:
-    """Ling 3 thinks by default: a prompt that opened the block leaves tag-less text as reasoning."""
+    """Ling 3 thinks by default: the prompt opened the block, so tag-less text is reasoning unless thinking is
+    switched off."""
+    assert get_parser("ling3").parse("still thinking").reasoning == "still thinking"
     assert get_parser("ling3", thinking=True).parse("still thinking").reasoning == "still thinking"
     assert get_parser("ling3", thinking=False).parse("an answer").content == "an answer"
 

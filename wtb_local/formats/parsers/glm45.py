@@ -55,7 +55,7 @@ class Glm45Parser(ToolParser):
         self, text: str, *, tools: list[dict[str, Any]] | None = None, finish_reason: str | None = None
     ) -> ParseResult:
         text = strip_end_tokens(text or "")
-        reasoning, rest = split_reasoning(text, thinking=self.options.get("thinking"),
+        reasoning, rest = split_reasoning(text, thinking=self.options.get("thinking", getattr(self, "thinking", None)),
                                           call_markers=(self.open_tag,))
         schemas = tool_schemas(tools)
         content: list[str] = []

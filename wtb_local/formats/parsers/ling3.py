@@ -4,14 +4,16 @@
 
 with or without a newline after the name, `<tool_call>NAME</tool_call>` without arguments, values typed by
 the tool schema (formats/parsers/glm47.py). Reasoning: `<think>…</think>`, on unless `enable_thinking` /
-`thinking` is false; a prompt that opened the block leaves a reply cut mid-thought as reasoning
-(`thinking=True`, as for every family).
+`thinking` is false, and then the prompt opens the block: a reply is read as starting inside it by default
+(as vLLM's `ling3` reasoning parser reads it), so one cut mid-thought is reasoning; `thinking=False` reads
+it as an answer.
 """
 
 from __future__ import annotations
 
 from typing import ClassVar
 
+from wtb_local.contract.schema import ParsedCall
 from wtb_local.formats.parsers.glm47 import Glm47Parser
 
 
@@ -22,3 +24,8 @@ class Ling3Parser(Glm47Parser):
     model_patterns: ClassVar[tuple[str, ...]] = (r"inclusionai/ling-3", r"(^|/)ling-?3(\.\d+)?-", r"(^|/)ring-?3(\.\d+)?-")
     template_markers: ClassVar[tuple[str, ...]] = ()  # no template of its own is public; the GLM-4.7 markers select glm47, which reads the same
     priority = 1
+    thinking: ClassVar[bool] = True  # thinking is on by default and the prompt opens the block
+
+    def format(self, content: str | None, tool_calls: list[ParsedCall], reasoning: str | None = None) -> str:
+        # the block is always there: closed empty when there is no reasoning, as after an opened prompt
+        return super().format(content, tool_calls, reasoning if reasoning is not None else "")
