@@ -414,3 +414,12 @@ def test_a_non_finite_number_stays_the_text_the_model_wrote(parser: str) -> None
     assert [(c.name, json.loads(c.arguments)) for c in got.tool_calls] == [
         ("f", {"a": "inf", "b": "-inf", "c": "nan", "d": 1.5})], text
     assert "Infinity" not in got.tool_calls[0].arguments and "NaN" not in got.tool_calls[0].arguments
+
+
+def test_a_prompt_ending_in_plamos_think_opener_opens_reasoning() -> None:
+    """formats/reasoning_blocks.py knows PLaMo 3's block, so a step whose prompt ends with its opener is read as
+    starting inside the reasoning (the per-step pre-fill), and one closing it empty as thinking off."""
+    from wtb_local.formats.reasoning_blocks import empty_at_end, open_at_end
+
+    assert open_at_end(f"assistant{THINK_OPEN}") == THINK_OPEN
+    assert empty_at_end(f"assistant{THINK_OPEN}{THINK_CLOSE}") == (THINK_OPEN, THINK_CLOSE)
