@@ -104,3 +104,16 @@ def test_list_shows_each_parsers_vllm_name_and_the_aliases() -> None:
     assert f"{len(parser_names())} parsers; --parser also takes vLLM's names: " in out
     assert all(f"{alias} ({name})" in out for alias, name in parser_aliases().items())
     assert "openai (gpt_oss)" in out
+
+
+def test_list_shows_what_serves_each_engine_name() -> None:
+    """formats/parsers/_engine_names.py: every vLLM 0.34 and SGLang 0.5.23 name with the parser serving it."""
+    code, out = run(["parsers", "list"])
+    assert code == 0
+    vllm = next(line for line in out.splitlines() if line.startswith("vLLM 0.34.0 tool parsers"))
+    sglang = next(line for line in out.splitlines() if line.startswith("SGLang 0.5.23 tool parsers"))
+    assert "(62 names, " in vllm and "(44 names, " in sglang
+    for shown in ("qwen3_json -> hermes", "granite_toolcall_parser -> granite42", "zaya_xml -> zaya", "hy_v4,"):
+        assert shown in vllm, shown
+    for shown in ("nanbeige -> qwen3_coder", "interns1 -> internlm", "hunyuan -> hy_v3", "gpt-oss -> gpt_oss"):
+        assert shown in sglang, shown

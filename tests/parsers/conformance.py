@@ -113,6 +113,12 @@ def real_outputs(parser_name: str) -> list[tuple[str, str, dict[str, Any], list[
             kwargs = {"options": gemma.OPTIONS.get(line, {}), "tools": sample.get("tools"),
                       "finish_reason": gemma.FINISH.get(line, "stop")}
             found.append((f"2026/gemma-qwen35-olmo.jsonl:{line}", sample["text"], kwargs, sample["expected_calls"]))
+    from tests.parsers import test_samples_2026h2 as fam_b  # second-half 2026, group B
+
+    for line, sample in sorted(fam_b.SAMPLES.items()):
+        if fam_b.parser_name(sample) == parser_name and line not in fam_b.OURS:
+            kwargs = {"options": fam_b.options(sample), "tools": fam_b.tools_of(sample), "finish_reason": "stop"}
+            found.append((f"2026h2/fam_b_samples.jsonl:{line}", sample["text"], kwargs, sample["expected_calls"]))
     return found
 
 

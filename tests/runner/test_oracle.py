@@ -56,6 +56,26 @@ REPRESENTATIVE = {
     "longcat": "meituan-longcat/LongCat-Flash-Chat",
     "minimax_m3": "MiniMaxAI/MiniMax-M3",
     "poolside_v1": "poolside/Laguna-XS.2",
+    # second half of 2026 (ids the format collection's sources name; where none does, an id of the
+    # family's published naming that the parser's pattern selects: plamo3, spark25, ripple, step5, beam)
+    "hy_v4": "tencent/Hy4-preview",
+    "ling3": "inclusionAI/Ling-3.0-flash",
+    "plamo3": "pfnet/plamo-3-chat",
+    "mimo": "XiaomiMiMo/MiMo-V2.5",
+    "dots": "dots-studio/dots3-note-prev",
+    "granite42": "ibm-granite/granite-4.2-8b",
+    "zaya": "Zyphra/ZAYA1-8B",
+    "ripple": "ricursive/ripple-chat",
+    "step5": "stepfun-ai/Step-5",
+    "beam": "beam/beam-chat",
+    "trinity": "arcee-ai/Trinity-Large-Thinking",
+    "spark25": "spark/spark-2.5-chat",
+    "iquest_q1": "IQuestLab/IQuest-Q1",
+    "internlm": "internlm/Intern-S1",
+    "gigachat35": "ai-sage/GigaChat3.5-432B-A28B",
+    "jamba": "ai21labs/AI21-Jamba-Mini-1.7",
+    "granite_20b_fc": "ibm-granite/granite-20b-functioncalling",
+    "step3": "stepfun-ai/step3",
 }
 
 

@@ -105,8 +105,10 @@ def test_every_template_is_covered() -> None:
     # files), or has none at hand
     from tests.runner.test_oracle_templates_deepseek_glm_kimi_minimax import PARSERS as FAM_A_2026
 
+    from tests.runner.test_oracle_templates_2026h2 import PARSERS as FAM_B_2026H2
+
     covered = ({parser for parser, _ in EXPECTED.values()} | {p for p, _ in gemma_qwen35.EXPECTED.values()}
-               | FAM_A_2026)
+               | FAM_A_2026 | FAM_B_2026H2)
     assert sorted(covered | gemma_qwen35.WITHOUT_TEMPLATE) == sorted(parser_names())
 
 

@@ -41,6 +41,30 @@ def list_parsers() -> None:
     click.echo(f"{len(parser_names())} parsers; --parser also takes vLLM's names: "
                + ", ".join(f"{alias} ({name})" for alias, name in parser_aliases().items()))
     click.echo(_vllm_line())
+    for line in _engine_lines():
+        click.echo(line)
+
+
+def _engine_lines() -> list[str]:
+    """For each tool-parser name vLLM and SGLang register (the releases formats/parsers/_engine_names.py
+    lists), the parser of ours that serves it."""
+    from wtb_local.formats.parsers._engine_names import (  # deferred: start-up (--help)
+        SGLANG_TOOL_PARSERS,
+        SGLANG_VERSION,
+        VLLM_TOOL_PARSERS,
+        VLLM_VERSION,
+        served_by,
+    )
+
+    lines = []
+    for engine, label, version, names in (("vllm", "vLLM", VLLM_VERSION, list(VLLM_TOOL_PARSERS)),
+                                          ("sglang", "SGLang", SGLANG_VERSION, list(SGLANG_TOOL_PARSERS))):
+        served = {name: served_by(engine, name) for name in names}
+        shown = ", ".join(name if ours == name else f"{name} -> {ours or 'not served'}"
+                          for name, ours in served.items())
+        count = sum(ours is not None for ours in served.values())
+        lines.append(f"{label} {version} tool parsers ({len(names)} names, {count} served here): {shown}")
+    return lines
 
 
 def _vllm_line() -> str:

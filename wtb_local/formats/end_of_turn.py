@@ -30,6 +30,9 @@ END_OF_TURN: tuple[str, ...] = (
     "<|message_sep|>",                                        # GigaChat3
     "<｜hy_eos:opensource｜>", "<｜hy_eos｜>",                  # Hy3
     "</assistant>", "〈|EOS|〉",                               # Poolside Laguna
+    # second-half 2026 families (docs/parsers-and-templates.md, "Second-half 2026 families")
+    "<|plamo:tag|>",                                          # PLaMo 3
+    "<|iquest_end|>",                                         # IQuest-Q1
 )  # fmt: skip
 
 

@@ -21,6 +21,7 @@ BLOCKS: tuple[tuple[str, str], ...] = (
     ("<|START_THINKING|>", "<|END_THINKING|>"),           # Cohere Command
     ("<|open|>think<|sep|>", "<|close|>think<|sep|>"),    # Kimi-K3
     ("<|channel>thought", "<channel|>"),                  # Gemma 4 (a pair of tokens around the thought channel)
+    ("<|plamo:begin_think:plamo|>", "<|plamo:end_think:plamo|>"),  # PLaMo 3
 )  # fmt: skip
 
 _TAG = re.compile(r"<(?P<tag>[A-Za-z][\w:-]*)>")

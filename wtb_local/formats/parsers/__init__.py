@@ -68,6 +68,13 @@ def parser_class(name: str) -> type[ToolParser]:
     if owners:
         raise ValueError(f"vLLM parser {name!r} is mirrored by several parsers ({', '.join(owners)}); "
                          "pass one of them")
+    # --- second-half 2026 names: vLLM's second names and SGLang's names (formats/parsers/_engine_names.py)
+    from wtb_local.formats.parsers._engine_names import VLLM_ALIASES, sglang_alias  # deferred: start-up
+
+    alias = VLLM_ALIASES.get(name) or sglang_alias(name)
+    if alias in _registry():
+        return _registry()[alias]
+    # --- end of the second-half 2026 block
     raise ValueError(f"unknown parser {name!r}; known parsers: {', '.join(parser_names())}")
 
 
@@ -151,6 +158,12 @@ _MODEL_TYPES = {
     "minimaxm3": "minimax_m3",
     "longcatflash": "longcat",
     "cohere2moe": "cohere_command",
+    # second-half 2026 families and the older engine formats (architectures their sources name)
+    "step5": "step5",
+    "ricursive": "ripple",
+    "jamba": "jamba",
+    "interns1": "internlm",
+    "internlm2": "internlm",
 }
 _HEADS = ("forcausallm", "forconditionalgeneration", "model")
 

@@ -304,14 +304,17 @@ def _parse(parser: Any, text: str, tools: list[dict[str, Any]] | None) -> list[P
         return []
 
 
-def _written_so(parser: Any, calls: list[ParsedCall], text: str) -> int:
+def _written_so(parser: Any, calls: list[ParsedCall], text: str) -> tuple[int, int]:
     """How closely the parser's own rendering of these calls is in the text: 2 byte for byte, 1 whitespace
-    aside, 0 not at all (GLM-4.7 writes GLM-4.5's calls without the newlines: both read either)."""
+    aside, 0 not at all (GLM-4.7 writes GLM-4.5's calls without the newlines: both read either); then the
+    rendering's length, so that of two renderings in the text the fuller one names it (Hy4 wraps GLM-4.7's
+    calls in <tool_calls>: both are in Hy4's text)."""
     try:
         written = _call_text(parser, calls)
-        return 2 if written in text else 1 if _squeezed(written) in _squeezed(text) else 0
+        level = 2 if written in text else 1 if _squeezed(written) in _squeezed(text) else 0
+        return level, len(_squeezed(written)) if level else 0
     except Exception:  # noqa: BLE001
-        return 0
+        return 0, 0
 
 
 def _foreign(text: str, candidates: Iterable[tuple[Shape, Any]], tools: list[dict[str, Any]] | None,
@@ -327,7 +330,8 @@ def _foreign(text: str, candidates: Iterable[tuple[Shape, Any]], tools: list[dic
         count = fresh([_key(call) for call in calls])
         if not count:
             continue
-        rank = (-count, -_written_so(parser, calls, text), shape.priority, shape.name)
+        level, length = _written_so(parser, calls, text)
+        rank = (-count, -level, -length, shape.priority, shape.name)
         if best is None or rank < best[0]:
             best = (rank, shape.name, count)
     return FormatDeviation(kind=FORMAT_PREFIX + best[1], calls=best[2]) if best else None

@@ -44,34 +44,45 @@ class Glm45Parser(ToolParser):
     priority = 5  # its template also mentions <tool_call>
     # what a function name may look like (anything else is a broken call, kept as text with an error)
     name_pattern: ClassVar[re.Pattern[str]] = re.compile(r"[^\s<>]+")
+    # the call wrapper (IQuest-Q1 writes <iquest_tool_call>); subclasses of other families change it
+    open_tag: ClassVar[str] = OPEN
+    close_tag: ClassVar[str] = CLOSE
+    # an unbalanced <arg_key>/<arg_value> block: False keeps the call with the readable pairs (and an
+    # error); True keeps the block as text with an error, no call (IQuest-Q1, as SGLang reads it)
+    unbalanced_is_text: ClassVar[bool] = False
 
     def parse(
         self, text: str, *, tools: list[dict[str, Any]] | None = None, finish_reason: str | None = None
     ) -> ParseResult:
         text = strip_end_tokens(text or "")
-        reasoning, rest = split_reasoning(text, thinking=self.options.get("thinking"), call_markers=(OPEN,))
+        reasoning, rest = split_reasoning(text, thinking=self.options.get("thinking", getattr(self, "thinking", None)),
+                                          call_markers=(self.open_tag,))
         schemas = tool_schemas(tools)
         content: list[str] = []
         calls: list[ParsedCall] = []
         errors: list[str] = []
         pos = 0
         while True:
-            start = rest.find(OPEN, pos)
+            start = rest.find(self.open_tag, pos)
             if start < 0:
                 content.append(rest[pos:])
                 break
             content.append(rest[pos:start])
-            body_start = start + len(OPEN)
-            end = rest.find(CLOSE, body_start)
+            body_start = start + len(self.open_tag)
+            end = rest.find(self.close_tag, body_start)
             body = rest[body_start:end] if end >= 0 else rest[body_start:]
-            pos = end + len(CLOSE) if end >= 0 else len(rest)
+            pos = end + len(self.close_tag) if end >= 0 else len(rest)
             if end < 0 and is_truncated(finish_reason):
-                errors.append(f"{TRUNCATED}: <tool_call> block cut off at the token limit")
+                errors.append(f"{TRUNCATED}: {self.open_tag} block cut off at the token limit")
                 continue
             name = body[: _NAME_END.search(body).start()].strip()
             leftover = _PAIR.sub("", body)
             if not self.name_pattern.fullmatch(name or " "):
                 errors.append("tool call block without a function name")
+                content.append(rest[start:pos])
+                continue
+            if self.unbalanced_is_text and ("<arg_key>" in leftover or "<arg_value>" in leftover):
+                errors.append(f"call {name!r}: unbalanced <arg_key>/<arg_value> tags; the block is kept as text")
                 content.append(rest[start:pos])
                 continue
             if "<arg_key>" in leftover or "<arg_value>" in leftover:
@@ -80,13 +91,17 @@ class Glm45Parser(ToolParser):
                 )
             props = schemas.get(name, {}).get("properties")
             props = props if isinstance(props, dict) else {}
-            args = {key.strip(): _typed(value, props.get(key.strip())) for key, value in _PAIR.findall(body)}
+            args = {key.strip(): self.typed(value, props.get(key.strip())) for key, value in _PAIR.findall(body)}
             calls.append(ParsedCall(name=name, arguments=dumps_arguments(args)))
             if end < 0:
-                errors.append(f"call {name!r}: no {CLOSE} (an unterminated block); call kept")
+                errors.append(f"call {name!r}: no {self.close_tag} (an unterminated block); call kept")
         return ParseResult(
             reasoning=reasoning, content=join_content(content), tool_calls=calls, errors=errors
         )
+
+    def typed(self, raw: str, schema: dict[str, Any] | None) -> Any:
+        """One raw value typed by its parameter's schema (a family may read a type its own way)."""
+        return _typed(raw, schema)
 
     def format(self, content: str | None, tool_calls: list[ParsedCall], reasoning: str | None = None) -> str:
         parts = []

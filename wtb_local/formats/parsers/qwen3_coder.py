@@ -42,8 +42,9 @@ def function_text(call: ParsedCall, *, value_newlines: bool) -> str:
 class Qwen3CoderParser(ToolParser):
     name = "qwen3_coder"
     vllm_names = ("qwen3_coder",)
-    families = ("Qwen3-Coder", "Qwen3.5", "Qwen3.6", "Qwen3.8", "Nemotron 3 Nano/Ultra/Omni")
-    model_patterns = (r"qwen3-coder", r"qwen3\.[5-9]", r"nemotron-3-(?:nano|ultra|omni)")
+    families = ("Qwen3-Coder", "Qwen3.5", "Qwen3.6", "Qwen3.8", "Nemotron 3 Nano/Ultra/Omni", "Nanbeige4.2")
+    model_patterns = (r"qwen3-coder", r"qwen3\.[5-9]", r"nemotron-3-(?:nano|ultra|omni)",
+                      r"nanbeige")  # Nanbeige: SGLang serves it with the Qwen3-Coder detector
     # Qwen's templates join strings with +, Nemotron 3's with ~
     template_markers = ("<function=' + tool_call.name", "<function=' ~ tool_call.name")
     priority = 1  # Qwen3-Coder ids also match the generic Qwen3 (hermes) patterns

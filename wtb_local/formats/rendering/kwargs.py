@@ -31,6 +31,10 @@ _FAMILY_SWITCHES: tuple[tuple[str, str], ...] = (
     (r"granite-3\.[23]", "thinking"),
     (r"seed-oss", "thinking_budget"),
     (r"gpt-oss", "reasoning_effort"),
+    # second-half 2026 families: the switch their vLLM reasoning parsers read (docs/parsers-and-templates.md)
+    (r"mimo-v2", "enable_thinking"),
+    (r"ling-?3", "enable_thinking"),
+    (r"plamo-?3", "enable_thinking"),
 )
 
 # `thinking` as a template variable; `message.thinking is defined` (LFM2.5 reads a message field) is not one
