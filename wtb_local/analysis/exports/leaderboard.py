@@ -16,7 +16,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from wtb_local.analysis.exports.source import ExportError, ExportRun, run_status
+from wtb_local.analysis.exports.registry import Exported, ExportError, Target
+from wtb_local.analysis.exports.source import ExportRun, run_status
 from wtb_local.analysis.reports.present import RELEASE_SESSIONS
 from wtb_local.benchmark.protocols.registry import default_scoring
 
@@ -102,4 +103,23 @@ def write_leaderboard(rows: list[dict[str, Any]], file: str | Path) -> Path:
     return path
 
 
-__all__ = ["COLUMNS", "RELEASE_TASKS", "differences", "leaderboard_row", "refusal", "write_leaderboard"]
+class LeaderboardExporter:
+    """`--to leaderboard DEST`: every run's row into one file (registry.py's interface)."""
+
+    def __init__(self, target: Target) -> None:
+        self.dest = str(target.dest)
+
+    def check(self) -> None:
+        """Nothing to reach: the file is written after every row is built."""
+
+    def export(self, runs: list[ExportRun]) -> list[Exported]:
+        rows = [leaderboard_row(run) for run in runs]
+        path = write_leaderboard(rows, self.dest)
+        exported = []
+        for row, run in zip(rows, runs, strict=True):
+            marked = row["submission"] + (f" ({'; '.join(row['differs'])})" if row["differs"] else "")
+            exported.append(Exported(run.label, f"{marked}: {path}", list(row["not_carried"])))
+        return exported
+
+
+__all__ = ["COLUMNS", "LeaderboardExporter", "RELEASE_TASKS", "differences", "leaderboard_row", "refusal", "write_leaderboard"]
