@@ -123,7 +123,7 @@ def _probe_store(uri: str, experiment: str, timeout: float, folder: bool) -> Non
         with _quick_client_requests(timeout):
             MlflowClient(tracking_uri=uri).get_experiment_by_name(experiment)
     except Exception as exc:  # noqa: BLE001 (MLflow raises its own and its stores' errors: each is said)
-        text = " ".join(str(exc).split())[:300] or type(exc).__name__
+        text = " ".join(str(exc).split()).split(". ")[0][:300].rstrip(".") or type(exc).__name__  # its first sentence
         if folder:
             where = Path(urlsplit(uri).path if uri.startswith("file:") else uri)
             raise _refuse(uri, f"a folder{'' if where.is_dir() else ' (not there)'} as the store, which the "
