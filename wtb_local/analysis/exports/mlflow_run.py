@@ -10,9 +10,14 @@ parameters cannot change once logged; a changed one is named, never silently dro
 from __future__ import annotations
 
 import datetime as dt
+import io
 import json
+import logging
 import math
+import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 from typing import Any
 
@@ -194,6 +199,26 @@ def export_mlflow(runs: list[ExportRun], tracking_uri: str,
     return outcome
 
 
+class _MaskingFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg, record.args = mask_text(record.getMessage()), None
+        return True
+
+
+@contextmanager
+def _masked_logs() -> Iterator[None]:
+    """MLflow's log lines (its handlers, and the root's) with every URL's credentials masked."""
+    masking = _MaskingFilter()
+    handlers = {*logging.getLogger("mlflow").handlers, *logging.getLogger().handlers}
+    for handler in handlers:
+        handler.addFilter(masking)
+    try:
+        yield
+    finally:
+        for handler in handlers:
+            handler.removeFilter(masking)
+
+
 class MlflowExporter:
     """`--to mlflow --tracking-uri URI` and `run --mlflow-uri URI` (registry.py's interface): the URI is
     probed before any run is read (tracker.py); an error of MLflow's client during the export is one line,
@@ -215,11 +240,15 @@ class MlflowExporter:
     def export(self, runs: list[ExportRun]) -> list[Exported]:
         from mlflow.exceptions import MlflowException
 
+        printed = io.StringIO()  # MLflow's client prints each run's link, credentials and all: masked here
         try:
-            outcome = export_mlflow(runs, self.uri, self.experiment)
+            with redirect_stdout(printed), _masked_logs():
+                outcome = export_mlflow(runs, self.uri, self.experiment)
         except (MlflowException, OSError) as exc:  # the server went away, refused or erred mid-export
             text = " ".join(str(exc).split())[:300] or type(exc).__name__
             raise ExportError(f"{self.option} {mask_url(self.uri)}: not logged ({mask_text(text)})") from None
+        finally:
+            sys.stdout.write(mask_text(printed.getvalue()))
         where = f"in experiment {self.experiment} at {mask_url(self.uri)}"
         return [Exported(run.label, f"run {run_id} {how} {where}", missing)
                 for (run_id, how, missing), run in zip(outcome, runs, strict=True)]
