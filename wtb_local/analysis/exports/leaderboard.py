@@ -18,13 +18,13 @@ from typing import Any
 
 from wtb_local.analysis.exports.registry import Exported, ExportError, Target
 from wtb_local.analysis.exports.source import ExportRun, run_status
+from wtb_local.analysis.reports.columns import keys_of
 from wtb_local.analysis.reports.present import RELEASE_SESSIONS
 from wtb_local.benchmark.protocols.registry import default_scoring
 
 RELEASE_TASKS = 4 * RELEASE_SESSIONS
-# the leaderboard's columns, named as the paper's Table 6 CSV names them
-COLUMNS = ("single", "multi", "clarify", "chat", "order1", "order2", "order3", "order4", "task_acc",
-           "session_acc")
+# the leaderboard's columns: the paper's Table 6, named as its CSV names them (analysis/reports/columns.py)
+COLUMNS = keys_of("table6")
 
 
 def refusal(run: ExportRun) -> str | None:

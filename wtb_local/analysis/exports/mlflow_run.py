@@ -23,6 +23,7 @@ from typing import Any
 
 from wtb_local.analysis.exports.registry import Exported, ExportError, Target
 from wtb_local.analysis.exports.source import ExportRun, masked, run_status
+from wtb_local.analysis.reports.columns import columns_of
 from wtb_local.contract.secrets import mask_text, mask_url
 
 DEFAULT_EXPERIMENT = "wtb_local"
@@ -31,9 +32,7 @@ RUN_TAG = "wtb_local.run"  # the run's key, shared by the run's record and its r
 SCORE_SET_TAG = "wtb_local.score_set"  # `score` (the run's own scoring) or `score-<checker>`
 # how a run's recorded end reads as an MLflow run status
 _STATUS = {"complete": "FINISHED", "interrupted": "KILLED", "incomplete": "KILLED", "failed": "FAILED"}
-_HEALTH = ("tasks", "steps", "parse_failure_pct", "length_steps", "length_in_reasoning", "calls_in_reasoning",
-           "format_deviations", "failed_requests", "prompt_tokens_per_task", "generated_tokens_per_task",
-           "latency_mean_s", "latency_p95_s", "wall_s")
+_HEALTH = tuple(c.key for c in columns_of("health") if c.exported)  # the numeric health figures
 
 
 def _flatten(prefix: str, value: Any, out: dict[str, str]) -> None:
