@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from wtb_local.contract.secrets import mask_url
 from wtb_local.run import RunError, run_job
 from wtb_local.run.errors import InternalErrors
 from wtb_local.run.loop.stopping import RunInterrupted
@@ -94,7 +95,6 @@ def _export(exporters: list[tuple[str, str, Any]], run_dir: Any) -> None:
     that fails now is one line and exit 1, naming the `export` command that logs it later; the run
     directory is complete either way."""
     from wtb_local.cli.export import export_runs  # deferred: start-up (only with an export option)
-    from wtb_local.contract.secrets import mask_url
 
     for name, uri, exporter in exporters:
         try:

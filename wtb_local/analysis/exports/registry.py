@@ -12,12 +12,9 @@ import importlib
 import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import Any, Protocol
 
 from wtb_local.contract.install_command import install_command
-
-if TYPE_CHECKING:
-    from wtb_local.analysis.exports.source import ExportRun
 
 
 class ExportError(ValueError):
@@ -48,8 +45,9 @@ class Exporter(Protocol):
     def check(self) -> None:
         """Before any run is read: refuse (ExportError, one line) what cannot work."""
 
-    def export(self, runs: list[ExportRun]) -> list[Exported]:
-        """Write each run's record; one `Exported` per run, in order."""
+    def export(self, runs: list[Any]) -> list[Exported]:
+        """Write each run's record (runs: source.py's ExportRun, one per score set); one `Exported` per run,
+        in order."""
 
 
 @dataclass(frozen=True)
