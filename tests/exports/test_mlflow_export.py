@@ -222,8 +222,8 @@ def test_export_to_a_tracker_that_cannot_take_it_is_one_line_before_any_work(tmp
     demo.mkdir()
     uri, why = {
         "refused": (f"http://127.0.0.1:{_refused_port()}", "connection refused; start the server or correct the URI"),
-        "unresolvable": ("http://no-such-host.invalid:5000", "its host name does not resolve; start the server or "
-                                                             "correct the URI"),
+        "unresolvable": ("http://no-such-host.invalid:5000", ("its host name does not resolve; start the server or "
+                                                             "correct the URI")),
         "folder": (str(tmp_path / "mlruns"), "a folder (not there) as the store, which the installed MLflow "),
     }[how]
     started = time.monotonic()

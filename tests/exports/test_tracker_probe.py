@@ -34,7 +34,7 @@ def stand_in() -> Iterator[tuple[str, list[dict[str, str]], dict[str, object]]]:
     answer: dict[str, object] = {"status": 404, "body": json.dumps({"error_code": "RESOURCE_DOES_NOT_EXIST"})}
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        def do_GET(self) -> None:
             seen.append({"path": self.path, "auth": self.headers.get("Authorization", "")})
             if answer.get("stall"):
                 time.sleep(float(answer["stall"]))  # type: ignore[arg-type]
@@ -86,11 +86,11 @@ def test_an_mlflow_server_passes_and_gets_the_credentials_as_basic_auth(stand_in
 
 
 @pytest.mark.parametrize(("status", "body", "why"), [
-    (401, "", "the server refused the credentials (HTTP 401); give the account's user and password in the URI "
-              "or in MLFLOW_TRACKING_USERNAME/MLFLOW_TRACKING_PASSWORD, or MLFLOW_TRACKING_TOKEN"),
+    (401, "", ("the server refused the credentials (HTTP 401); give the account's user and password in the URI "
+              "or in MLFLOW_TRACKING_USERNAME/MLFLOW_TRACKING_PASSWORD, or MLFLOW_TRACKING_TOKEN")),
     (503, "", "the server answered HTTP 503; check the tracking server's log"),
-    (404, "<html>not found</html>", "no MLflow tracking server there (HTTP 404 on its REST API); give the "
-                                    "tracking server's address (the URL `mlflow server` prints)"),
+    (404, "<html>not found</html>", ("no MLflow tracking server there (HTTP 404 on its REST API); give the "
+                                    "tracking server's address (the URL `mlflow server` prints)")),
 ])
 def test_a_server_that_cannot_take_the_export_is_one_line(stand_in, status: int, body: str, why: str) -> None:
     uri, _, answer = stand_in

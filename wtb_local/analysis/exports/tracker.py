@@ -58,7 +58,7 @@ def _probe_server(uri: str, experiment: str, timeout: float) -> None:
     url = f"{base}/api/2.0/mlflow/experiments/get-by-name?experiment_name={quote(experiment)}"
     request = urllib.request.Request(url, headers=headers)
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as reply:  # noqa: S310 (http/https only)
+        with urllib.request.urlopen(request, timeout=timeout) as reply:
             reply.read(1 << 16)
         return
     except urllib.error.HTTPError as exc:

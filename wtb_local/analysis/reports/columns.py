@@ -98,8 +98,8 @@ REPORT_COLUMNS: tuple[Column, ...] = (
            True),
           ("format_deviations", "format deviations",
            "steps with tool calls written outside the model's tool-call format", True),
-          ("failed_requests", "failed requests", "steps whose request got no reply (a fault of the run, not the "
-           "model's)", True),
+          ("failed_requests", "failed requests", ("steps whose request got no reply (a fault of the run, not the "
+           "model's)"), True),
           ("failed_reasons", "failure reasons", "why those requests failed", False),
           ("prompt_tokens_per_task", "prompt tok/task", "prompt tokens sent per task (mean)", True),
           ("generated_tokens_per_task", "generated tok/task", "tokens generated per task (mean)", True),
@@ -110,12 +110,12 @@ REPORT_COLUMNS: tuple[Column, ...] = (
     # versions a score depends on (the manifest's `versions`): MLflow tags carry the package versions instead
     *(Column(key, header, "versions", text, ("versions", *where))
       for key, header, text, where in (
-          ("engine", "engine", "what generated the completions (vllm, transformers, a server, or a replay of "
-           "recorded ones)", ("engine", "name")),
+          ("engine", "engine", ("what generated the completions (vllm, transformers, a server, or a replay of "
+           "recorded ones)"), ("engine", "name")),
           ("engine_version", "engine version", "that engine's version as the run recorded it", ("engine", "version")),
-          ("constrained", "constrained decoding", "whether decoding was constrained to the tool schema (vLLM's "
+          ("constrained", "constrained decoding", ("whether decoding was constrained to the tool schema (vLLM's "
            "strict tool calling or structured outputs), as the engine or server said it; unknown where a server "
-           "does not say", ("engine", "constrained_decoding")),
+           "does not say"), ("engine", "constrained_decoding")),
           ("parser", "parser", "the tool-call parser that read the completions", ("parser", "name")),
           ("parser_implementation", "parser implementation",
            "whose code that parser is: wtb_local's own, or the installed vLLM's (vllm:NAME)",
