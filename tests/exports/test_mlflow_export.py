@@ -22,7 +22,8 @@ import pytest
 
 from tests.exports.runs import VECTORS, metric_file, oracle_demo, recorded_run, rescored_run, wtb
 
-pytestmark = pytest.mark.export
+# the export tier's limit: the server's start-up and MLflow's import take tens of seconds on a loaded machine
+pytestmark = [pytest.mark.export, pytest.mark.timeout(300)]
 if os.environ.get("WTB_REQUIRE_EXPORT", "") != "1":  # set by the export stage of .ci/run
     pytest.importorskip("mlflow", reason="the export extra is not installed (pip install -e '.[export]')")
 
@@ -228,7 +229,8 @@ def test_export_to_a_tracker_that_cannot_take_it_is_one_line_before_any_work(tmp
     }[how]
     started = time.monotonic()
     done = wtb(["export", str(demo), "--to", "mlflow", "--tracking-uri", uri], tmp_path)
-    assert time.monotonic() - started < 10
+    # a server is probed without MLflow; a folder through MLflow's client, whose import is most of the time
+    assert time.monotonic() - started < (30 if how == "folder" else 10)
     assert done.returncode == 1 and done.stdout == ""
     (line,) = [line for line in done.stderr.splitlines() if not line.startswith("20")]  # MLflow's own log lines
     assert line.startswith(f"Error: --tracking-uri {uri}: {why}")
