@@ -75,7 +75,8 @@ def tags_of(run: ExportRun) -> dict[str, str]:
     facts = run.facts
     versions = run.section("wtb_local")
     tags = {KEY_TAG: run.key, RUN_TAG: run.run_key, SCORE_SET_TAG: run.score_set.name, "mlflow.runName": run.label,
-            "model": facts.model_id, "protocol": facts.protocol, "checker": facts.checker, "engine": str(run.config.get("backend") or "unknown"),
+            "model": facts.model_id, "protocol": facts.protocol, "checker": facts.checker,
+            "engine": str(run.config.get("backend") or "unknown"),
             "status": run_status(run), "dataset": str(run.section("dataset").get("source") or facts.dataset
                                                       or "unknown"),
             "run_dir": str(run.folder)}
