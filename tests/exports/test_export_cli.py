@@ -95,7 +95,8 @@ def test_the_exporters_are_one_registry_imported_only_when_used() -> None:
     from wtb_local.cli.export import export
 
     (to,) = [param for param in export.params if param.name == "target"]
-    assert list(to.type.choices) == list(EXPORTERS) == ["inspect", "mlflow", "leaderboard"]  # type: ignore[attr-defined]
+    choices = list(to.type.choices)  # type: ignore[attr-defined]
+    assert choices == list(EXPORTERS) == ["inspect", "mlflow", "leaderboard"]
     assert [entry.run_option for entry in EXPORTERS.values()] == [None, "mlflow_uri", None]
     code = ("import sys\nfrom wtb_local.analysis.exports.registry import EXPORTERS, Target\n"
             "exporter = EXPORTERS['leaderboard'].build(Target(dest='row.json'))\nexporter.check()\n"

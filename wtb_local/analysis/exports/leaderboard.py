@@ -122,4 +122,5 @@ class LeaderboardExporter:
         return exported
 
 
-__all__ = ["COLUMNS", "RELEASE_TASKS", "LeaderboardExporter", "differences", "leaderboard_row", "refusal", "write_leaderboard"]
+__all__ = ["COLUMNS", "RELEASE_TASKS", "LeaderboardExporter", "differences", "leaderboard_row", "refusal",
+           "write_leaderboard"]
