@@ -110,3 +110,21 @@ def older_manifest_run(tmp: Path) -> Path:
                     wtb_local_version="0.1.0")
     (out / "manifest.json").write_text(json.dumps(manifest))
     return out
+
+
+def rescored_run(tmp: Path) -> Path:
+    """The vectors' scripted replies (64 sessions) as a run of `Qwen/Qwen3-8B`, re-scored with the lenient
+    checker (`rescore --checker lenient`): the run's own strict score set and a lenient one whose figures
+    differ (AP 80.32 strict, 73.09 lenient)."""
+    out = tmp.resolve() / "runs" / "rescored"
+    done = wtb(["--model", "Qwen/Qwen3-8B", "--backend", "scripted", "--script", str(VECTORS / "script.jsonl"),
+                "--dataset", str(VECTORS / "dataset.jsonl"), "--out", str(out), "--progress", "none"], tmp)
+    assert done.returncode == 0, done.stderr
+    done = wtb(["rescore", str(out), "--checker", "lenient"], tmp)
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+def metric_file(run: Path, score_set: str = "score") -> dict:
+    """The metric file a score set's scorer wrote (`score`, or `score-lenient/score`)."""
+    return json.loads((run / score_set / "Qwen_Qwen3-8B" / "Wild-Tool-Bench_metric.json").read_text())

@@ -82,3 +82,26 @@ def test_export_help_imports_neither_package() -> None:
     assert done.returncode == 0, done.stderr
     assert "--tracking-uri" in done.stdout
     assert done.stdout.splitlines()[-1] == "[]"
+
+
+def test_the_exporters_are_one_registry_imported_only_when_used() -> None:
+    """`--to` offers the registry's exporters, in its order; building one imports only its own module (the
+    leaderboard needs neither inspect_ai nor mlflow)."""
+    import subprocess
+    import sys
+
+    from tests.exports.runs import ROOT
+    from wtb_local.analysis.exports.registry import EXPORTERS
+    from wtb_local.cli.export import export
+
+    (to,) = [param for param in export.params if param.name == "target"]
+    choices = list(to.type.choices)  # type: ignore[attr-defined]
+    assert choices == list(EXPORTERS) == ["inspect", "mlflow", "leaderboard"]
+    assert [entry.run_option for entry in EXPORTERS.values()] == [None, "mlflow_uri", None]
+    code = ("import sys\nfrom wtb_local.analysis.exports.registry import EXPORTERS, Target\n"
+            "exporter = EXPORTERS['leaderboard'].build(Target(dest='row.json'))\nexporter.check()\n"
+            "print(type(exporter).__name__, sorted(m for m in ('inspect_ai', 'mlflow') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=ROOT,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "LeaderboardExporter []"

@@ -20,9 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.exports.runs import VECTORS, oracle_demo, recorded_run, wtb
+from tests.exports.runs import VECTORS, metric_file, oracle_demo, recorded_run, rescored_run, wtb
 
-pytestmark = pytest.mark.export
+# the export tier's limit: the server's start-up and MLflow's import take tens of seconds on a loaded machine
+pytestmark = [pytest.mark.export, pytest.mark.timeout(300)]
 if os.environ.get("WTB_REQUIRE_EXPORT", "") != "1":  # set by the export stage of .ci/run
     pytest.importorskip("mlflow", reason="the export extra is not installed (pip install -e '.[export]')")
 
@@ -33,9 +34,13 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+STORE: dict[str, Path] = {}  # the server's store folder (its database and artifacts), for the secrets test
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     store = tmp_path_factory.mktemp("mlflow")
+    STORE["folder"] = store
     port = _free_port()
     mlflow = shutil.which("mlflow", path=os.path.dirname(sys.executable)) or "mlflow"
     log = (store / "server.log").open("w")
@@ -156,14 +161,117 @@ def test_run_logs_itself_with_mlflow_uri_outside_the_config_hash(server: str, tm
     assert new[0].data.metrics["tasks"] == 4.0
 
 
-def test_an_unreachable_server_is_one_line_and_the_run_is_kept(tmp_path: Path) -> None:
-    uri = f"http://127.0.0.1:{_free_port()}"
+def test_a_rescored_run_is_an_mlflow_run_per_score_set_and_twice_changes_nothing(server: str,
+                                                                                  tmp_path: Path) -> None:
+    from mlflow import MlflowClient
+
+    run = rescored_run(tmp_path)
+    before = {r.info.run_id for r in _runs(server)}
+    first = wtb(["export", str(run), "--to", "mlflow", "--tracking-uri", server], tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.count(" created in experiment wtb_local") == 2
+    new = {r.data.tags["mlflow.runName"]: r for r in _runs(server) if r.info.run_id not in before}
+    assert sorted(new) == ["Qwen_Qwen3-8B", "Qwen_Qwen3-8B [release-lenient]"]
+    client = MlflowClient(tracking_uri=server)
+    for label, metric, checker, score_set in (("Qwen_Qwen3-8B", metric_file(run), "strict", "score"),
+                                              ("Qwen_Qwen3-8B [release-lenient]",
+                                               metric_file(run, "score-lenient/score"), "lenient",
+                                               "score-lenient")):
+        tags, metrics = new[label].data.tags, new[label].data.metrics
+        assert (tags["checker"], tags["wtb_local.score_set"]) == (checker, score_set)
+        assert metrics["table7.ap_overall"] == pytest.approx(100 * metric["progress_info"]["Total"]["rate"],
+                                                             abs=1e-4)
+        assert metrics["table6.task_acc"] == pytest.approx(100 * metric["total_info"]["task"]["accuracy"],
+                                                           abs=1e-4)
+        assert len(client.get_metric_history(new[label].info.run_id, "table7.ap_overall")) == 1
+    assert new["Qwen_Qwen3-8B"].data.metrics["table7.ap_overall"] != \
+        new["Qwen_Qwen3-8B [release-lenient]"].data.metrics["table7.ap_overall"]
+    assert len({r.data.tags["wtb_local.run"] for r in new.values()}) == 1  # both records of one run
+
+    again = wtb(["export", str(run), "--to", "mlflow", "--tracking-uri", server], tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.count(" updated in experiment wtb_local") == 2
+    after = {r.info.run_id: r for r in _runs(server) if r.info.run_id not in before}
+    assert sorted(after) == sorted(r.info.run_id for r in new.values())  # the same two runs
+    for mlflow_run in after.values():
+        for name in mlflow_run.data.metrics:
+            assert len(client.get_metric_history(mlflow_run.info.run_id, name)) == 1, name
+        assert mlflow_run.data.metrics == new[mlflow_run.data.tags["mlflow.runName"]].data.metrics
+
+
+def _refused_port() -> int:
+    """A loopback port nothing listens on (bound, then closed)."""
+    return _free_port()
+
+
+def test_an_unreachable_server_is_refused_before_the_run_in_one_line(tmp_path: Path) -> None:
+    uri = f"http://127.0.0.1:{_refused_port()}"
+    started = time.monotonic()
     done = wtb(["--model", "Qwen/Qwen3-8B", "--backend", "oracle", "--dataset", "sample", "--limit", "1",
-                "--out", str(tmp_path / "run"), "--mlflow-uri", uri], tmp_path,
-               {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0"})
+                "--out", str(tmp_path / "run"), "--mlflow-uri", uri], tmp_path)
+    assert time.monotonic() - started < 10
     assert done.returncode == 1
-    (line,) = [line for line in done.stderr.splitlines() if line.startswith("Error:")]
-    assert line.startswith(f"Error: --mlflow-uri {uri}: not logged (")
-    assert line.endswith(f"the run is complete: `python -m wtb_local export {tmp_path / 'run'} --to mlflow "
-                         f"--tracking-uri {uri}` logs it later")
-    assert json.loads((tmp_path / "run" / "manifest.json").read_text())["status"] == "complete"
+    assert done.stderr == (f"Error: --mlflow-uri {uri}: connection refused; start the server or correct the "
+                           "URI\n")
+    assert done.stdout == ""
+    assert not (tmp_path / "run").exists()  # nothing ran
+
+
+@pytest.mark.parametrize("how", ["refused", "unresolvable", "folder"])
+def test_export_to_a_tracker_that_cannot_take_it_is_one_line_before_any_work(tmp_path: Path, how: str) -> None:
+    demo = tmp_path / "not-read"  # never read: the probe refuses first
+    demo.mkdir()
+    uri, why = {
+        "refused": (f"http://127.0.0.1:{_refused_port()}", "connection refused; start the server or correct the URI"),
+        "unresolvable": ("http://no-such-host.invalid:5000", ("its host name does not resolve; start the server or "
+                                                             "correct the URI")),
+        "folder": (str(tmp_path / "mlruns"), "a folder (not there) as the store, which the installed MLflow "),
+    }[how]
+    started = time.monotonic()
+    done = wtb(["export", str(demo), "--to", "mlflow", "--tracking-uri", uri], tmp_path)
+    # a server is probed without MLflow; a folder through MLflow's client, whose import is most of the time
+    assert time.monotonic() - started < (30 if how == "folder" else 10)
+    assert done.returncode == 1 and done.stdout == ""
+    (line,) = [line for line in done.stderr.splitlines() if not line.startswith("20")]  # MLflow's own log lines
+    assert line.startswith(f"Error: --tracking-uri {uri}: {why}")
+    if how == "folder":
+        assert line.endswith("; give a tracking server (http://HOST:PORT) or a database store "
+                             "(sqlite:///PATH/mlflow.db)")
+    assert "Traceback" not in done.stderr
+
+
+def test_planted_secrets_appear_in_no_output_and_no_file(server: str, tmp_path: Path) -> None:
+    password, token = "pw-s3cret-4711", "tok-s3cret-0815"
+    secret_uri = server.replace("http://", f"http://alice:{password}@")
+    outputs = []
+    logged = wtb(["--model", "Qwen/Qwen3-8B", "--backend", "oracle", "--dataset", "sample", "--limit", "1",
+                  "--out", str(tmp_path / "logged"), "--mlflow-uri", secret_uri], tmp_path)
+    assert logged.returncode == 0, logged.stderr
+    exported = wtb(["export", str(tmp_path / "logged"), "--to", "mlflow", "--tracking-uri", secret_uri], tmp_path)
+    assert exported.returncode == 0, exported.stderr
+    assert f"at {server.replace('http://', 'http://alice:***@')}" in exported.stdout
+    down = f"http://alice:{password}@127.0.0.1:{_refused_port()}/?api_key={token}"
+    refused_run = wtb(["--model", "Qwen/Qwen3-8B", "--backend", "oracle", "--dataset", "sample", "--limit", "1",
+                       "--out", str(tmp_path / "never"), "--mlflow-uri", down], tmp_path)
+    refused_export = wtb(["export", str(tmp_path / "logged"), "--to", "mlflow", "--tracking-uri", down], tmp_path)
+    for done in (refused_run, refused_export):
+        assert done.returncode == 1
+        assert "127.0.0.1" in done.stderr and "alice:***@" in done.stderr and "api_key=***" in done.stderr
+    outputs += [logged, exported, refused_run, refused_export]
+    for done in outputs:
+        assert password not in done.stdout + done.stderr and token not in done.stdout + done.stderr
+    # every file written: the run directory, the server's store (database and artifacts), what MLflow records
+    for folder in (tmp_path, STORE["folder"]):
+        for path in folder.rglob("*"):
+            if path.is_file():
+                data = path.read_bytes()
+                assert password.encode() not in data and token.encode() not in data, path
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=server)
+    for mlflow_run in _runs(server):
+        recorded = json.dumps([mlflow_run.data.params, mlflow_run.data.tags])
+        assert password not in recorded
+        if mlflow_run.data.tags.get("run_dir") == str(tmp_path / "logged"):
+            manifest = Path(client.download_artifacts(mlflow_run.info.run_id, "manifest.json", str(tmp_path / "dl")))
+            assert password not in manifest.read_text()

@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from wtb_local.contract.secrets import mask_url
 from wtb_local.run import RunError, run_job
 from wtb_local.run.errors import InternalErrors
 from wtb_local.run.loop.stopping import RunInterrupted
@@ -29,16 +30,13 @@ def run(ctx: click.Context, **params: Any) -> None:
     """Run a model on WildToolBench, score it and print its Table 6 row (the main job)."""
     options = options_from_click(ctx, params)
     repeats = options.repeats
-    if options.mlflow_uri:  # a missing package is said before the run, not after it
-        from wtb_local.cli.export import require  # deferred: start-up (only with --mlflow-uri)
-
-        require("mlflow")
+    exporters = _run_exporters(options)  # checked before the run: a missing package, a tracker that is down
     try:
         if repeats > 1:
             from wtb_local.cli.repeats import run_repeated  # deferred: start-up (--help)
 
             run_dir = run_repeated(options, repeats)
-            _log_mlflow(options.mlflow_uri, run_dir)
+            _export(exporters, run_dir)
             return
         outcome = run_job(options)
     except RunInterrupted as exc:  # Ctrl-C or SIGTERM (e.g. SLURM preemption) while sessions ran
@@ -72,24 +70,38 @@ def run(ctx: click.Context, **params: Any) -> None:
     shown = present(paths.run_dir, outcome.metric, manifest=outcome.manifest)
     shown.show(sys.stdout)
     _save_summary(outcome, shown.rows, [f"note: {note}" for note in shown.notes])
-    _log_mlflow(options.mlflow_uri, paths.run_dir)
+    _export(exporters, paths.run_dir)
 
 
-def _log_mlflow(uri: str | None, run_dir: Any) -> None:
-    """`--mlflow-uri`: the finished run (each repeat of a `--repeats` run) as `export --to mlflow` logs it. A
-    server that cannot be reached is one line and exit 1; the run directory is complete either way."""
-    if not uri:
-        return
-    from mlflow.exceptions import MlflowException
+def _run_exporters(options: Any) -> list[tuple[str, str, Any]]:
+    """(name, URI, exporter) for each exporter a `run` option asks for (`--mlflow-uri`: the registry's
+    `run_option`), each built and checked now, before the run: a missing package or a tracker that cannot
+    be reached is one line and nothing runs."""
+    from wtb_local.analysis.exports.registry import EXPORTERS, Target  # deferred: start-up (--help)
 
-    from wtb_local.cli.export import export  # deferred: start-up (only with --mlflow-uri)
+    asked = [(entry, getattr(options, entry.run_option)) for entry in EXPORTERS.values()
+             if entry.run_option and getattr(options, entry.run_option, None)]
+    if not asked:
+        return []
+    from wtb_local.cli.export import prepared  # deferred: start-up (only with an export option)
 
-    try:
-        export.main([str(run_dir), "--to", "mlflow", "--tracking-uri", uri], standalone_mode=False)
-    except (MlflowException, OSError) as exc:  # MLflow's client: a server that is down, refuses or errs
-        raise click.ClickException(f"--mlflow-uri {uri}: not logged ({' '.join(str(exc).split())[:300]}); the run "
-                                   f"is complete: `python -m wtb_local export {run_dir} --to mlflow "
-                                   f"--tracking-uri {uri}` logs it later") from None
+    return [(entry.name, uri, prepared(entry.name, Target(tracking_uri=uri, uri_option="--" +
+                                                          str(entry.run_option).replace("_", "-"))))
+            for entry, uri in asked]
+
+
+def _export(exporters: list[tuple[str, str, Any]], run_dir: Any) -> None:
+    """The finished run (each repeat of a `--repeats` run, each score set) as `export` writes it. A tracker
+    that fails now is one line and exit 1, naming the `export` command that logs it later; the run
+    directory is complete either way."""
+    from wtb_local.cli.export import export_runs  # deferred: start-up (only with an export option)
+
+    for name, uri, exporter in exporters:
+        try:
+            export_runs(name, exporter, [str(run_dir)], None)
+        except click.ClickException as exc:
+            raise click.ClickException(f"{exc.message}; the run is complete: `python -m wtb_local export {run_dir} "
+                                       f"--to {name} --tracking-uri {mask_url(uri)}` logs it later") from None
 
 
 def _exit_interrupted(line: str) -> None:

@@ -12,7 +12,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from wtb_local.analysis.exports.source import ExportRun, run_status
+from wtb_local.analysis.exports.registry import Exported, Target
+from wtb_local.analysis.exports.source import ExportRun, masked, run_status
 
 TASK_NAME = "wildtoolbench"
 # how a run's recorded end reads as an Inspect status (the true status stays in the metadata)
@@ -238,7 +239,8 @@ def build_log(run: ExportRun) -> Any:
         revision=EvalRevision(type="git", origin="wtb_local", commit=str(versions["git_commit"]),
                               dirty=versions.get("git_dirty")) if versions.get("git_commit") else None,
         packages=packages,
-        metadata={"wtb_local_run_key": key, "run_dir": str(run.folder), "label": run.label,
+        metadata=masked({"wtb_local_run_key": key, "wtb_local_score_set": run.score_set.name,
+                  "wtb_local_run_of": run.run_key, "run_dir": str(run.folder), "label": run.label,
                   "status": status, "protocol": run.section("protocol") or {"name": facts.protocol,
                                                                              "checker": facts.checker},
                   "config_hash": run.manifest.config_hash, "config": run.config,
@@ -246,7 +248,7 @@ def build_log(run: ExportRun) -> Any:
                   "packages": run.section("packages"), "machine": run.section("machine"),
                   "sampling_used": run.section("sampling_used"), "dataset": dataset,
                   "thinking": run.section("thinking"), "invocations": run.manifest.as_written().get("invocations"),
-                  "health": run.health(), "not_carried": missing},
+                  "health": run.health(), "not_carried": missing}),
     )
 
     def metrics(table: int) -> dict[str, Any]:
@@ -279,8 +281,8 @@ def build_log(run: ExportRun) -> Any:
 
 
 def log_name(run: ExportRun) -> str:
-    """Inspect's file naming (`<created>_<task>_<task id>.eval`); the task id is the start of the run's key,
-    so exporting the same run again replaces its log."""
+    """Inspect's file naming (`<created>_<task>_<task id>.eval`); the task id is the start of the record's
+    key, so exporting the same run again replaces its log, and a re-scoring gets a log of its own."""
     stamp = _created(run).replace(":", "-")
     return f"{stamp}_{TASK_NAME}_{run.key[:22]}.eval"
 
@@ -300,4 +302,18 @@ def export_inspect(runs: list[ExportRun], out_dir: str | Path) -> list[tuple[Pat
     return written
 
 
-__all__ = ["TASK_NAME", "build_log", "export_inspect", "log_name", "not_carried"]
+class InspectExporter:
+    """`--to inspect DEST`: one log per score set of each run into the folder DEST (registry.py's interface)."""
+
+    def __init__(self, target: Target) -> None:
+        self.dest = str(target.dest)
+
+    def check(self) -> None:
+        """Nothing to reach: the folder is made when the first log is written."""
+
+    def export(self, runs: list[ExportRun]) -> list[Exported]:
+        return [Exported(run.label, str(path), missing)
+                for (path, missing), run in zip(export_inspect(runs, self.dest), runs, strict=True)]
+
+
+__all__ = ["TASK_NAME", "InspectExporter", "build_log", "export_inspect", "log_name", "not_carried"]

@@ -16,14 +16,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-from wtb_local.analysis.exports.source import ExportError, ExportRun, run_status
+from wtb_local.analysis.exports.registry import Exported, ExportError, Target
+from wtb_local.analysis.exports.source import ExportRun, run_status
+from wtb_local.analysis.reports.columns import keys_of
 from wtb_local.analysis.reports.present import RELEASE_SESSIONS
 from wtb_local.benchmark.protocols.registry import default_scoring
 
 RELEASE_TASKS = 4 * RELEASE_SESSIONS
-# the leaderboard's columns, named as the paper's Table 6 CSV names them
-COLUMNS = ("single", "multi", "clarify", "chat", "order1", "order2", "order3", "order4", "task_acc",
-           "session_acc")
+# the leaderboard's columns: the paper's Table 6, named as its CSV names them (analysis/reports/columns.py)
+COLUMNS = keys_of("table6")
 
 
 def refusal(run: ExportRun) -> str | None:
@@ -102,4 +103,24 @@ def write_leaderboard(rows: list[dict[str, Any]], file: str | Path) -> Path:
     return path
 
 
-__all__ = ["COLUMNS", "RELEASE_TASKS", "differences", "leaderboard_row", "refusal", "write_leaderboard"]
+class LeaderboardExporter:
+    """`--to leaderboard DEST`: every run's row into one file (registry.py's interface)."""
+
+    def __init__(self, target: Target) -> None:
+        self.dest = str(target.dest)
+
+    def check(self) -> None:
+        """Nothing to reach: the file is written after every row is built."""
+
+    def export(self, runs: list[ExportRun]) -> list[Exported]:
+        rows = [leaderboard_row(run) for run in runs]
+        path = write_leaderboard(rows, self.dest)
+        exported = []
+        for row, run in zip(rows, runs, strict=True):
+            marked = row["submission"] + (f" ({'; '.join(row['differs'])})" if row["differs"] else "")
+            exported.append(Exported(run.label, f"{marked}: {path}", list(row["not_carried"])))
+        return exported
+
+
+__all__ = ["COLUMNS", "RELEASE_TASKS", "LeaderboardExporter", "differences", "leaderboard_row", "refusal",
+           "write_leaderboard"]

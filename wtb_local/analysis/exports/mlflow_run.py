@@ -10,21 +10,29 @@ parameters cannot change once logged; a changed one is named, never silently dro
 from __future__ import annotations
 
 import datetime as dt
+import io
 import json
+import logging
 import math
+import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 from typing import Any
 
-from wtb_local.analysis.exports.source import ExportRun, run_status
+from wtb_local.analysis.exports.registry import Exported, ExportError, Target
+from wtb_local.analysis.exports.source import ExportRun, masked, run_status
+from wtb_local.analysis.reports.columns import columns_of
+from wtb_local.contract.secrets import mask_text, mask_url
 
 DEFAULT_EXPERIMENT = "wtb_local"
-KEY_TAG = "wtb_local.run_key"
+KEY_TAG = "wtb_local.run_key"  # the record's key: the run's, or its re-scoring's (contract/score_sets.py)
+RUN_TAG = "wtb_local.run"  # the run's key, shared by the run's record and its re-scorings'
+SCORE_SET_TAG = "wtb_local.score_set"  # `score` (the run's own scoring) or `score-<checker>`
 # how a run's recorded end reads as an MLflow run status
 _STATUS = {"complete": "FINISHED", "interrupted": "KILLED", "incomplete": "KILLED", "failed": "FAILED"}
-_HEALTH = ("tasks", "steps", "parse_failure_pct", "length_steps", "length_in_reasoning", "calls_in_reasoning",
-           "format_deviations", "failed_requests", "prompt_tokens_per_task", "generated_tokens_per_task",
-           "latency_mean_s", "latency_p95_s", "wall_s")
+_HEALTH = tuple(c.key for c in columns_of("health") if c.exported)  # the numeric health figures
 
 
 def _flatten(prefix: str, value: Any, out: dict[str, str]) -> None:
@@ -42,7 +50,7 @@ def params_of(run: ExportRun) -> dict[str, str]:
     for section in ("config", "settings"):
         for key, value in sorted(run.section(section).items()):
             _flatten(f"{section}.{key}", value, out)
-    return out
+    return {name: mask_text(value) for name, value in out.items()}  # a URL's credentials never recorded
 
 
 def metrics_of(run: ExportRun) -> dict[str, float]:
@@ -66,8 +74,9 @@ def metrics_of(run: ExportRun) -> dict[str, float]:
 def tags_of(run: ExportRun) -> dict[str, str]:
     facts = run.facts
     versions = run.section("wtb_local")
-    tags = {KEY_TAG: run.key, "mlflow.runName": run.label, "model": facts.model_id, "protocol": facts.protocol,
-            "checker": facts.checker, "engine": str(run.config.get("backend") or "unknown"),
+    tags = {KEY_TAG: run.key, RUN_TAG: run.run_key, SCORE_SET_TAG: run.score_set.name, "mlflow.runName": run.label,
+            "model": facts.model_id, "protocol": facts.protocol, "checker": facts.checker,
+            "engine": str(run.config.get("backend") or "unknown"),
             "status": run_status(run), "dataset": str(run.section("dataset").get("source") or facts.dataset
                                                       or "unknown"),
             "run_dir": str(run.folder)}
@@ -79,7 +88,7 @@ def tags_of(run: ExportRun) -> dict[str, str]:
     for name, version in sorted(run.section("packages").items()):
         if version:
             tags[f"version.{name}"] = str(version)
-    return tags
+    return masked(tags)
 
 
 def _time_ms(text: Any) -> int | None:
@@ -110,11 +119,23 @@ def _artifacts(run: ExportRun, scratch: Path) -> tuple[list[Path], list[str]]:
         else:
             missing.append(f"artifact {name}: not in the run directory")
     if run.run.detailed:
-        written = write_report([run.run], scratch, ("html",), True)
+        written = write_report([run.run], scratch / "report", ("html",), True)
         files += [path for path in written.files if path.name == "report.html"]
     else:
         missing.append("artifact report.html: the run has a metric file only")
-    return files, missing
+    return [_masked_copy(path, scratch / "masked") for path in files], missing
+
+
+def _masked_copy(path: Path, folder: Path) -> Path:
+    """`path`, or a copy with every URL's credentials masked when it holds one (an older manifest, a
+    report page showing its settings): an artifact never records a secret."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if mask_text(text) == text:
+        return path
+    folder.mkdir(parents=True, exist_ok=True)
+    copy = folder / path.name
+    copy.write_text(mask_text(text), encoding="utf-8")
+    return copy
 
 
 def export_mlflow(runs: list[ExportRun], tracking_uri: str,
@@ -178,4 +199,60 @@ def export_mlflow(runs: list[ExportRun], tracking_uri: str,
     return outcome
 
 
-__all__ = ["DEFAULT_EXPERIMENT", "KEY_TAG", "export_mlflow", "metrics_of", "params_of", "tags_of"]
+class _MaskingFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg, record.args = mask_text(record.getMessage()), None
+        return True
+
+
+@contextmanager
+def _masked_logs() -> Iterator[None]:
+    """MLflow's log lines (its handlers, and the root's) with every URL's credentials masked."""
+    masking = _MaskingFilter()
+    handlers = {*logging.getLogger("mlflow").handlers, *logging.getLogger().handlers}
+    for handler in handlers:
+        handler.addFilter(masking)
+    try:
+        yield
+    finally:
+        for handler in handlers:
+            handler.removeFilter(masking)
+
+
+class MlflowExporter:
+    """`--to mlflow --tracking-uri URI` and `run --mlflow-uri URI` (registry.py's interface): the URI is
+    probed before any run is read (tracker.py); an error of MLflow's client during the export is one line,
+    its URLs masked."""
+
+    def __init__(self, target: Target) -> None:
+        self.uri = str(target.tracking_uri)
+        self.experiment = target.experiment
+        self.option = target.uri_option
+
+    def check(self) -> None:
+        from wtb_local.analysis.exports.tracker import probe_tracker  # deferred: only with a tracking URI
+
+        try:
+            probe_tracker(self.uri, self.experiment)
+        except ExportError as exc:
+            raise ExportError(f"{self.option} {exc}") from None
+
+    def export(self, runs: list[ExportRun]) -> list[Exported]:
+        from mlflow.exceptions import MlflowException
+
+        printed = io.StringIO()  # MLflow's client prints each run's link, credentials and all: masked here
+        try:
+            with redirect_stdout(printed), _masked_logs():
+                outcome = export_mlflow(runs, self.uri, self.experiment)
+        except (MlflowException, OSError) as exc:  # the server went away, refused or erred mid-export
+            text = " ".join(str(exc).split())[:300] or type(exc).__name__
+            raise ExportError(f"{self.option} {mask_url(self.uri)}: not logged ({mask_text(text)})") from None
+        finally:
+            sys.stdout.write(mask_text(printed.getvalue()))
+        where = f"in experiment {self.experiment} at {mask_url(self.uri)}"
+        return [Exported(run.label, f"run {run_id} {how} {where}", missing)
+                for (run_id, how, missing), run in zip(outcome, runs, strict=True)]
+
+
+__all__ = ["DEFAULT_EXPERIMENT", "KEY_TAG", "RUN_TAG", "SCORE_SET_TAG", "MlflowExporter", "export_mlflow",
+           "metrics_of", "params_of", "tags_of"]

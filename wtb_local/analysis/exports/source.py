@@ -13,13 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wtb_local.analysis.exports.registry import ExportError
 from wtb_local.analysis.reports.runs import ReportError, Run, load_runs
 from wtb_local.analysis.reports.table import COLUMNS, metric_values
 from wtb_local.contract.manifest import Manifest
-
-
-class ExportError(ValueError):
-    """An export refused or impossible; the message is one line naming the run and why."""
+from wtb_local.contract.score_sets import ScoreSet, score_set
+from wtb_local.contract.secrets import mask_text
 
 
 @dataclass
@@ -76,7 +75,19 @@ class ExportRun:
         return [f"table{t}.{c}" for t in (6, 7) for c, v in self.tables[t].items() if v is None]
 
     @property
+    def score_set(self) -> ScoreSet:
+        """Which scoring of the run this record holds (contract/score_sets.py): its own, or a re-scoring."""
+        return score_set(self.folder, self.run.source if self.facts.rescore else self.folder,
+                         self.facts.protocol, self.facts.checker)
+
+    @property
     def key(self) -> str:
+        """The record's stable key: the run's key for the run's own scoring, a key of its own for each
+        re-scoring (`rescore`), so that a run and its re-scorings are exported as distinct records."""
+        return self.score_set.record_key(self.run_key)
+
+    @property
+    def run_key(self) -> str:
         """A stable identity of the run: sha256 of its config hash, the moment its first invocation started
         (to the second) and the run folder's name, which all survive moving the folder; the name keeps two
         runs of one configuration started in the same second apart. A run without a manifest (the
@@ -121,6 +132,18 @@ def load_export_runs(paths: Sequence[str | Path], dataset: str | None = None) ->
     return runs
 
 
+def masked(value: Any) -> Any:
+    """`value` with every credential in a URL masked (contract/secrets.py), strings inside dicts and lists
+    included: what an export records of a manifest (settings such as `base_url`, `mlflow_uri`)."""
+    if isinstance(value, str):
+        return mask_text(value)
+    if isinstance(value, dict):
+        return {key: masked(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [masked(item) for item in value]
+    return value
+
+
 def run_status(run: ExportRun) -> str:
     """The manifest's status; a re-scoring's (`rescore`) is its run's; `complete` for the harness's own files
     (they hold finished sessions only)."""
@@ -135,4 +158,4 @@ def run_status(run: ExportRun) -> str:
     return status
 
 
-__all__ = ["ExportError", "ExportRun", "load_export_runs", "run_status"]
+__all__ = ["ExportRun", "load_export_runs", "masked", "run_status"]

@@ -15,28 +15,13 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+from wtb_local.analysis.reports.columns import pairs_of
 from wtb_local.benchmark.scoring.length_cuts import cut_in_reasoning
 from wtb_local.contract.faults import failed_request, masked
 from wtb_local.contract.manifest import Manifest
 from wtb_local.contract.run_dir import as_manifest
 
-HEALTH_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("tasks", "tasks"),
-    ("steps", "steps"),
-    ("parse_failure_pct", "parse failures %"),
-    ("length_steps", "ended by length"),
-    ("length_in_reasoning", "…inside reasoning"),
-    ("calls_in_reasoning", "calls in reasoning"),
-    ("format_deviations", "format deviations"),
-    ("failed_requests", "failed requests"),
-    ("failed_reasons", "failure reasons"),
-    ("prompt_tokens_per_task", "prompt tok/task"),
-    ("generated_tokens_per_task", "generated tok/task"),
-    ("latency_mean_s", "latency/step s"),
-    ("latency_p95_s", "p95 s"),
-    ("wall_s", "wall s"),
-    ("status", "status"),
-)
+HEALTH_COLUMNS: tuple[tuple[str, str], ...] = tuple(pairs_of("health"))  # analysis/reports/columns.py
 
 
 def _steps(rows: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:

@@ -11,24 +11,12 @@ import csv
 import re
 from functools import cache
 
+from wtb_local.analysis.reports.columns import keys_of
 from wtb_local.contract.resources import package_file
 
-TABLE6_COLUMNS = (
-    "single",
-    "multi",
-    "clarify",
-    "chat",
-    "order1",
-    "order2",
-    "order3",
-    "order4",
-    "task_acc",
-    "session_acc",
-)
-TABLE7_COLUMNS = (
-    "acc_multi_P", "acc_multi_S", "acc_multi_SP", "acc_multi_overall",
-    "ap_S", "ap_SP", "ap_overall", "op_P", "op_SP", "op_overall",
-)  # fmt: skip
+# named as the paper's CSVs name them (analysis/reports/columns.py)
+TABLE6_COLUMNS = keys_of("table6")
+TABLE7_COLUMNS = keys_of("table7")
 
 # Hugging Face id (lowercase, without organisation) -> paper name. Qwen3 ids get "-Thinking" appended
 # when the run used thinking (see `paper_name`).

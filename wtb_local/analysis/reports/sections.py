@@ -2,8 +2,8 @@
 rendered by every output format (terminal, Markdown, CSV, JSON, HTML) the same way.
 
 Each builder returns rows as dicts `{"label", "kind", <column>: value}`; `kind` is `ours`, `paper` or
-`diff` (ours minus the paper's). To add a column (a protocol, say), add it to the section's `columns`
-and set it on the rows.
+`diff` (ours minus the paper's). A fixed column is a record in analysis/reports/columns.py (key, header,
+definition, source, exported); to add one, add its record there and set it on the rows.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from wtb_local.analysis.reports.columns import columns_of, pairs_of
 from wtb_local.analysis.reports.glossary import definition
 from wtb_local.analysis.reports.health import HEALTH_COLUMNS, format_deviation_counts, run_health
 from wtb_local.analysis.reports.paper import paper_name, paper_rows
@@ -21,9 +22,7 @@ from wtb_local.analysis.reports.runs import Run
 from wtb_local.analysis.reports.table import COLUMNS, HEADERS, metric_values
 from wtb_local.benchmark.scoring.taxonomy import LABELS, PAPER_COLUMNS, PAPER_HEADERS
 
-SUBTYPE_COLUMNS = (("First Turn", "first turn"), ("Partial Information", "partial info"),
-                   ("Coreferential Reference", "coreference"), ("Long-Range Dependency", "long-range"),
-                   ("Subsequent Turn", "subsequent"))
+SUBTYPE_COLUMNS = tuple(pairs_of("subtypes"))  # analysis/reports/columns.py
 TRANSITIONS = (0, 1, 2, 3)
 PAPER_NOTE_TABLE8 = (
     "Indicative only: the benchmark's released checker is stricter than the one behind the paper's numbers "
@@ -182,9 +181,7 @@ def format_deviation_section(runs: Sequence[Run]) -> Section:
     return section
 
 
-VERSION_COLUMNS = (("engine", "engine"), ("engine_version", "engine version"),
-                   ("constrained", "constrained decoding"), ("parser", "parser"),
-                   ("parser_implementation", "parser implementation"), ("parser_version", "parser version"))
+VERSION_COLUMNS = tuple(pairs_of("versions"))
 
 
 def versions_section(runs: Sequence[Run]) -> Section:
@@ -200,12 +197,11 @@ def versions_section(runs: Sequence[Run]) -> Section:
         versions = run.manifest.section("versions") if run.manifest is not None else None
         if not versions:
             continue
-        engine, parser = versions.get("engine") or {}, versions.get("parser") or {}
-        section.rows.append({"label": run.label, "kind": "ours", "engine": engine.get("name"),
-                             "engine_version": engine.get("version"),
-                             "constrained": engine.get("constrained_decoding"), "parser": parser.get("name"),
-                             "parser_implementation": parser.get("implementation"),
-                             "parser_version": parser.get("version")})
+        row: dict[str, Any] = {"label": run.label, "kind": "ours"}
+        for column in columns_of("versions"):
+            _, part, name = column.source
+            row[column.key] = (versions.get(part) or {}).get(name)
+        section.rows.append(row)
     return section
 
 

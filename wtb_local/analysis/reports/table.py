@@ -10,37 +10,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from wtb_local.analysis.reports.columns import columns_of, headers_of
 from wtb_local.analysis.reports.paper import TABLE6_COLUMNS, TABLE7_COLUMNS, paper_name, paper_rows
 
-# column -> (metric section, bucket, value key)
-_TABLE6_SOURCES: dict[str, tuple[str, str, str]] = {
-    "single": ("task_type_info", "Single-Tool", "accuracy"),
-    "multi": ("task_type_info", "Multi-Tool", "accuracy"),
-    "clarify": ("task_type_info", "Clarify", "accuracy"),
-    "chat": ("task_type_info", "Chat", "accuracy"),
-    "order1": ("layer_info", "0", "accuracy"),
-    "order2": ("layer_info", "1", "accuracy"),
-    "order3": ("layer_info", "2", "accuracy"),
-    "order4": ("layer_info", "3", "accuracy"),
-    "task_acc": ("total_info", "task", "accuracy"),
-    "session_acc": ("total_info", "session", "accuracy"),
-}
-_TABLE7_SOURCES: dict[str, tuple[str, str, str]] = {
-    "acc_multi_P": ("task_type_info", "Parallel Multi-Tool", "accuracy"),
-    "acc_multi_S": ("task_type_info", "Sequential Multi-Tool", "accuracy"),
-    "acc_multi_SP": ("task_type_info", "Mixed Multi-Tool", "accuracy"),
-    "acc_multi_overall": ("task_type_info", "Multi-Tool", "accuracy"),
-    "ap_S": ("progress_info", "Sequential Multi-Tool", "rate"),
-    "ap_SP": ("progress_info", "Mixed Multi-Tool", "rate"),
-    "ap_overall": ("progress_info", "Total", "rate"),
-    "op_P": ("optimal_info", "Parallel Multi-Tool", "accuracy"),
-    "op_SP": ("optimal_info", "Mixed Multi-Tool", "accuracy"),
-    "op_overall": ("optimal_info", "Total", "accuracy"),
-}
-HEADERS = {
-    6: ("single", "multi", "clarify", "chat", "order1", "order2", "order3", "order4", "task", "session"),
-    7: ("P", "S", "S+P", "multi", "AP S", "AP S+P", "AP", "OP P", "OP S+P", "OP"),
-}
+# column -> (metric section, bucket, value key), and the printed headers: from the column records
+_SOURCES = {table: {c.key: c.source for c in columns_of(f"table{table}")} for table in (6, 7)}
+HEADERS = {table: headers_of(f"table{table}") for table in (6, 7)}
 COLUMNS = {6: TABLE6_COLUMNS, 7: TABLE7_COLUMNS}
 
 
@@ -55,7 +30,7 @@ class ReportRow:
 def metric_values(metric: dict[str, Any], table: int) -> dict[str, float]:
     """Table 6 or 7 values of a metric dict, in %. A bucket without tasks (missing, or a count of 0) reads
     NaN and prints as `-`: the reference writes accuracy 0.0 there, which would read as a real 0%."""
-    sources = _TABLE6_SOURCES if table == 6 else _TABLE7_SOURCES
+    sources = _SOURCES[table]
     values = {}
     for column, (section, bucket, key) in sources.items():
         entry = metric.get(section, {}).get(bucket)
