@@ -147,7 +147,7 @@ class SessionRunner:
         self._episode_done(state)
 
     def _internal(self, state: _SessionState, episode: Any, exc: InternalError) -> None:
-        exc.step = (episode.session_id, episode.task_idx, episode.step)
+        exc.step = exc.step or (episode.session_id, episode.task_idx, episode.step)
         self.internal_errors.append(exc)
         if state.broken is None:
             state.broken = exc

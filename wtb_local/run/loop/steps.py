@@ -232,15 +232,17 @@ class StepDriver:
         """Record the step on the episode; returns token counts for progress. The runner's own time for
         the step (render + parse + judge) and the prompt tokens the engine served from its prefix cache
         are recorded on the step (`runner_ms`, `cached_tokens`) and in the throughput meter."""
+        # the step met, named as it was before judging moved the episode on
+        at = (episode.session_id, episode.task_idx, episode.step)
         try:
             return self._accept_timed(episode, request, completion, build_error)
         except InternalError as exc:
-            if exc.completion is None:
-                exc.completion = completion
+            exc.step = exc.step or at
+            exc.completion = exc.completion or completion
             raise
         except Exception as exc:  # the rest of the step's own code (docs/reliability.md, "Internal errors")
             error = InternalError.of("step", exc)
-            error.completion = completion
+            error.step, error.completion = at, completion
             raise error from exc
 
     def _accept_timed(self, episode: Any, request: GenerationRequest | None, completion: Completion | None,
