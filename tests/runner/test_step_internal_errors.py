@@ -43,13 +43,15 @@ BOOM_AT = f"test_step_internal_errors.py:{_boom.__code__.co_firstlineno + 1} in 
 
 
 def _episode_calling() -> tuple[str, int, int] | None:
-    """(session, task, step) of the step the step driver is accepting, read from its frame (the meter is told
-    no episode; the driver's `step` is the one judged, the episode has moved on by then)."""
+    """(session, task, step) of the step being accepted, read from the step driver's or the session loop's
+    frame (the meter and the progress display are told no episode; the episode has moved on by then)."""
     frame = sys._getframe(2)
     while frame is not None:
-        episode, step = frame.f_locals.get("episode"), frame.f_locals.get("step")
+        episode, step, at = frame.f_locals.get("episode"), frame.f_locals.get("step"), frame.f_locals.get("at")
         if episode is not None and isinstance(step, int):
             return episode.session_id, episode.task_idx, step
+        if isinstance(at, tuple):  # the session loop's name for it
+            return at
         frame = frame.f_back
     return None
 
@@ -100,6 +102,17 @@ def _inject(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
             step(self, **fields)
 
         monkeypatch.setattr(ThroughputMeter, "step", crashing_meter)
+    elif kind == "step":  # counting the step for the progress display (the session loop's own step code)
+        from wtb_local.run.loop.progress import Progress
+
+        count = Progress.step
+
+        def crashing_count(self: Any, prompt_tokens: int, completion_tokens: int) -> None:
+            if _episode_calling() == CRASHED:
+                _boom()
+            count(self, prompt_tokens, completion_tokens)
+
+        monkeypatch.setattr(Progress, "step", crashing_count)
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +123,7 @@ def clean(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.parametrize(("kind", "crashed_step_kept"), [
-    ("reply", True), ("gold_reply", False), ("annotation", True), ("throughput", True)])
+    ("reply", True), ("gold_reply", False), ("annotation", True), ("throughput", True), ("step", True)])
 def test_an_exception_in_our_step_code_is_an_internal_error_with_its_place_and_the_rerun_reuses_the_completions(
         clean: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, crashed_step_kept: bool) -> None:
     _inject(kind, monkeypatch)

@@ -186,11 +186,14 @@ class SessionRunner:
             active = still
 
     def _record(self, episode: Any, request: Any, completion: Any, error: str | None) -> None:
+        at = (episode.session_id, episode.task_idx, episode.step)  # before judging moves the episode on
         outcome = self.driver.accept(episode, request, completion, error)
         try:
             self.progress.step(outcome.prompt_tokens, outcome.completion_tokens)
         except Exception as exc:  # counting the step is the step's own code too
-            raise InternalError.of("step", exc) from exc
+            internal = InternalError.of("step", exc)
+            internal.step = at
+            raise internal from exc
 
     def _episode_done(self, state: _SessionState) -> None:
         if state.broken is None:

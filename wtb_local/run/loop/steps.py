@@ -58,9 +58,9 @@ class StepDriver:
             raise ValueError(f"backend {backend.name!r} produces text: a tool-call parser is needed")
         if backend.needs_prompt and renderer is None:
             raise ValueError(f"backend {backend.name!r} needs prompts: a prompt renderer is needed")
-        # The completions each session in flight got (parsed ones), kept until it is written: a session
-        # stopped by an internal error leaves them to its rerun (docs/reliability.md, "Internal errors").
-        # Every backend's: text to read again, or a server's parsed reply as it came.
+        # The completions each session in flight got, kept until it is written: a session stopped by an
+        # internal error leaves them to its rerun (docs/reliability.md, "Internal errors"). Every backend's:
+        # text to read again, or the reply a server parsed, as it came.
         self._kept: dict[str, list[dict[str, Any]]] = {}
         # The completions a previous run kept, by request id: sent back instead of generating again while
         # every reused step of the task reads back as the reply recorded with it.
