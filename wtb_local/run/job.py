@@ -276,6 +276,9 @@ class _Job:
 
 async def _run_locked(prep: PreparedRun, backend: Backend | None, lock: RunLock, start: tuple[str, float],
                       err: Any) -> RunOutcome:
+    """The run in its lock, phase by phase: the record opened (resumed or fresh, the invocation `running` on
+    disk), the sessions run, their end settled (the result file closed, a stopped run's line raised), the
+    result scored, the record closed."""
     job = _open_record(prep, backend, lock, start, err)
     ended = await _run_sessions(job)
     result_rows, kept, broken_file = _settle_sessions(job, ended)
