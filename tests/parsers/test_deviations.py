@@ -158,23 +158,38 @@ def test_a_format_that_reads_plain_json_names_no_json() -> None:
 
 
 class _Broken(ToolParser):
-    """A run parser whose `format` raises and whose result is odd."""
+    """A run parser whose `format` raises `error` and whose result is odd."""
 
     name = "broken_for_test"
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__()
+        self.error = error
 
     def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         return ParseResult(content=text)
 
     def format(self, content: str | None, tool_calls: list[ParsedCall], reasoning: str | None = None) -> str:
-        raise RuntimeError("no format")
+        raise self.error
 
 
-def test_a_run_parser_that_cannot_render_still_gets_its_deviations_named() -> None:
-    parser = _Broken()
+def test_a_run_parser_that_writes_no_format_still_gets_its_deviations_named() -> None:
+    """NotImplementedError: the parser declares it writes nothing (a vLLM parser without a mirror)."""
+    parser = _Broken(NotImplementedError("no format"))
     result = parser.parse(f"```json\n{WEATHER}\n```")
     assert format_deviation(parser, f"```json\n{WEATHER}\n```", result, TOOLS) == FormatDeviation(
         kind="fenced_json", calls=1)
+
+
+def test_the_run_parsers_own_crash_is_raised_not_swallowed() -> None:
+    """Any other exception of the run's own parser is a bug of ours: raised to the step driver (an internal
+    error of kind parser, docs/reliability.md), at every call, never a detection silently without its format."""
+    parser = _Broken(RuntimeError("boom"))
+    result = parser.parse(f"```json\n{WEATHER}\n```")
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="^boom$"):
+            format_deviation(parser, f"```json\n{WEATHER}\n```", result, TOOLS)
 
 
 PIECES = [*'{}[]":,`\n <>|/=abcnme_', "```json\n", '"name"', '"arguments"', '"parameters"', "<tool_call>",

@@ -244,8 +244,12 @@ class FaultLog:
 # --- internal errors --------------------------------------------------------------------------------------
 
 # Where in wtb_local's own code a step can fail: reading the reply (parser), building the prompt outside the
-# template's own code (renderer), tokenising it in our wrappers (tokenizer), judging the reply (judge).
-INTERNAL_KINDS = ("parser", "renderer", "tokenizer", "judge")
+# template's own code (renderer), tokenising it in our wrappers (tokenizer), judging the reply (judge),
+# turning a parse into the reply (reply), building the oracle's gold reply (gold_reply), annotating the
+# judged step (annotation), metering throughput (throughput), and the rest of the step's own code (step:
+# reading the episode's conversation, reusing or keeping a completion, counting the step for progress).
+INTERNAL_KINDS = ("parser", "renderer", "tokenizer", "judge", "reply", "gold_reply", "annotation", "throughput",
+                  "step")
 INTERNAL_EXIT_CODE = 3  # the run ended, but steps met an error of ours and were not scored (docs/reliability.md)
 
 

@@ -238,8 +238,57 @@ async def run_job_async(options: RunOptions, *, backend: Backend | None = None, 
         return await _run_locked(prep, backend, lock, (started_at, started), err)
 
 
+@dataclass
+class _Job:
+    """One run in its lock, from the opened record to the closed one: what its phases hand on."""
+
+    prep: PreparedRun
+    previous: dict[str, Any] | None  # the manifest of the run resumed (None: a fresh start)
+    resumed: bool
+    store: ResultStore
+    record: RunRecord
+    stop: StopSignal
+    pending: list[Any]
+    skipped: list[str]
+    stats: ProgressStats
+    meter: ThroughputMeter
+    faults: dict[str, Any]  # the backend's fault count when this run began, and the fault that stopped it
+    internal: InternalLog
+    invocation: dict[str, Any]
+    backend: Backend | None
+    own_backend: bool
+    err: Any
+    audit: Any = None
+    scheduling: Any = None  # recorded once the backend is built
+
+    def figures(self) -> dict[str, Any]:
+        """The invocation's counters so far (the record writes them at its end, or a second signal's)."""
+        self.meter.writer_busy_s = self.store.write_s
+        return {"sessions_run": len(self.store.rows) - len(self.skipped),
+                "requests": self.stats.requests, "failed_requests": self.stats.failed_requests,
+                "prompt_tokens": self.stats.prompt_tokens, "generated_tokens": self.stats.generated_tokens,
+                **_fault_log(self.backend).since(self.faults["mark"], self.faults["stopping"]),
+                "internal_errors": internal_record.counts(self.internal.errors),
+                "completions_reused": self.internal.reused,
+                **({"prompt_checks": self.audit.record()} if self.audit is not None else {}),
+                "throughput": self.meter.summary(self.stats.tasks_this_run)}
+
+
 async def _run_locked(prep: PreparedRun, backend: Backend | None, lock: RunLock, start: tuple[str, float],
                       err: Any) -> RunOutcome:
+    """The run in its lock, phase by phase: the record opened (resumed or fresh, the invocation `running` on
+    disk), the sessions run, their end settled (the result file closed, a stopped run's line raised), the
+    result scored, the record closed."""
+    job = _open_record(prep, backend, lock, start, err)
+    ended = await _run_sessions(job)
+    result_rows, kept, broken_file = _settle_sessions(job, ended)
+    score_rows, metric = _score(job, result_rows, kept)
+    return _close_record(job, result_rows, score_rows, metric, kept, broken_file)
+
+
+def _open_record(prep: PreparedRun, backend: Backend | None, lock: RunLock, start: tuple[str, float],
+                 err: Any) -> _Job:
+    """Resume or start afresh, open the result file, then put the invocation on disk as `running`."""
     started_at, started = start
     settings, paths = prep.run, prep.paths
     config = hashed_config(settings)
@@ -268,70 +317,77 @@ async def _run_locked(prep: PreparedRun, backend: Backend | None, lock: RunLock,
     # one base for sessions and tasks: the whole run, its finished part counted done
     stats = ProgressStats(len(prep.selected), sum(len(s.english_tasks) for s in prep.selected), len(skipped),
                           sum(len(s.english_tasks) for s in prep.selected if s.id in finished))
-    meter = ThroughputMeter()
-    # faults: the backend's count since this run began (a backend given by the caller may have served
-    # earlier runs), and the one that stopped it (docs/reliability.md)
-    faults: dict[str, Any] = {"mark": _fault_log(backend).snapshot(), "stopping": None}
-    audit: Any = None
-    # the completions the sessions stopped by an internal error got, reused by this run (internal.py)
-    internal = InternalLog(replay=internal_record.read_kept(paths.run_dir) if resume else {})
-
-    def figures() -> dict[str, Any]:
-        meter.writer_busy_s = store.write_s
-        return {"sessions_run": len(store.rows) - len(skipped),
-                "requests": stats.requests, "failed_requests": stats.failed_requests,
-                "prompt_tokens": stats.prompt_tokens, "generated_tokens": stats.generated_tokens,
-                **_fault_log(backend).since(faults["mark"], faults["stopping"]),
-                "internal_errors": internal_record.counts(internal.errors),
-                "completions_reused": internal.reused,
-                **({"prompt_checks": audit.record()} if audit is not None else {}),
-                "throughput": meter.summary(stats.tasks_this_run)}
-
-    record.figures = figures
-    # sessions_scheduled: what this invocation set out to run; sessions_run (at its end): the ones it wrote
-    invocation: dict[str, Any] = {"started": started_at, "sessions_scheduled": len(pending)}
+    job = _Job(prep, previous, resume, store, record, stop, pending, skipped, stats, ThroughputMeter(),
+               # faults: the backend's count since this run began (a backend given by the caller may have
+               # served earlier runs), and the one that stopped it (docs/reliability.md)
+               {"mark": _fault_log(backend).snapshot(), "stopping": None},
+               # the completions the sessions stopped by an internal error got, reused by this run (internal.py)
+               InternalLog(replay=internal_record.read_kept(paths.run_dir) if resume else {}),
+               # sessions_scheduled: what this invocation set out to run; sessions_run (at its end): the ones it
+               # wrote
+               {"started": started_at, "sessions_scheduled": len(pending)},
+               backend, backend is None, err)
+    record.figures = job.figures
     try:
-        record.begin(invocation)
+        record.begin(job.invocation)
     except RecordError as exc:
         _finalize(store)
         raise RunError(_record_line(exc, len(store.rows), paths.result_file, record.unwritten(exc))) from exc
+    return job
 
-    own_backend = backend is None
-    ended: BaseException | None = None
-    scheduling: Any = None  # recorded once the backend is built
+
+async def _run_sessions(job: _Job) -> BaseException | None:
+    """Build the backend (unless given) and run the pending sessions; the exception that ended them, if any
+    (each one recorded by `_settle_sessions`)."""
+    prep = job.prep
     try:
-        if backend is None:
-            backend = prep.build_backend()
-            faults["mark"] = _fault_log(backend).snapshot()
-        audit = _prompt_audit(prep, backend, err)
-        scheduling = resolve_scheduling(settings.scheduling, backend)
-        invocation["scheduling"] = scheduling
-        manifest.update(scheduling=scheduling)
-        if pending:
-            with stop.armed():
-                await _run_pending(prep, pending, backend, model_name=paths.model_name, own_backend=own_backend,
-                                   store=store, scheduling=scheduling, stats=stats, meter=meter, err=err,
-                                   stop=stop, audit=audit, internal=internal)
+        if job.backend is None:
+            job.backend = prep.build_backend()
+            job.faults["mark"] = _fault_log(job.backend).snapshot()
+        job.audit = _prompt_audit(prep, job.backend, job.err)
+        job.scheduling = resolve_scheduling(prep.run.scheduling, job.backend)
+        job.invocation["scheduling"] = job.scheduling
+        job.record.manifest.update(scheduling=job.scheduling)
+        if job.pending:
+            with job.stop.armed():
+                await _run_pending(prep, job.pending, job.backend, model_name=prep.paths.model_name,
+                                   own_backend=job.own_backend, store=job.store, scheduling=job.scheduling,
+                                   stats=job.stats, meter=job.meter, err=job.err, stop=job.stop, audit=job.audit,
+                                   internal=job.internal)
     except (asyncio.CancelledError, Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - each one recorded
-        ended = exc
-    # Every way the sessions end comes here: the result file is closed, and the record says how they ended.
+        return exc
+    return None
+
+
+def _settle_sessions(job: _Job, ended: BaseException | None) -> tuple[list[dict[str, Any]], int, Path | None]:
+    """Every way the sessions end comes here: the result file is closed, the stopped sessions' completions
+    kept, and a run that did not finish says how it ended (raising its one line). The result rows, how many
+    sessions are kept, and the file of the kept completions."""
+    paths, record, stop = job.prep.paths, job.record, job.stop
     with stop.holding():  # a first signal now waits until the record is on disk (stopping.py)
         cause = _first_cause(ended) if ended is not None else None
         if isinstance(cause, Fault):
-            faults["stopping"] = cause
+            job.faults["stopping"] = cause
         record.settle()
-        result_rows, store_error = _finalize(store)
-        if backend is not None:
-            described = backend.describe()
-            manifest.update(backend=described, rerun=rerun_claim(described, scheduling))
-        kept = len(store.rows)
-        broken_file = _keep_broken(paths, internal, set(store.rows), resume)
+        result_rows, store_error = _finalize(job.store)
+        if job.backend is not None:
+            described = job.backend.describe()
+            record.manifest.update(backend=described, rerun=rerun_claim(described, job.scheduling))
+        kept = len(job.store.rows)
+        broken_file = _keep_broken(paths, job.internal, set(job.store.rows), job.resumed)
         if ended is not None or store_error is not None or stop.requested:
-            _end_stopped(record, ended, store_error, stop, kept, paths, settings.backend)
+            _end_stopped(record, ended, store_error, stop, kept, paths, job.prep.run.backend)
+    return result_rows, kept, broken_file
 
+
+def _score(job: _Job, result_rows: list[dict[str, Any]],
+           kept: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The score rows and metric of the whole result file, written next to it; a scoring that fails closes
+    the record with its one line."""
+    prep, record, stop = job.prep, job.record, job.stop
+    paths = prep.paths
     try:
-        score_rows, metric = score_run(result_rows, prep.sessions, paths.model_name, paths,
-                                       checker=prep.protocol.checker)
+        return score_run(result_rows, prep.sessions, paths.model_name, paths, checker=prep.protocol.checker)
     except KeyboardInterrupt as exc:
         record.close("interrupted", failure=None)
         raise RunInterrupted(interrupted_line(stop.signal_name or str(exc) or "SIGINT", kept, paths.result_file),
@@ -345,6 +401,14 @@ async def _run_locked(prep: PreparedRun, backend: Backend | None, lock: RunLock,
         raise RunError(f"scoring the run failed ({one_line(exc)}); {kept} finished session(s) kept in "
                        f"{paths.result_file}" + (f"; {problem}" if problem else "") + ": rerun the same command "
                        "to score them") from exc
+
+
+def _close_record(job: _Job, result_rows: list[dict[str, Any]], score_rows: list[dict[str, Any]],
+                  metric: dict[str, Any], kept: int, broken_file: Path | None) -> RunOutcome:
+    """Close the record `failed` (internal errors: exit 3), `complete` or `incomplete` with the run's
+    summary, and hand back what the run made."""
+    prep, record, internal = job.prep, job.record, job.internal
+    settings, paths = prep.run, prep.paths
     if internal.errors:
         line = _internal_line(internal, kept, paths.result_file, broken_file)
         problem = record.close("failed", failure=internal.errors[0].summary())
@@ -352,14 +416,15 @@ async def _run_locked(prep: PreparedRun, backend: Backend | None, lock: RunLock,
     complete = {s.id for s in prep.selected} <= {r["id"] for r in result_rows}
     summary = {"sessions_scored": len(score_rows), "task_accuracy": metric["total_info"]["task"],
                "session_accuracy": metric["total_info"]["session"],
-               "throughput": _throughput(invocation, pending, previous), "length_cuts": length_cuts(result_rows)}
+               "throughput": _throughput(job.invocation, job.pending, job.previous),
+               "length_cuts": length_cuts(result_rows)}
     problem = record.close("complete" if complete else "incomplete", summary=summary)
     if problem:
         raise RunError(f"the run finished, but {problem}; its files are complete: rerun the same command to "
                        "record it")
-    stop.raise_held()
-    return RunOutcome(paths, settings, metric, score_rows, result_rows, manifest, skipped,
-                      [s.id for s in pending])
+    job.stop.raise_held()
+    return RunOutcome(paths, settings, metric, score_rows, result_rows, record.manifest, job.skipped,
+                      [s.id for s in job.pending])
 
 
 def _keep_broken(paths: RunPaths, internal: InternalLog, written: set[str], resumed: bool) -> Path | None:

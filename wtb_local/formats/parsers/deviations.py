@@ -151,13 +151,16 @@ _PLANS: weakref.WeakKeyDictionary[Any, _Plan] = weakref.WeakKeyDictionary()
 
 
 def _plan(parser: Any) -> _Plan:
+    """Raises what the run's own parser raises rendering the probe call (a bug of ours: the step's internal
+    error, never a plan silently without the run's own format), unless it writes no format at all
+    (NotImplementedError: a vLLM parser without a wtb_local mirror)."""
     try:
         return _PLANS[parser]
     except (KeyError, TypeError):
         pass
     try:
         own_text: str | None = _call_text(parser)
-    except Exception:  # noqa: BLE001 - e.g. a format that needs the step's tools
+    except NotImplementedError:
         own_text = None
     name = getattr(parser, "name", None)
     own, first, last = [], [], []
@@ -379,7 +382,9 @@ def _detect(parser: Any, text: str, result: ParseResult,
 def format_deviation(parser: Any, text: str, result: ParseResult,
                      tools: list[dict[str, Any]] | None = None) -> FormatDeviation | None:
     """The foreign wrapper this reply wrote tool calls in that `parser` (which gave `result`) did not read,
-    None when there is none (module docstring). Never raises: it is a count, not a reason for a step to fail."""
+    None when there is none (module docstring). Raises only what the run's own parser raised (`_plan`); an
+    error of the other parsers or of the detection is a count not made, not a reason for a step to fail."""
+    _plan(parser)  # outside the guard below (kept for the run: `_detect` reads it back)
     try:
         return _detect(parser, text or "", result, tools)
     except Exception:  # noqa: BLE001

@@ -50,6 +50,11 @@ class VllmParserSetupError(ValueError):
     the parser needs): one line, raised at set-up."""
 
 
+class NoWrittenFormat(ValueError, NotImplementedError):
+    """A vLLM parser without a wtb_local mirror: it reads, it writes nothing (format deviation detection then
+    runs without the run's own format, formats/parsers/deviations.py)."""
+
+
 class VllmParserCrash(RuntimeError):
     """vLLM's parser raised while reading a completion: an error of the parser, not of the model."""
 
@@ -203,6 +208,6 @@ class VllmToolParser(ToolParser):
         """The mirrored parser's format (vLLM's parsers only read)."""
         mirror = _mirror(self.vllm_name)
         if mirror is None:
-            raise ValueError(f"{self.name}: wtb_local has no parser writing vLLM's {self.vllm_name!r} format")
+            raise NoWrittenFormat(f"{self.name}: wtb_local has no parser writing vLLM's {self.vllm_name!r} format")
         return mirror(**{k: v for k, v in self.options.items() if k == "thinking"}).format(
             content, tool_calls, reasoning)

@@ -147,7 +147,7 @@ class SessionRunner:
         self._episode_done(state)
 
     def _internal(self, state: _SessionState, episode: Any, exc: InternalError) -> None:
-        exc.step = (episode.session_id, episode.task_idx, episode.step)
+        exc.step = exc.step or (episode.session_id, episode.task_idx, episode.step)
         self.internal_errors.append(exc)
         if state.broken is None:
             state.broken = exc
@@ -186,8 +186,14 @@ class SessionRunner:
             active = still
 
     def _record(self, episode: Any, request: Any, completion: Any, error: str | None) -> None:
+        at = (episode.session_id, episode.task_idx, episode.step)  # before judging moves the episode on
         outcome = self.driver.accept(episode, request, completion, error)
-        self.progress.step(outcome.prompt_tokens, outcome.completion_tokens)
+        try:
+            self.progress.step(outcome.prompt_tokens, outcome.completion_tokens)
+        except Exception as exc:  # counting the step is the step's own code too
+            internal = InternalError.of("step", exc)
+            internal.step = at
+            raise internal from exc
 
     def _episode_done(self, state: _SessionState) -> None:
         if state.broken is None:
@@ -223,7 +229,10 @@ class SessionRunner:
                 pass
 
         self.store.submit(row, durable)
-        self.driver.meter.session_written(self.driver.meter.now() - started)
+        try:
+            self.driver.meter.session_written(self.driver.meter.now() - started)
+        except Exception as exc:  # the row is written all the same; the run stops naming what failed
+            raise LoopError(f"metering the result row of {state.session.id}: {one_line(exc)}") from exc
 
     def _durable(self, state: _SessionState, row: dict[str, Any], error: BaseException | None) -> None:
         """In the loop, once the writer thread has written `row` (or failed to). Runs as a plain loop

@@ -58,9 +58,9 @@ class StepDriver:
             raise ValueError(f"backend {backend.name!r} produces text: a tool-call parser is needed")
         if backend.needs_prompt and renderer is None:
             raise ValueError(f"backend {backend.name!r} needs prompts: a prompt renderer is needed")
-        # The completions each session in flight got (parsed ones), kept until it is written: a session
-        # stopped by an internal error leaves them to its rerun (docs/reliability.md, "Internal errors").
-        self.keeps = bool(backend.produces_text)
+        # The completions each session in flight got, kept until it is written: a session stopped by an
+        # internal error leaves them to its rerun (docs/reliability.md, "Internal errors"). Every backend's:
+        # text to read again, or the reply a server parsed, as it came.
         self._kept: dict[str, list[dict[str, Any]]] = {}
         # The completions a previous run kept, by request id: sent back instead of generating again while
         # every reused step of the task reads back as the reply recorded with it.
@@ -72,11 +72,14 @@ class StepDriver:
     def build_request(self, episode: Any) -> tuple[GenerationRequest | None, str | None]:
         """The request for the episode's current step, or (None, reason) when it cannot be built."""
         started = self.meter.now()
-        # A renderer that only reads the conversation (PromptRenderer) gets the episode's own messages;
-        # anything else a copy (docs/runner-speed.md §2).
-        shared = getattr(self.renderer, "reads_only", False) and hasattr(episode, "conversation")
-        messages, tools = episode.conversation() if shared else episode.request()
-        rid = request_id(episode.session_id, episode.task_idx, episode.step)
+        try:
+            # A renderer that only reads the conversation (PromptRenderer) gets the episode's own messages;
+            # anything else a copy (docs/runner-speed.md §2).
+            shared = getattr(self.renderer, "reads_only", False) and hasattr(episode, "conversation")
+            messages, tools = episode.conversation() if shared else episode.request()
+            rid = request_id(episode.session_id, episode.task_idx, episode.step)
+        except Exception as exc:
+            raise InternalError.of("step", exc) from exc
         timing = [0.0]  # tokenising time, filled by _build
         try:
             built = self._build(episode, rid, messages, tools, timing, shared)
@@ -97,8 +100,11 @@ class StepDriver:
             return self.build_request(episode)
         from wtb_local.formats.rendering.pool import RenderFailed  # deferred: start-up
 
-        messages, tools = episode.conversation() if hasattr(episode, "conversation") else episode.request()
-        rid = request_id(episode.session_id, episode.task_idx, episode.step)
+        try:
+            messages, tools = episode.conversation() if hasattr(episode, "conversation") else episode.request()
+            rid = request_id(episode.session_id, episode.task_idx, episode.step)
+        except Exception as exc:
+            raise InternalError.of("step", exc) from exc
         request = self._request(episode, rid, messages, tools)
         try:
             text, ids, render_s, tokenise_s, found = await self.pool.build(
@@ -118,16 +124,22 @@ class StepDriver:
                  tools: list[dict[str, Any]]) -> GenerationRequest:
         # Built without validation: every field is already of its declared type (a measurable share of
         # a step's time otherwise, docs/runner-speed.md §2).
-        request = GenerationRequest.model_construct(
-            request_id=rid, session_id=episode.session_id, task_idx=episode.task_idx, step=episode.step,
-            messages=messages, tools=tools, sampling=self.sampling,
-            seed=request_seed(self.sampling.seed, episode.session_id, episode.task_idx, episode.step),
-            prompt="", prompt_token_ids=None, gold_reply=None,
-        )
+        try:
+            request = GenerationRequest.model_construct(
+                request_id=rid, session_id=episode.session_id, task_idx=episode.task_idx, step=episode.step,
+                messages=messages, tools=tools, sampling=self.sampling,
+                seed=request_seed(self.sampling.seed, episode.session_id, episode.task_idx, episode.step),
+                prompt="", prompt_token_ids=None, gold_reply=None,
+            )
+        except Exception as exc:
+            raise InternalError.of("step", exc) from exc
         if self.backend.needs_gold:
-            from wtb_local.benchmark.evaluator.gold_replies import gold_reply  # deferred: start-up
+            from wtb_local.benchmark.evaluator import gold_replies  # deferred: start-up
 
-            request.gold_reply = gold_reply(episode)
+            try:
+                request.gold_reply = gold_replies.gold_reply(episode)
+            except Exception as exc:  # the oracle's gold reply is built here, by our code, not the backend
+                raise InternalError.of("gold_reply", exc) from exc
         return request
 
     def _build(self, episode: Any, rid: str, messages: list[dict[str, Any]],
@@ -166,28 +178,75 @@ class StepDriver:
         on the step would store an unfinished session as finished and score the machine as the model."""
         kept = self.replay.pop(request.request_id, None)
         if kept is not None and (request.session_id, request.task_idx) not in self._diverged:
-            self.reused += 1
-            self._replayed[request.request_id] = kept.get("reply")
-            return Completion(request_id=request.request_id, text=kept["text"],
-                              finish_reason=kept.get("finish_reason") or "stop",
-                              prompt_tokens=kept.get("prompt_tokens") or 0,
-                              completion_tokens=kept.get("completion_tokens") or 0,
-                              latency_s=kept.get("latency_s") or 0.0)
-        self.meter.request_sent()
+            return self._reuse(request, kept)
         try:
-            return await self.backend.generate(request)
+            self.meter.request_sent()
+        except Exception as exc:
+            raise InternalError.of("throughput", exc) from exc
+        try:
+            completion = await self.backend.generate(request)
         except (Fault, InternalError):  # our tokenising wrapper's error is ours, not the machine's
+            self._request_done(None)
             raise
         except Exception as exc:  # a backend's unsorted exception is a fault all the same
+            self._request_done(None)
             raise classify(exc) from exc
-        finally:
+        except BaseException:  # cancelled: the count still balances
+            self._request_done(None)
+            raise
+        self._request_done(completion, request.session_id)
+        return completion
+
+    def _request_done(self, completion: Completion | None, session_id: str = "") -> None:
+        """The meter told a request ended. Its error is ours: an internal error keeping the completion the
+        request got; when the backend raised already, the backend's error is the one that stands."""
+        try:
             self.meter.request_done()
+        except Exception as exc:
+            if completion is None:
+                return
+            error = InternalError.of("throughput", exc)
+            error.completion = completion
+            if completion.error is None:
+                self._keep(session_id, completion, dict(completion.reply) if completion.reply is not None else None)
+            raise error from exc
+
+    def _reuse(self, request: GenerationRequest, kept: dict[str, Any]) -> Completion:
+        """A completion the previous run kept, sent back instead of generated: text-level backends' text
+        (read again by the parser), reply-level backends' reply as the server gave it."""
+        try:
+            completion = Completion(request_id=request.request_id, text=kept["text"],
+                                    finish_reason=kept.get("finish_reason") or "stop",
+                                    prompt_tokens=kept.get("prompt_tokens") or 0,
+                                    completion_tokens=kept.get("completion_tokens") or 0,
+                                    latency_s=kept.get("latency_s") or 0.0,
+                                    reply=None if self.backend.produces_text else kept.get("reply"))
+        except Exception as exc:
+            raise InternalError.of("step", exc) from exc
+        self.reused += 1
+        self._replayed[request.request_id] = kept.get("reply")
+        return completion
 
     def accept(self, episode: Any, request: GenerationRequest | None, completion: Completion | None,
                build_error: str | None = None) -> StepOutcome:
         """Record the step on the episode; returns token counts for progress. The runner's own time for
         the step (render + parse + judge) and the prompt tokens the engine served from its prefix cache
         are recorded on the step (`runner_ms`, `cached_tokens`) and in the throughput meter."""
+        # the step met, named as it was before judging moved the episode on
+        at = (episode.session_id, episode.task_idx, episode.step)
+        try:
+            return self._accept_timed(episode, request, completion, build_error)
+        except InternalError as exc:
+            exc.step = exc.step or at
+            exc.completion = exc.completion or completion
+            raise
+        except Exception as exc:  # the rest of the step's own code (docs/reliability.md, "Internal errors")
+            error = InternalError.of("step", exc)
+            error.step, error.completion = at, completion
+            raise error from exc
+
+    def _accept_timed(self, episode: Any, request: GenerationRequest | None, completion: Completion | None,
+                      build_error: str | None) -> StepOutcome:
         started = self.meter.now()
         step = episode.step
         rid = request_id(episode.session_id, episode.task_idx, step)
@@ -197,11 +256,17 @@ class StepDriver:
         judge_s = self.meter.now() - started - parse_s
         render_s, tokenise_s = self._build_s.pop(rid, (0.0, 0.0))
         cached = completion.cached_tokens if completion is not None else None
-        self.meter.step(render_s=render_s, tokenise_s=tokenise_s, parse_s=parse_s, judge_s=judge_s,
-                        prompt_tokens=outcome.prompt_tokens, generated_tokens=outcome.completion_tokens,
-                        cached_tokens=cached)
+        try:
+            self.meter.step(render_s=render_s, tokenise_s=tokenise_s, parse_s=parse_s, judge_s=judge_s,
+                            prompt_tokens=outcome.prompt_tokens, generated_tokens=outcome.completion_tokens,
+                            cached_tokens=cached)
+        except Exception as exc:
+            raise InternalError.of("throughput", exc) from exc
         total = render_s + tokenise_s + parse_s + judge_s
-        episode.annotate(step, {"runner_ms": round(1000 * total, 3)})
+        try:
+            episode.annotate(step, {"runner_ms": round(1000 * total, 3)})
+        except Exception as exc:
+            raise InternalError.of("annotation", exc) from exc
         if getattr(episode, "done", False) and self.pool is not None:
             self.pool.forget((episode.session_id, episode.task_idx))
         elif getattr(episode, "done", False) and hasattr(self.renderer, "forget"):
@@ -228,6 +293,8 @@ class StepDriver:
             if getattr(self.backend, "records_raw", False):  # a server that parsed its own output
                 extra = {"raw": completion.text, "finish_reason": completion.finish_reason,
                          "server_message": reply.pop("server_message", None)}
+            self._keep(episode.session_id, completion, dict(completion.reply))  # as the server gave it
+            self._replayed.pop(completion.request_id, None)  # passed as given: nothing to read back
             self._judge(episode, completion, reply, extra=extra, **counts)
             return outcome
         parse_started = self.meter.now()
@@ -237,9 +304,15 @@ class StepDriver:
         except Exception as exc:
             error = InternalError.of("parser", exc)
             error.completion = completion
-            self._keep(episode, completion, None)
+            self._keep(episode.session_id, completion, None)
             raise error from exc
-        reply, error_reason = reply_from_parse(result, completion.request_id, self.id_style)
+        try:
+            reply, error_reason = reply_from_parse(result, completion.request_id, self.id_style)
+        except Exception as exc:  # turning the parse into the reply is ours too
+            error = InternalError.of("reply", exc)
+            error.completion = completion
+            self._keep(episode.session_id, completion, None)
+            raise error from exc
         self._parse_s = self.meter.now() - parse_started
         extra: dict[str, Any] = {"raw": completion.text, "finish_reason": completion.finish_reason}
         if prefilled is not None and decides_per_step(self.parser):  # a replay parses this step the same way
@@ -253,7 +326,7 @@ class StepDriver:
         if result.format_deviation is not None:  # docs/parser-policies.md §3: counted in run health
             extra["format_deviation"] = result.format_deviation.model_dump()
         self._check_replayed(episode, completion.request_id, reply)
-        self._keep(episode, completion, reply)
+        self._keep(episode.session_id, completion, reply)
         self._judge(episode, completion, reply, error_reason=error_reason, extra=extra, **counts)
         outcome.error = error_reason
         return outcome
@@ -267,13 +340,14 @@ class StepDriver:
             error.completion = completion
             raise error from exc
 
-    def _keep(self, episode: Any, completion: Completion, reply: dict[str, Any] | None) -> None:
-        if self.keeps:
-            self._kept.setdefault(episode.session_id, []).append(
-                {"request_id": completion.request_id, "text": completion.text,
-                 "finish_reason": completion.finish_reason, "prompt_tokens": completion.prompt_tokens,
-                 "completion_tokens": completion.completion_tokens, "latency_s": completion.latency_s,
-                 "reply": reply})
+    def _keep(self, session_id: str, completion: Completion, reply: dict[str, Any] | None) -> None:
+        """`reply`: for a text-level backend the reply the text was read as (checked when it is reused), for a
+        reply-level one the reply as the backend gave it (sent back as it is)."""
+        self._kept.setdefault(session_id, []).append(
+            {"request_id": completion.request_id, "text": completion.text,
+             "finish_reason": completion.finish_reason, "prompt_tokens": completion.prompt_tokens,
+             "completion_tokens": completion.completion_tokens, "latency_s": completion.latency_s,
+             "reply": reply})
 
     def _check_replayed(self, episode: Any, rid: str, reply: dict[str, Any]) -> None:
         """A reused completion that reads back as another reply than recorded (the fix changed how it is
