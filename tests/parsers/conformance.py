@@ -93,6 +93,7 @@ def real_outputs(parser_name: str) -> list[tuple[str, str, dict[str, Any], list[
     from tests.parsers import test_samples as release
     from tests.parsers import test_samples_deepseek_glm_kimi_minimax as fam_a
     from tests.parsers import test_samples_gemma_qwen35_olmo as gemma
+    from tests.parsers import test_samples_2026h2_fam_a as h2_a
 
     found = []
     for index, sample in enumerate(release.SAMPLES, start=1):
@@ -113,6 +114,10 @@ def real_outputs(parser_name: str) -> list[tuple[str, str, dict[str, Any], list[
             kwargs = {"options": gemma.OPTIONS.get(line, {}), "tools": sample.get("tools"),
                       "finish_reason": gemma.FINISH.get(line, "stop")}
             found.append((f"2026/gemma-qwen35-olmo.jsonl:{line}", sample["text"], kwargs, sample["expected_calls"]))
+    for line, sample in sorted(h2_a.SAMPLES.items()):
+        if h2_a.PARSER[sample["family"]] == parser_name and line not in h2_a.OURS:
+            kwargs = {"options": h2_a.options(sample), "tools": sample.get("tools"), "finish_reason": "stop"}
+            found.append((f"2026h2/fam_a_samples.jsonl:{line}", sample["text"], kwargs, sample["expected_calls"]))
     return found
 
 

@@ -62,6 +62,8 @@ class K2HorizonParser(ToolParser):
     families = ("K2 Horizon",)
     model_patterns = (r"k2-horizon", r"k2_horizon")
     template_markers = ("<ifm|tool_call>",)
+    # chat-template kwargs a run passes on as options of the same name (run/setup/parser_choice.py)
+    template_options: ClassVar[tuple[str, ...]] = ("tool_call_format", "reasoning_effort")
 
     def _form(self) -> str | None:
         form = self.options.get("tool_call_format")

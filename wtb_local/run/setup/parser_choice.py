@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from wtb_local.contract.errors import RunError
@@ -34,8 +36,16 @@ def choose_parser(name: str | None, *, model: str | None, renderer: Any,
         try:
             name = select_parser(model, chat_template=template, config=local_config(model))
         except ValueError as exc:
-            raise RunError(str(exc)) from None
+            if response_template_metadata(renderer, model) is None:
+                raise RunError(str(exc)) from None
+            name = "response_template"  # the checkpoint declares its reply format: no family code needed
     chosen = dict(options or _prefill_options(renderer, name, fallbacks))
+    if not options:
+        chosen.update(_template_options(renderer, name))
+    if name in _METADATA_PARSERS and "response_template" not in chosen:
+        metadata = response_template_metadata(renderer, model)
+        if metadata is not None:
+            chosen["response_template"] = metadata
     try:
         tokenizer = (load_tokenizer(model, revision=revision, trust_remote_code=trust_remote_code)
                      if is_vllm_parser(name) else None)
@@ -44,6 +54,41 @@ def choose_parser(name: str | None, *, model: str | None, renderer: Any,
         raise RunError(f"--parser {name}: {exc}") from None
     except ValueError as exc:
         raise RunError(f"--parser: {exc}") from None
+
+
+_METADATA_PARSERS = ("response_template", "hf")  # ours and vLLM's name for it
+
+
+def response_template_metadata(renderer: Any, model: str | None) -> dict[str, Any] | str | None:
+    """The `response_template` a checkpoint declares in tokenizer_config.json: as the run's tokenizer loaded
+    it (an attribute, or among its init kwargs), else from a local model directory's file."""
+    tokenizer = getattr(renderer, "tokenizer", None) if renderer is not None else None
+    for found in (getattr(tokenizer, "response_template", None),
+                  (getattr(tokenizer, "init_kwargs", None) or {}).get("response_template")):
+        if isinstance(found, (dict, str)) and found:
+            return found
+    if model:
+        path = Path(model) / "tokenizer_config.json"
+        try:
+            found = json.loads(path.read_text(encoding="utf-8")).get("response_template") if path.is_file() else None
+        except (OSError, ValueError, AttributeError):
+            found = None
+        if isinstance(found, (dict, str)) and found:
+            return found
+    return None
+
+
+def _template_options(renderer: Any, name: str) -> dict[str, Any]:
+    """The chat-template kwargs the parser reads as options of the same name (`template_options`: K2
+    Horizon's `tool_call_format` and `reasoning_effort` decide which call form and reasoning block it reads)."""
+    from wtb_local.formats.parsers import parser_class
+
+    kwargs = getattr(renderer, "template_kwargs", None) if renderer is not None else None
+    try:
+        wanted = getattr(parser_class(name), "template_options", ())
+    except ValueError:  # vLLM's own parser
+        return {}
+    return {key: kwargs[key] for key in wanted if isinstance(kwargs, dict) and key in kwargs}
 
 
 def _prefill_options(renderer: Any, parser_name: str, fallbacks: dict[str, str] | None = None) -> dict[str, Any]:
