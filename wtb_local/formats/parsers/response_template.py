@@ -23,8 +23,9 @@ region.
 
 Our policies where the metadata's own reader drops a region (docs/parser-policies.md): a call region whose
 body does not read is an error, not a call, and its text stays in the content; a call region never closed at a
-normal stop is read, with an error naming the missing close; at the token limit it is an error. Option:
-`response_template` (the metadata, a dict or its JSON text); the run passes the checkpoint's own.
+normal stop is read, with an error naming the missing close; at the token limit it is an error. Options:
+`response_template` (the metadata, a dict or its JSON text; the run passes the checkpoint's own), `thinking`
+(True: the prompt opened the reasoning field, so the reply starts inside it).
 """
 
 from __future__ import annotations
@@ -248,7 +249,11 @@ class ResponseTemplateParser(ToolParser):
             opened, implicit = load_template(spec)
         except TemplateError as exc:
             return ParseResult(content=join_content([text or ""]), errors=[str(exc)])
-        return _Reader(opened, implicit, is_truncated(finish_reason)).read(text or "")
+        reader = _Reader(opened, implicit, is_truncated(finish_reason))
+        think = next((f for f in opened if f.name in _REASONING_FIELDS), None)
+        if self.options.get("thinking") is True and think is not None:  # the prompt opened the reasoning field
+            return reader.read(text or "", inside=think)
+        return reader.read(text or "")
 
     def format(self, content: str | None, tool_calls: list[ParsedCall],
                reasoning: str | None = None) -> str:
@@ -280,9 +285,14 @@ class _Reader:
         self.calls: list[ParsedCall] = []
         self.errors: list[str] = []
 
-    def read(self, text: str) -> ParseResult:
+    def read(self, text: str, inside: Field | None = None) -> ParseResult:
         pos = 0
         sink_open = True  # the opener-less field (or the content) takes text until its close
+        if inside is not None:
+            close = inside.close.search(text) if inside.close is not None else None
+            self.region(inside, text[:close.start()] if close else text, {}, closed=close is not None or
+                        inside.close is None, whole=text[:close.end()] if close else text)
+            pos = close.end() if close else len(text) + 1
         while pos <= len(text):
             candidates = [(m.start(), -(m.end() - m.start()), 0, f.name, f, m)
                           for f in self.opened if (m := f.open.search(text, pos)) is not None]  # type: ignore[union-attr]
@@ -336,7 +346,7 @@ class _Reader:
             self.errors.append(f"a {field.name} region that cannot be read ({exc}): not read as a call")
             self.values.setdefault("content", []).append(whole)
             return
-        if not closed and field.close_literals:
+        if not closed and field.close_literals and is_call:
             self.errors.append(f"no {field.close_literals[0]} (an unterminated {field.name} region)"
                                + ("; calls kept" if found else ""))
         if found is not None:
