@@ -52,7 +52,6 @@ class TestDeepSeekV4(_Dsml):
 
 class TestDeepSeekV41(_Dsml):
     parser_name = "deepseek_v41"
-    no_real_outputs = "no DeepSeek-V4.1 generation or upstream parser test of its block names was at hand"
     kind = "calls"
     space = " "
 

@@ -58,7 +58,7 @@ class MuseParser(ToolParser):
               finish_reason: str | None = None) -> ParseResult:
         text = strip_end_tokens(text or "", (EOT, EOM))
         reader = _Reader(self, tools, is_truncated(finish_reason))
-        if _HEADER.search(text) is None:
+        if not _headers(text):
             reader.unframed(text)
         else:
             reader.read(text)
@@ -94,6 +94,17 @@ class MuseGlimmerParser(MuseParser):
     bare_header_is_reasoning = False
 
 
+def _headers(text: str) -> list[re.Match[str]]:
+    """Message headers: opened by `<|start|>assistant`, or where a message may begin (the reply's start, after
+    an end marker); a `<|message|>` elsewhere (another format's header, `…json<|message|>`) is none."""
+    found = []
+    for match in _HEADER.finditer(text):
+        before = text[:match.start()].rstrip()
+        if match.group(0).startswith(START) or not before or before.endswith((EOM, EOT)):
+            found.append(match)
+    return found
+
+
 def atem_call(call: ParsedCall) -> str:
     """One call as the template renders it: strings as written, other values as JSON."""
     try:
@@ -124,7 +135,7 @@ class _Reader:
 
     def read(self, text: str) -> None:
         pos = 0
-        headers = list(_HEADER.finditer(text))
+        headers = _headers(text)
         for n, head in enumerate(headers):
             if head.start() < pos:
                 continue

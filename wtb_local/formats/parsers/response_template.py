@@ -257,7 +257,10 @@ class ResponseTemplateParser(ToolParser):
 
     def format(self, content: str | None, tool_calls: list[ParsedCall],
                reasoning: str | None = None) -> str:
-        opened, _implicit = load_template(self.options.get("response_template"))
+        spec = self.options.get("response_template")
+        if spec is None:  # no format of its own: it writes what a checkpoint's metadata declares
+            raise TemplateError("the response_template parser writes a reply only by a checkpoint's metadata")
+        opened, _implicit = load_template(spec)
         by_name = {f.name: f for f in opened}
         parts = []
         think = next((by_name[n] for n in _REASONING_FIELDS if n in by_name), None)
