@@ -81,7 +81,7 @@ def response_template_metadata(renderer: Any, model: str | None) -> dict[str, An
 def _template_options(renderer: Any, name: str) -> dict[str, Any]:
     """The chat-template kwargs the parser reads as options of the same name (`template_options`: K2
     Horizon's `tool_call_format` and `reasoning_effort` decide which call form and reasoning block it reads)."""
-    from wtb_local.formats.parsers import parser_class
+    from wtb_local.formats.parsers import parser_class  # deferred: start-up
 
     kwargs = getattr(renderer, "template_kwargs", None) if renderer is not None else None
     try:
@@ -95,7 +95,7 @@ def _prefill_options(renderer: Any, parser_name: str, fallbacks: dict[str, str] 
     """Rendered prompts that may open a reasoning block (the probe's does, or the family reads every
     completion as reasoning by default) decide the pre-fill per step, from each step's own prompt: R1-Distill
     pre-fills `<think>` after a user turn, not after tool results (formats/parsers/prefill.py)."""
-    from wtb_local.formats.parsers import parser_class
+    from wtb_local.formats.parsers import parser_class  # deferred: start-up
     from wtb_local.formats.parsers.prefill import PER_STEP
 
     if renderer is None:
