@@ -30,6 +30,7 @@ END_OF_TURN: tuple[str, ...] = (
     "<|message_sep|>",                                        # GigaChat3
     "<｜hy_eos:opensource｜>", "<｜hy_eos｜>",                  # Hy3
     "</assistant>", "〈|EOS|〉",                               # Poolside Laguna
+    "<|content_model_end_sampling|>", "<|end_message|>",     # Inkling (the turn's end, then a block's)
 )  # fmt: skip
 
 
