@@ -91,9 +91,9 @@ def real_outputs(parser_name: str) -> list[tuple[str, str, dict[str, Any], list[
     declared as a policy difference (each module's OURS) are left out: their label is not our result, and
     those modules assert our result exactly."""
     from tests.parsers import test_samples as release
+    from tests.parsers import test_samples_2026h2_fam_a as h2_a
     from tests.parsers import test_samples_deepseek_glm_kimi_minimax as fam_a
     from tests.parsers import test_samples_gemma_qwen35_olmo as gemma
-    from tests.parsers import test_samples_2026h2_fam_a as h2_a
 
     found = []
     for index, sample in enumerate(release.SAMPLES, start=1):

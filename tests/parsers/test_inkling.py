@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import ClassVar
 
 from tests.parsers.conformance import TOOLS, ParserConformance, call
 from wtb_local.formats.parsers import get_parser, select_parser
@@ -16,7 +17,7 @@ class TestInkling(ParserConformance):
     supports_reasoning = True
     reasoning_open_tag = "<|content_thinking|>"
     reasoning_close_tag = END
-    xfail_cases = {"test_call_inside_closed_reasoning_is_dropped_and_counted": (
+    xfail_cases: ClassVar[dict[str, str]] = {"test_call_inside_closed_reasoning_is_dropped_and_counted": (
         "a tool block's token ends an open thinking block (vLLM's engine reads it so too): Inkling has no call "
         "inside a closed reasoning block; test_a_tool_token_ends_the_thinking_block")}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any, ClassVar
 
 from tests.parsers.conformance import TOOLS, ParserConformance
 from wtb_local.formats.parsers import get_parser, select_parser
@@ -44,11 +45,11 @@ class TestK2HorizonXml(K2Cases):
 
 
 class TestK2HorizonXmlTyped(K2Cases):
-    parser_options = {"tool_call_format": "xml_typed"}
+    parser_options: ClassVar[dict[str, Any]] = {"tool_call_format": "xml_typed"}
 
 
 class TestK2HorizonJson(K2Cases):
-    parser_options = {"tool_call_format": "json"}
+    parser_options: ClassVar[dict[str, Any]] = {"tool_call_format": "json"}
 
 
 def calls(result) -> list[tuple[str, dict]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import ClassVar
 
 from tests.parsers.conformance import TOOLS, ParserConformance
 from wtb_local.formats.parsers import get_parser, parser_class, select_parser
@@ -21,7 +22,7 @@ class MuseCases(ParserConformance):
     supports_reasoning = True
     reasoning_open_tag = " to=self<|message|>"
     reasoning_close_tag = "<|eom|>"
-    xfail_cases = {"test_reasoning_prefilled_open_tag": (
+    xfail_cases: ClassVar[dict[str, str]] = {"test_reasoning_prefilled_open_tag": (
         "Muse has no reasoning opener to pre-fill: the prompt ends with `<|start|>assistant` and the reply "
         "names its channel itself")}
 

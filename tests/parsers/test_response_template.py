@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -38,7 +38,7 @@ class MetadataCases(ParserConformance):
 
 class TestDelimited(MetadataCases):
     parser_name = "response_template"
-    parser_options = {"response_template": DELIMITED}
+    parser_options: ClassVar[dict[str, Any]] = {"response_template": DELIMITED}
     supports_reasoning = True
 
     def malformed_samples(self) -> dict[str, str]:
@@ -56,7 +56,7 @@ class TestDelimited(MetadataCases):
 
 class TestGemma4Metadata(MetadataCases):
     parser_name = "response_template"
-    parser_options = {"response_template": GEMMA4}
+    parser_options: ClassVar[dict[str, Any]] = {"response_template": GEMMA4}
     supports_reasoning = True
     reasoning_open_tag = "<|channel>thought\n"
     reasoning_close_tag = "<channel|>"
@@ -98,8 +98,8 @@ def test_content_parsers_and_transforms() -> None:
 
 def test_without_metadata_or_with_broken_metadata_the_step_is_an_error() -> None:
     assert get_parser("response_template").parse("hi").errors == [
-        "the response_template parser needs the checkpoint's response_template metadata (tokenizer_config.json), "
-        "and none was given"]
+        ("the response_template parser needs the checkpoint's response_template metadata (tokenizer_config.json), "
+         "and none was given")]
     broken = get_parser("response_template", response_template={"fields": {"a": {}, "b": {}}}).parse("hi")
     assert broken.errors == ["response_template: fields ['a', 'b'] all lack an opener"]
 
@@ -116,12 +116,12 @@ def test_a_checkpoint_declaring_its_format_needs_no_code(tmp_path: Path) -> None
     assert (result.reasoning, result.content, calls(result)) == ("p", "ok", [("search", {"query": "x"})])
 
     class Tokenizer:  # metadata a loaded tokenizer carries among its init kwargs
-        init_kwargs = {"response_template": GEMMA4}
+        init_kwargs: ClassVar[dict[str, Any]] = {"response_template": GEMMA4}
 
     class Renderer:
         tokenizer = Tokenizer()
         template = "no markers"
-        template_kwargs: dict[str, Any] = {}
+        template_kwargs: ClassVar[dict[str, Any]] = {}
 
     _, from_tokenizer = choose_parser("hf", model="org/unknown-model", renderer=Renderer(), options={"x": 1})
     assert from_tokenizer == {"x": 1, "response_template": GEMMA4}

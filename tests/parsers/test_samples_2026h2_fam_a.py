@@ -90,18 +90,18 @@ UNREAD = "an unreadable call block is an error and stays in the content as writt
 UNTERMINATED = ("a complete call whose closing marker never came at a normal stop is kept with an error (vLLM's "
                 "metadata reader drops it)")
 
+_HYPOTHETICAL = ("Consider <ifm|tool_call>get_weather<ifm|arg_key>city</ifm|arg_key><ifm|arg_value>Boston"
+                 "</ifm|arg_value></ifm|tool_call> as hypothetical text.")
 _GEMMA_UNREAD = "a tool_calls region that cannot be read (not JSON: {}): not read as a call"
 
 # line -> (policy, wtb_local's exact content, reasoning, [[name, arguments text], ...])
 OURS: dict[int, tuple[str, str | None, str | None, list[list[str]]]] = {
     11: (SPLIT, None, "Need weather.", [["get_weather", '{"city": "Paris"}']]),
-    17: (SPLIT_UNREAD, '<atem:function_calls>\n<atem:invoke name="get_weather.get_weather">\n'
-         '<atem:parameter name="city">Par', "Need weather.", []),
+    17: (SPLIT_UNREAD, ('<atem:function_calls>\n<atem:invoke name="get_weather.get_weather">\n'
+                        '<atem:parameter name="city">Par'), "Need weather.", []),
     24: (FORM, None, None, [["ping", "{}"]]),
-    36: (SPLIT, "The answer is 42.", "Consider <ifm|tool_call>get_weather<ifm|arg_key>city</ifm|arg_key>"
-         "<ifm|arg_value>Boston</ifm|arg_value></ifm|tool_call> as hypothetical text.", []),
-    37: (SPLIT, None, "Consider <ifm|tool_call>get_weather<ifm|arg_key>city</ifm|arg_key><ifm|arg_value>Boston"
-         "</ifm|arg_value></ifm|tool_call> as hypothetical text.", [["get_weather", '{"city": "Tokyo"}']]),
+    36: (SPLIT, "The answer is 42.", _HYPOTHETICAL, []),
+    37: (SPLIT, None, _HYPOTHETICAL, [["get_weather", '{"city": "Tokyo"}']]),
     53: (TOOL_TEXT, "raw body", None, [["weather", '{"city":"SF"}']]),
     54: (NO_ARGS, None, None, [["weather", "{}"]]),
     92: (UNREAD, "prefix <|START_ACTION|>[not valid json<|END_ACTION|>", None, []),

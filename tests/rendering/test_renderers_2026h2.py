@@ -13,7 +13,7 @@ import json
 import os
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -168,13 +168,14 @@ def test_k2_horizon_template_kwargs_reach_its_parser() -> None:
 
     class Renderer:
         template = "{{ '<ifm|tool_call>' }}"
-        template_kwargs = {"tool_call_format": "json", "reasoning_effort": "low", "unrelated": 1}
+        template_kwargs: ClassVar[dict[str, Any]] = {"tool_call_format": "json", "reasoning_effort": "low",
+                                                     "unrelated": 1}
 
     parser, options = choose_parser(None, model="IFM/K2-Horizon-32B", renderer=Renderer())
     assert parser.name == "k2_horizon"
     assert {k: options[k] for k in ("tool_call_format", "reasoning_effort")} == {"tool_call_format": "json",
                                                                                 "reasoning_effort": "low"}
     assert "unrelated" not in options
-    replayed, recorded = choose_parser("k2_horizon", model="IFM/K2-Horizon-32B", renderer=Renderer(),
+    _, recorded = choose_parser("k2_horizon", model="IFM/K2-Horizon-32B", renderer=Renderer(),
                                        options={"tool_call_format": "xml"})
     assert recorded == {"tool_call_format": "xml"}  # a replay keeps the recorded options

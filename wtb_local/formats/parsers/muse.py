@@ -27,7 +27,13 @@ import re
 from typing import Any, ClassVar
 
 from wtb_local.contract.schema import ParsedCall, ParseResult
-from wtb_local.formats.parsers._common import TRUNCATED, dumps_arguments, is_truncated, join_content, tool_schemas
+from wtb_local.formats.parsers._common import (
+    TRUNCATED,
+    dumps_arguments,
+    is_truncated,
+    join_content,
+    tool_schemas,
+)
 from wtb_local.formats.parsers.base import ToolParser
 from wtb_local.formats.parsers.hermes import strip_end_tokens
 
@@ -49,7 +55,7 @@ class MuseParser(ToolParser):
     name = "muse"
     vllm_names: ClassVar[tuple[str, ...]] = ("muse", "musespark", "musespark1x")
     families = ("Muse Spark",)
-    model_patterns = (r"muse[-_ ]?spark",)
+    model_patterns: ClassVar[tuple[str, ...]] = (r"muse[-_ ]?spark",)
     template_markers = (CALLS_OPEN,)
     keep_schema_strings: ClassVar[bool] = True  # Spark keeps string-typed values as written
     bare_header_is_reasoning: ClassVar[bool] = True

@@ -118,12 +118,15 @@ def _text(body: str, args: dict[str, Any]) -> str:
 def _json(body: str, args: dict[str, Any]) -> Any:
     working = body
     strings: list[str] = []
+
+    def hold(match: re.Match[str]) -> str:
+        # a custom-delimited string becomes a placeholder first, so its text is never touched below
+        strings.append(match.group(1))
+        return f"\x01{len(strings) - 1}\x02"
+
     for pair in args.get("string_delims") or []:
         opener, closer = pair
-        # a custom-delimited string becomes a placeholder first, so its text is never touched below
-        working = re.sub(re.escape(opener) + r"(.*?)" + re.escape(closer),
-                         lambda m: (strings.append(m.group(1)), f"\x01{len(strings) - 1}\x02")[1], working,
-                         flags=re.DOTALL)
+        working = re.sub(re.escape(opener) + r"(.*?)" + re.escape(closer), hold, working, flags=re.DOTALL)
     if args.get("unquoted_keys"):
         working = re.sub(r"(?<=[{,])\s*([A-Za-z_]\w*)\s*:", r'"\1":', working)
     for n, s in enumerate(strings):
@@ -145,7 +148,7 @@ def _sub(raw: str, spec: Any) -> Any:
 def _xml_inline(body: str, args: dict[str, Any]) -> dict[str, Any]:
     pattern = args.get("tag_pattern")
     if not isinstance(pattern, str):
-        raise ValueError("xml-inline content without a tag_pattern")
+        raise TypeError("xml-inline content without a tag_pattern")
     out: dict[str, Any] = {}
     for match in re.finditer(pattern, body, flags=re.DOTALL):
         key, value = match.groupdict().get("key"), _sub(match.groupdict().get("value") or "", args.get("value_parser"))
@@ -243,8 +246,8 @@ class ResponseTemplateParser(ToolParser):
         spec = self.options.get("response_template")
         if spec is None:
             return ParseResult(content=join_content([text or ""]), errors=[
-                "the response_template parser needs the checkpoint's response_template metadata "
-                "(tokenizer_config.json), and none was given"])
+                ("the response_template parser needs the checkpoint's response_template metadata "
+                 "(tokenizer_config.json), and none was given")])
         try:
             opened, implicit = load_template(spec)
         except TemplateError as exc:
@@ -268,7 +271,9 @@ class ResponseTemplateParser(ToolParser):
             parts.append(think.open_literals[0] + reasoning + (think.close_literals or ("",))[0])
         parts.append(content or "")
         calls = next((by_name[n] for n in _CALL_FIELDS if n in by_name), None)
-        for c in tool_calls if calls is not None else []:
+        for c in tool_calls:
+            if calls is None:
+                break
             args = c.arguments
             if calls.open_literals:
                 body = json.dumps({"name": c.name, "arguments": json.loads(args)}, ensure_ascii=False)
