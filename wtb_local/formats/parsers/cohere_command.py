@@ -49,7 +49,7 @@ class CohereCommandParser(ToolParser):
     name = "cohere_command"
     vllm_names: ClassVar[tuple[str, ...]] = ("cohere_command3", "cohere_command4")
     families = ("Command A", "Command A Reasoning", "Command R7B", "Cohere2MoE (North)", "Command 4")
-    model_patterns = (r"command-a", r"command-r7b", r"cohere2", r"north-(?:mini-)?code", r"command-?4")
+    model_patterns = (r"command-a", r"command-r7b", r"cohere2", r"north-(?:mini-)?code")
     template_markers = ("<|START_ACTION|>",)
 
     def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,

@@ -92,7 +92,7 @@ class MuseGlimmerParser(MuseParser):
     name = "muse_glimmer"
     vllm_names: ClassVar[tuple[str, ...]] = ("muse_glimmer",)
     families = ("Muse Glimmer",)
-    model_patterns = (r"muse[-_ ]?glimmer", r"(^|/)muse-(?!spark)")
+    model_patterns = (r"muse[-_ ]?glimmer",)
     # vLLM's example template for Glimmer names itself in its error message
     template_markers = ("MuseGlimmer ATEM",)
     priority = 1
