@@ -99,3 +99,15 @@ def test_reasoning_blocks_by_effort() -> None:
 def test_selection() -> None:
     assert select_parser("IFM/K2-Horizon-32B") == "k2_horizon"
     assert select_parser("any/model", chat_template="{{ '<ifm|tool_call>' + name }}") == "k2_horizon"
+
+
+def test_a_prompt_that_opens_a_think_block_is_known() -> None:
+    """A template that pre-fills one of the three blocks makes the run read the reply as starting inside it."""
+    from wtb_local.formats.reasoning_blocks import closer_of, ends_in_open_reasoning
+
+    for tag in ("think", "think_fast", "think_faster"):
+        assert ends_in_open_reasoning(f"<ifm|user>hi<ifm|assistant><ifm|{tag}>")
+        assert closer_of(f"<ifm|{tag}>") == f"</ifm|{tag}>"
+    result = get_parser("k2_horizon", thinking=True, reasoning_effort="medium").parse(
+        f"plan</ifm|think_fast>{G}{C}get_time{CC}{GC}", tools=TOOLS)
+    assert (result.reasoning, calls(result)) == ("plan", [("get_time", {})])

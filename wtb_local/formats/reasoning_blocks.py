@@ -21,6 +21,10 @@ BLOCKS: tuple[tuple[str, str], ...] = (
     ("<|START_THINKING|>", "<|END_THINKING|>"),           # Cohere Command
     ("<|open|>think<|sep|>", "<|close|>think<|sep|>"),    # Kimi-K3
     ("<|channel>thought", "<channel|>"),                  # Gemma 4 (a pair of tokens around the thought channel)
+    ("<ifm|think_faster>", "</ifm|think_faster>"),        # K2 Horizon, reasoning_effort low
+    ("<ifm|think_fast>", "</ifm|think_fast>"),            # K2 Horizon, medium
+    ("<ifm|think>", "</ifm|think>"),                      # K2 Horizon, high
+    ("<|content_thinking|>", "<|end_message|>"),          # Inkling
 )  # fmt: skip
 
 _TAG = re.compile(r"<(?P<tag>[A-Za-z][\w:-]*)>")
