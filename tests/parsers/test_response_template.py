@@ -135,3 +135,12 @@ def test_reasoning_cut_off_is_reasoning_without_an_error() -> None:
         result = get_parser("response_template", response_template=DELIMITED, **options).parse(
             text, finish_reason="length")
         assert (result.reasoning, result.content, result.errors) == ("still going", None, []), options
+
+
+def test_zero_width_anchors_never_loop() -> None:
+    template = {"start_anchor": "<a>", "fields": {
+        "tool_calls": {"open_pattern": r"(?=<call>)|<call>", "close_pattern": r"(?=<)|$", "content": "json"},
+        "content": {"close_pattern": "$"}}}
+    result = get_parser("response_template", response_template=template).parse(
+        'Hi <call>{"name": "search", "arguments": {"query": "x"}}')
+    assert (calls(result), result.content) == ([("search", {"query": "x"})], "Hi")

@@ -302,8 +302,10 @@ class _Reader:
                         inside.close is None, whole=text[:close.end()] if close else text)
             pos = close.end() if close else len(text) + 1
         while pos <= len(text):
-            candidates = [(m.start(), -(m.end() - m.start()), 0, f.name, f, m)
-                          for f in self.opened if (m := f.open.search(text, pos)) is not None]  # type: ignore[union-attr]
+            # an opener must consume text (a zero-width one would open the same region forever)
+            candidates = [(m.start(), -(m.end() - m.start()), 0, f.name, f, m) for f in self.opened
+                          if (m := next((o for o in f.open.finditer(text, pos) if o.end() > o.start()),  # type: ignore[union-attr]
+                                        None)) is not None]
             if sink_open and self.implicit is not None and self.implicit.close is not None:
                 m = self.implicit.close.search(text, pos)
                 if m is not None:
