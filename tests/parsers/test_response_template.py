@@ -144,3 +144,38 @@ def test_zero_width_anchors_never_loop() -> None:
     result = get_parser("response_template", response_template=template).parse(
         'Hi <call>{"name": "search", "arguments": {"query": "x"}}')
     assert (calls(result), result.content) == ([("search", {"query": "x"})], "Hi")
+
+
+# A chat template of a family no parser knows: calls as `<call>{json}</call>`, replies after `<assistant>`.
+NEW_FAMILY = (
+    "{%- if tools %}<|system|>Tools: {{ tools | tojson }}<|end|>{% endif -%}"
+    "{%- for m in messages -%}"
+    "{%- if m.role == 'assistant' -%}<assistant>{{ m.content or '' }}"
+    "{%- for tc in m.tool_calls or [] -%}<call>{{ {'name': tc.function.name, 'arguments': tc.function.arguments}"
+    " | tojson }}</call>{%- endfor -%}<|end|>"
+    "{%- else -%}<|{{ m.role }}|>{{ m.content }}<|end|>{%- endif -%}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}<assistant>{%- endif -%}")
+
+
+def test_a_new_family_declaring_its_format_runs_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A checkpoint whose architecture (qwen2) would select hermes, whose template no parser knows, and whose
+    tokenizer_config.json declares its response_template: the probe and the run read it by the metadata, and
+    the oracle scores 100% with every reply cut out of the template."""
+    import asyncio
+
+    from tests.helpers import build_tiny_model
+    from wtb_local.run import RunOptions, run_job_async
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    model_dir = build_tiny_model(tmp_path / "org" / "new-family-1b", NEW_FAMILY, eos_token="<|end|>")
+    config_path = model_dir / "tokenizer_config.json"
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    config_path.write_text(json.dumps({**config, "response_template": DELIMITED}), encoding="utf-8")
+    settings = RunOptions(backend="oracle", model=str(model_dir), dataset="sample", out=str(tmp_path / "run"),
+                          progress="none")
+    outcome = asyncio.run(run_job_async(settings))
+    total = outcome.metric["total_info"]
+    assert (total["task"]["accuracy"], total["session"]["accuracy"]) == (1.0, 1.0), total
+    assert (outcome.settings.parser, outcome.manifest["template"]["source"]) == ("response_template", "tokenizer")
+    assert (outcome.manifest["backend"]["template_cuts"], outcome.manifest["backend"]["format_fallbacks"]) == (74, 0)

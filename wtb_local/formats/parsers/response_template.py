@@ -44,6 +44,30 @@ _REASONING_FIELDS = ("thinking", "reasoning", "reasoning_content")
 _CALL_FIELDS = ("tool_calls",)
 
 
+METADATA_PARSERS = ("response_template", "hf")  # ours and vLLM's name for it
+
+
+def declared_response_template(tokenizer: Any = None, model: str | None = None) -> dict[str, Any] | str | None:
+    """The `response_template` a checkpoint declares in tokenizer_config.json: as a loaded tokenizer carries
+    it (an attribute, or among its init kwargs), else from the model's file on disk (a local directory or
+    the hub cache; never downloaded)."""
+    for found in (getattr(tokenizer, "response_template", None),
+                  (getattr(tokenizer, "init_kwargs", None) or {}).get("response_template")):
+        if isinstance(found, (dict, str)) and found:
+            return found
+    if model:
+        from wtb_local.formats.checkpoint import model_file  # deferred: only without a loaded tokenizer
+
+        path = model_file(model, "tokenizer_config.json")
+        try:
+            found = json.loads(path.read_text(encoding="utf-8")).get("response_template") if path else None
+        except (OSError, ValueError, AttributeError):
+            found = None
+        if isinstance(found, (dict, str)) and found:
+            return found
+    return None
+
+
 class TemplateError(ValueError):
     """The metadata itself cannot be read (a bug of the checkpoint's metadata, never a model outcome)."""
 

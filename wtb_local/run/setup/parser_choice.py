@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 from wtb_local.contract.errors import RunError
@@ -18,7 +16,7 @@ def choose_parser(name: str | None, *, model: str | None, renderer: Any,
     with (`options` when given, else the reasoning pre-fill the prompts call for). `vllm:NAME` is vLLM's
     own parser, built with the run's tokenizer as vLLM loads it (formats/parsers/vllm_native.py). `fallbacks` gets
     {option: why} for an option decided without the evidence it is normally decided from."""
-    from wtb_local.formats.parsers import get_parser, select_parser
+    from wtb_local.formats.parsers import get_parser
     from wtb_local.formats.parsers.vllm_native import (  # deferred: start-up
         VllmParserSetupError,
         is_vllm_parser,
@@ -34,15 +32,13 @@ def choose_parser(name: str | None, *, model: str | None, renderer: Any,
             raise RunError("--model is needed to choose a tool-call parser (or pass --parser)")
         template = getattr(renderer, "template", None) if renderer is not None else None
         try:
-            name = select_parser(model, chat_template=template, config=local_config(model))
+            name = _select(model, template, renderer)
         except ValueError as exc:
-            if response_template_metadata(renderer, model) is None:
-                raise RunError(str(exc)) from None
-            name = "response_template"  # the checkpoint declares its reply format: no family code needed
+            raise RunError(str(exc)) from None
     chosen = dict(options or _prefill_options(renderer, name, fallbacks))
     if not options:
         chosen.update(_template_options(renderer, name))
-    if name in _METADATA_PARSERS and "response_template" not in chosen:
+    if name in ("response_template", "hf") and "response_template" not in chosen:
         metadata = response_template_metadata(renderer, model)
         if metadata is not None:
             chosen["response_template"] = metadata
@@ -56,26 +52,25 @@ def choose_parser(name: str | None, *, model: str | None, renderer: Any,
         raise RunError(f"--parser: {exc}") from None
 
 
-_METADATA_PARSERS = ("response_template", "hf")  # ours and vLLM's name for it
+def _select(model: str, template: str | None, renderer: Any) -> str:
+    """The parser from the template's markers, then the model id; then the reply format the checkpoint
+    declares (its response_template: no family code needed), before config.json's architecture, which
+    fine-tunes of every format share."""
+    from wtb_local.formats.parsers import select_parser  # deferred: start-up
+
+    try:
+        return select_parser(model, chat_template=template)
+    except ValueError:
+        if response_template_metadata(renderer, model) is not None:
+            return "response_template"
+    return select_parser(model, chat_template=template, config=local_config(model))
 
 
 def response_template_metadata(renderer: Any, model: str | None) -> dict[str, Any] | str | None:
-    """The `response_template` a checkpoint declares in tokenizer_config.json: as the run's tokenizer loaded
-    it (an attribute, or among its init kwargs), else from a local model directory's file."""
-    tokenizer = getattr(renderer, "tokenizer", None) if renderer is not None else None
-    for found in (getattr(tokenizer, "response_template", None),
-                  (getattr(tokenizer, "init_kwargs", None) or {}).get("response_template")):
-        if isinstance(found, (dict, str)) and found:
-            return found
-    if model:
-        path = Path(model) / "tokenizer_config.json"
-        try:
-            found = json.loads(path.read_text(encoding="utf-8")).get("response_template") if path.is_file() else None
-        except (OSError, ValueError, AttributeError):
-            found = None
-        if isinstance(found, (dict, str)) and found:
-            return found
-    return None
+    """The `response_template` the run's checkpoint declares (its tokenizer, else its tokenizer_config.json)."""
+    from wtb_local.formats.parsers.response_template import declared_response_template  # deferred: start-up
+
+    return declared_response_template(getattr(renderer, "tokenizer", None) if renderer is not None else None, model)
 
 
 def _template_options(renderer: Any, name: str) -> dict[str, Any]:
