@@ -27,9 +27,15 @@ PARSERS = {parser for _, _, parser, _ in EXPECTED.values()}
 WITHOUT_TEMPLATE = {"muse", "k2_horizon", "response_template"}
 
 
-@pytest.mark.parametrize("model", sorted(EXPECTED))
-def test_oracle_through_the_template_scores_100_percent(model: str, tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_oracle_through_muse_glimmers_template(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _oracle("meta-models/Muse-Glimmer-30B", tmp_path, monkeypatch)
+
+
+def test_oracle_through_the_inkling_renderer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _oracle("thinkingmachines/Inkling-Small", tmp_path, monkeypatch)
+
+
+def _oracle(model: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.helpers import build_tiny_model
     from wtb_local.run import RunOptions, run_job_async
 
