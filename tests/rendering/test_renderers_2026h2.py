@@ -1,10 +1,12 @@
 """Prompts of the second-half-2026 families vLLM renders in Python or ships a template for: Inkling's renderer
-(chat_templates/inkling.jinja) written out exactly and held byte for byte against vLLM 0.34's own encoder;
-DeepSeek V4.1's renderer held against vLLM 0.34's encoder; Muse Glimmer's published template (vLLM's example)
-through the probe with the parser it selects; K2 Horizon's template arguments reaching its parser.
+(chat_templates/inkling.jinja) written out exactly; it and DeepSeek V4.1's renderer held byte for byte against
+the prompts vLLM 0.34's own encoders write (tests/fixtures/rendering/2026h2/vllm034_prompts.json, recorded by
+scripts/vllm034_prompts.py); Muse Glimmer's published template (vLLM's example) through the probe with the
+parser it selects; K2 Horizon's template arguments reaching its parser.
 
-The vLLM 0.34 encoders are pure Python files read from an unpacked vLLM 0.34 wheel (`WTB_VLLM034_DIR`, default
-/work/wheels/vllm-0.34.0); the comparisons skip when it is not there (the installed vLLM is 0.32)."""
+The encoders are pure Python files of an unpacked vLLM 0.34 wheel (`WTB_VLLM034_DIR`, default
+/work/wheels/vllm-0.34.0); only the check that the recorded prompts are still theirs needs it, and skips
+without it (the installed vLLM is 0.32)."""
 
 from __future__ import annotations
 
@@ -86,28 +88,6 @@ def test_inkling_layout() -> None:
         _render("inkling", _conversation(), TOOLS, reasoning_effort=1.5)
 
 
-class _SpellingTokenizer:
-    """vLLM's encoder writes ids; this stand-in returns each piece as text, so the ids read as the prompt
-    text (the real tokenizer spells content_xml `<|unused_200024|>`)."""
-
-    def encode_text(self, text: str) -> list[str]:
-        return [text]
-
-    def encode_special(self, token: str) -> str:
-        return "<|unused_200024|>" if token == "<|content_xml|>" else token
-
-
-@pytest.mark.parametrize("case", ["probe", "reasoning", "effort", "no-tools"])
-def test_inkling_matches_vllm_034s_encoder(case: str) -> None:
-    encoder = _vllm034("renderers/inkling_encoding.py")
-    messages = _probe() if case == "probe" else _conversation()
-    tools = None if case == "no-tools" else (PROBE_TOOLS if case == "probe" else TOOLS)
-    kwargs = {"reasoning_effort": 0.25} if case == "effort" else {}
-    theirs = "".join(encoder.render_inkling_messages(messages, _SpellingTokenizer(), tools=tools,
-                                                     add_generation_prompt=True, **kwargs))
-    assert _render("inkling", messages, tools, **kwargs) == theirs
-
-
 def test_inkling_renderer_serves_the_model_and_passes_the_probe() -> None:
     renderer = PromptRenderer(make_tokenizer(None, name="thinkingmachines/Inkling-Small"),
                               model_id="thinkingmachines/Inkling-Small")
@@ -115,34 +95,35 @@ def test_inkling_renderer_serves_the_model_and_passes_the_probe() -> None:
     assert select_parser("thinkingmachines/Inkling-Small", chat_template=renderer.template) == "inkling"
 
 
-# --- DeepSeek V4.1 ---------------------------------------------------------------------------------------
+# --- held against vLLM 0.34's encoders (Inkling, DeepSeek V4.1) -------------------------------------------
+
+PROMPTS = json.loads((FIXTURES / "vllm034_prompts.json").read_text(encoding="utf-8"))
 
 
-def _deepseek_v41(encoder: ModuleType, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
-                  **kwargs: Any) -> str:
-    """vLLM 0.34's DeepSeek V4.1 tokenizer wrapper, as it calls the encoder: the tools join the first system
-    message (one is added), thinking is on unless switched off, `reasoning_effort` none turns it off."""
-    conversation = [dict(m) for m in messages]
-    system = next((m for m in conversation if m["role"] == "system"), None)
-    if system is None:
-        system = {"role": "system", "content": ""}
-        conversation.insert(0, system)
-    system["tools"] = tools
-    thinking = bool(kwargs.get("thinking", True))
-    effort = kwargs.get("reasoning_effort")
-    if effort == "none":
-        thinking, effort = False, None
-    return encoder.encode_messages(conversation, thinking_mode="thinking" if thinking else "chat",
-                                   reasoning_effort=effort or "high")
+@pytest.mark.parametrize("case", PROMPTS["cases"], ids=[c["case"] for c in PROMPTS["cases"]])
+def test_renderers_write_vllm_034s_prompts(case: dict[str, Any]) -> None:
+    """Byte for byte the prompt vLLM 0.34's own encoder renders for the same input (the probe conversation;
+    reasoning, text beside a call, its result; efforts; thinking off), recorded by scripts/vllm034_prompts.py.
+    DeepSeek V4.1's effort budgets are 0.34's (low 50, high 75 by default, max 100)."""
+    assert _render(case["renderer"], case["messages"], case["tools"], **case["kwargs"]) == case["prompt"]
 
 
-@pytest.mark.parametrize("kwargs", [{}, {"thinking": False}, {"reasoning_effort": "max"}, {"reasoning_effort": 30},
-                                    {"reasoning_effort": "none"}], ids=str)
-@pytest.mark.parametrize("case", ["probe", "conversation"])
-def test_deepseek_v41_matches_vllm_034s_encoder(case: str, kwargs: dict[str, Any]) -> None:
-    encoder = _vllm034("tokenizers/deepseek_v41_encoding.py")
-    messages, tools = (_probe(), PROBE_TOOLS) if case == "probe" else (_conversation(), TOOLS)
-    assert _render("deepseek_v41", messages, tools, **kwargs) == _deepseek_v41(encoder, messages, tools, **kwargs)
+def test_the_recorded_prompts_are_vllm_034s() -> None:
+    """The fixture is what the encoders of an unpacked vLLM 0.34 wheel write today, for the inputs the script
+    builds now (skipped without the wheel: the installed vLLM is 0.32)."""
+    _vllm034("renderers/inkling_encoding.py")
+    path = Path(__file__).resolve().parents[2] / "scripts" / "vllm034_prompts.py"
+    spec = importlib.util.spec_from_file_location("vllm034_prompts_script", path)
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    encoders = {"inkling": script.load(VLLM034, "renderers/inkling_encoding.py"),
+                "deepseek_v41": script.load(VLLM034, "tokenizers/deepseek_v41_encoding.py")}
+    now = [{"case": name, "renderer": renderer, "messages": messages, "tools": tools, "kwargs": kwargs,
+            "prompt": getattr(script, renderer)(encoders[renderer], messages, tools, kwargs)}
+           for name, renderer, messages, tools, kwargs in script.cases()]
+    assert json.loads(json.dumps(now)) == PROMPTS["cases"]
+    assert PROMPTS["source"]["vllm"] == "0.34.0"
 
 
 # --- Muse Glimmer (vLLM's example template) ----------------------------------------------------------------
