@@ -59,7 +59,7 @@ REPRESENTATIVE = {
     # second-half 2026 families (Muse, K2 Horizon, Inkling)
     "inkling": "thinkingmachines/Inkling-Small",
     "k2_horizon": "IFM/K2-Horizon-32B",
-    "muse": "meta-models/Muse-Spark",
+    "muse": "meta-models/Muse-Spark",  # no Spark checkpoint id is published: this one exercises its pattern
     "muse_glimmer": "meta-models/Muse-Glimmer-30B",
 }
 # Parsers no model id selects, with the test that runs the oracle through them instead.
