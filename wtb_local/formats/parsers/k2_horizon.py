@@ -27,13 +27,13 @@ from typing import Any, ClassVar
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._common import (
     TRUNCATED,
-    _schema_types,
     arguments_object,
     coerce_value,
     decode_json_at,
     dumps_arguments,
     is_truncated,
     join_content,
+    schema_types,
     split_reasoning,
     tool_schemas,
 )
@@ -263,19 +263,19 @@ def _xml_value(raw: str, schema: Any, explicit: str | None) -> Any:
     kind = (explicit or "").split("[", 1)[0].strip().lower()
     kind = _TYPES.get(kind, kind)
     if kind and kind != "any":
-        allowed = _schema_types(schema)
+        allowed = schema_types(schema)
         if not allowed or kind in allowed or (kind == "integer" and "number" in allowed):
             schema = {"type": kind}
     elif kind == "any":
         return raw
-    types = _schema_types(schema)
+    types = schema_types(schema)
     return coerce_value(raw if "string" in types or not types else raw.strip(), schema)
 
 
 def _retype_json(value: Any, schema: Any) -> Any:
     if not isinstance(value, str) or not isinstance(schema, dict):
         return value
-    types = _schema_types(schema)
+    types = schema_types(schema)
     if not types or "string" in types:
         return value
     return coerce_value(value, schema)
