@@ -69,6 +69,7 @@ SLOW = {
     "test_report_full.py::test_without_matplotlib_the_default_skips_png_and_an_asked_png_is_an_error": 14.1,
     "test_report_full.py::test_plots_are_drawn_and_not_blank": 10.8,
     "test_presenter.py::test_a_paper_run_has_one_label_and_paper_row_in_every_command": 9.7,
+    "runner/test_oracle_templates_2026h2_fam_a.py::test_oracle_through_muse_glimmers_template": 15.4,
     "runner/test_throughput.py::test_cli_instant_backend_runs_every_stage_and_records_the_runner_ceiling":
         9.2,
     "runner/test_reproducibility.py::test_a_replay_rerun_is_byte_identical_but_for_runner_ms": 8.8,

@@ -91,6 +91,7 @@ def real_outputs(parser_name: str) -> list[tuple[str, str, dict[str, Any], list[
     declared as a policy difference (each module's OURS) are left out: their label is not our result, and
     those modules assert our result exactly."""
     from tests.parsers import test_samples as release
+    from tests.parsers import test_samples_2026h2_fam_a as h2_a
     from tests.parsers import test_samples_deepseek_glm_kimi_minimax as fam_a
     from tests.parsers import test_samples_gemma_qwen35_olmo as gemma
 
@@ -119,6 +120,10 @@ def real_outputs(parser_name: str) -> list[tuple[str, str, dict[str, Any], list[
         if fam_b.parser_name(sample) == parser_name and line not in fam_b.OURS:
             kwargs = {"options": fam_b.options(sample), "tools": fam_b.tools_of(sample), "finish_reason": "stop"}
             found.append((f"2026h2/fam_b_samples.jsonl:{line}", sample["text"], kwargs, sample["expected_calls"]))
+    for line, sample in sorted(h2_a.SAMPLES.items()):
+        if h2_a.PARSER[sample["family"]] == parser_name and line not in h2_a.OURS:
+            kwargs = {"options": h2_a.options(sample), "tools": sample.get("tools"), "finish_reason": "stop"}
+            found.append((f"2026h2/fam_a_samples.jsonl:{line}", sample["text"], kwargs, sample["expected_calls"]))
     return found
 
 

@@ -42,4 +42,13 @@ def test_vllm_names_select_it() -> None:
     assert parser_class("cohere_command3") is parser_class("cohere_command4") is parser_class("cohere_command")
     assert get_parser("cohere_command4").name == "cohere_command"
     assert [select_parser(m) for m in ("CohereLabs/c4ai-command-a-03-2025", "CohereLabs/command-a-reasoning-08-2025",
-                                       "CohereLabs/c4ai-command-r7b-12-2024")] == ["cohere_command"] * 3
+                                       "CohereLabs/c4ai-command-r7b-12-2024", "CohereLabs/North-Mini-Code-1.0",
+                                       "CohereLabs/command-a-plus-05-2026")] == ["cohere_command"] * 5
+
+
+def test_citations_are_markup_the_cited_text_stays() -> None:
+    """Command A / Command 4 cite with `<co>text</co: doc:[spans]>`: the markup goes, in reasoning and content."""
+    text = ("<|START_THINKING|>Per <co>the forecast</co: 0:[1]>, sun.<|END_THINKING|>"
+            "<|START_TEXT|>It is <co>sunny</co: 0:[1,2],1:[3]> today.<|END_TEXT|>")
+    result = get_parser("cohere_command").parse(text)
+    assert (result.reasoning, result.content, result.errors) == ("Per the forecast, sun.", "It is sunny today.", [])

@@ -52,7 +52,6 @@ class TestDeepSeekV4(_Dsml):
 
 class TestDeepSeekV41(_Dsml):
     parser_name = "deepseek_v41"
-    no_real_outputs = "no DeepSeek-V4.1 generation or upstream parser test of its block names was at hand"
     kind = "calls"
     space = " "
 
@@ -87,6 +86,18 @@ def test_each_generation_reads_only_its_own_block() -> None:
     result = get_parser("deepseek_v41").parse(v4)
     assert result.content == v4 and result.errors == [
         f"a <{D}tool_calls> block (DeepSeek-V4's) where this family writes <{D} calls>: not read as calls"]
+
+
+def test_v41_reads_v4s_block_name_written_with_its_own_space() -> None:
+    """vLLM's V4.1 parser accepts `<｜DSML｜ tool_calls>` (V4's name, V4.1's space) as its own block; V4's
+    unspaced block stays another generation's (above), and V4.1's spaced DSML gives the V4 parser no call."""
+    spaced_v4_name = block("search", [("query", "true", "x"), ("limit", "false", "2")], "tool_calls", " ")
+    result = get_parser("deepseek_v41").parse(spaced_v4_name)
+    assert (calls(result), result.content, result.errors) == ([("search", {"query": "x", "limit": 2})], None, [])
+    v41 = block("search", [("query", "true", "x")], "calls", " ")
+    by_v4 = get_parser("deepseek_v4").parse(v41)
+    assert (by_v4.tool_calls, by_v4.content, by_v4.errors) == ([], v41, [
+        f"a <{D}calls> block (DeepSeek-V4.1's) where this family writes <{D}tool_calls>: not read as calls"])
 
 
 def test_thinking_prefilled() -> None:

@@ -22,14 +22,6 @@ from wtb_local.formats.parsers._engine_names import (
 FIXTURE = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "parsers" / "engine_parser_names.json")
                      .read_text(encoding="utf-8"))
 
-# ==== SERVED BY GROUP A (h6-fam-a builds these parsers in parallel; the lead reconciles this set at merge:
-# once their parsers are registered, every name here resolves and the set must be emptied) ===================
-GROUP_A: dict[str, set[str]] = {
-    "vllm": {"hf", "inkling", "k2_horizon", "muse", "muse_glimmer", "musespark"},
-    "sglang": {"inkling", "k2_horizon", "muse", "response_template"},
-}
-# ==========================================================================================================
-
 
 def test_the_lists_are_the_packages_own() -> None:
     assert (FIXTURE["vllm"]["version"], FIXTURE["sglang"]["version"]) == (VLLM_VERSION, SGLANG_VERSION)
@@ -41,9 +33,8 @@ def test_the_lists_are_the_packages_own() -> None:
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
 def test_every_name_is_served(engine: str) -> None:
     names = FIXTURE[engine]["tool_parsers"]
-    assert GROUP_A[engine] <= set(names)
     unserved = [name for name in names if served_by(engine, name) is None]
-    assert sorted(set(unserved) - GROUP_A[engine]) == []
+    assert unserved == []
 
 
 # what serves each name whose parser of ours has another name (the rest are served by their own name)
@@ -61,6 +52,7 @@ RENAMED = {
     ("sglang", "minimax-m2"): "minimax_m2", ("sglang", "minimax-m3"): "minimax_m3",
     ("sglang", "nanbeige"): "qwen3_coder", ("sglang", "interns1"): "internlm", ("sglang", "hunyuan"): "hy_v3",
     ("sglang", "muse"): "muse_glimmer",
+    ("vllm", "hf"): "response_template", ("vllm", "musespark"): "muse",
 }  # fmt: skip
 
 
@@ -69,7 +61,7 @@ def test_what_serves_each_name(engine: str) -> None:
     for name in FIXTURE[engine]["tool_parsers"]:
         want = RENAMED.get((engine, name), name)
         got = served_by(engine, name)
-        assert got == want or (got is None and name in GROUP_A[engine]), (engine, name, got)
+        assert got == want, (engine, name, got)
 
 
 @pytest.mark.parametrize(("alias", "target"), [

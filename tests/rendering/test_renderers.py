@@ -34,7 +34,9 @@ RENDERERS = {
     "deepseek_v4": ("deepseek-ai/DeepSeek-V4-Flash", "deepseek_v4"),
     "deepseek_v41": ("deepseek-ai/DeepSeek-V4.1", "deepseek_v41"),
     "kimi_k3": ("moonshotai/Kimi-K3", "kimi_k3"),
+    "inkling": ("thinkingmachines/Inkling", "inkling"),  # layout: tests/rendering/test_renderers_2026h2.py
 }
+NO_THINKING_SWITCH = {"inkling"}  # a numeric effort only, given with --template-kwarg reasoning_effort=X
 BOS, EOS = "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"
 D = "｜DSML｜"
 SCHEMA = {"name": "get_weather", "description": "Weather.",
@@ -70,6 +72,10 @@ def test_the_renderers_are_the_files_with_a_renderer_line() -> None:
 @pytest.mark.parametrize("thinking", [None, True, False])
 def test_selected_probed_and_hashed_like_a_template(name: str, thinking: bool | None) -> None:
     model, parser = RENDERERS[name]
+    if name in NO_THINKING_SWITCH and thinking is not None:
+        with pytest.raises(ValueError, match="has no thinking switch"):
+            PromptRenderer(make_tokenizer(None, name=model), model_id=model, thinking=thinking)
+        return
     renderer = PromptRenderer(make_tokenizer(None, name=model), model_id=model, thinking=thinking)
     text = (OVERRIDES_DIR / f"{name}.jinja").read_text(encoding="utf-8")
     choice = renderer.choice
@@ -188,7 +194,7 @@ def test_deepseek_v4_reasoning_effort() -> None:
 @pytest.mark.parametrize("thinking", [False, True])
 def test_deepseek_v41_layout(thinking: bool) -> None:
     head = "<think>" if thinking else "</think>"
-    effort = "Reasoning Effort: 50 (range 1-100, the higher the value, the more thorough the reasoning)\n\n"
+    effort = "Reasoning Effort: 75 (range 1-100, the higher the value, the more thorough the reasoning)\n\n"
     expected = (f"{BOS}<｜System｜>{effort if thinking else ''}Current Date: 2024-06-12\n\n{_v4_tools(' ', 'calls')}"
                 f"<｜User｜>Weather in Paris?<｜Assistant｜>{head}{'</think>' if thinking else ''}"
                 f"{_dsml_call('calls', ' ')}<｜User｜><tool_result>sunny</tool_result><｜Assistant｜>{head}")
@@ -196,7 +202,7 @@ def test_deepseek_v41_layout(thinking: bool) -> None:
 
 
 def test_deepseek_v41_effort_numbers_and_system_token() -> None:
-    for effort, budget in (("low", 25), ("xhigh", 75), ("max", 100), (33, 33)):
+    for effort, budget in (("low", 50), ("xhigh", 75), ("max", 100), (33, 33)):
         assert f"<｜System｜>Reasoning Effort: {budget} (range" in _render("deepseek_v41", _conversation(),
                                                                          reasoning_effort=effort)
     no_system = [m for m in _conversation() if m["role"] != "system"]

@@ -32,6 +32,7 @@ OVERRIDE_MODELS = {
     "gpt_oss": "openai/gpt-oss-120b",
     "granite3_3": "ibm-granite/granite-3.3-2b-instruct",
     "hammer2_1": "MadeAgents/Hammer2.1-7b",
+    "inkling": "thinkingmachines/Inkling",
     "kimi_k3": "moonshotai/Kimi-K3",
     "lfm2": "LiquidAI/LFM2-8B-A1B",
     "lfm2_5": "LiquidAI/LFM2.5-1.2B-Instruct",

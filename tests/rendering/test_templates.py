@@ -49,6 +49,8 @@ SERVED = {
     "deepseek-ai/DeepSeek-V4-Flash-0731": "deepseek_v4",
     "deepseek-ai/DeepSeek-V4.1": "deepseek_v41",
     "moonshotai/Kimi-K3": "kimi_k3",
+    "thinkingmachines/Inkling": "inkling",
+    "thinkingmachines/Inkling-Small": "inkling",
 }
 NOT_SERVED = ["Qwen/Qwen3-8B", "Salesforce/Llama-xLAM-2-8b-fc-r", "NousResearch/Hermes-2-Pro-Llama-3-8B",
               "ibm-granite/granite-4.0-h-small", "deepseek-ai/DeepSeek-R1-0528",
@@ -61,7 +63,7 @@ def test_overrides_are_found_in_the_shipped_folder() -> None:
     names = [o.name for o in list_overrides()]
     assert names == sorted(names) == ["apertus", "deepseek_r1_distill", "deepseek_v3", "deepseek_v31",
                                       "deepseek_v32", "deepseek_v4", "deepseek_v41", "gemma3_pythonic",
-                                      "gpt_oss", "granite3_3", "hammer2_1", "kimi_k3", "lfm2", "lfm2_5",
+                                      "gpt_oss", "granite3_3", "hammer2_1", "inkling", "kimi_k3", "lfm2", "lfm2_5",
                                       "llama3_json", "llama4_pythonic", "phi4_mini", "pythonic_llama3"]
     assert all(o.patterns for o in list_overrides())
 

@@ -114,7 +114,7 @@ def test_invalid_toml_names_the_file_and_line(tmp_path: Path) -> None:
                                        "thinking switch (use --template-kwarg KEY=VALUE if it reads another variable)")),
     ('chat_template = "nope"\nparams_b = 7.62', ("    error: --chat-template 'nope': neither a shipped override (known: "
      "apertus, deepseek_r1_distill, deepseek_v3, deepseek_v31, deepseek_v32, deepseek_v4, deepseek_v41, "
-     "gemma3_pythonic, gpt_oss, granite3_3, hammer2_1, kimi_k3, lfm2, lfm2_5, llama3_json, llama4_pythonic, "
+     "gemma3_pythonic, gpt_oss, granite3_3, hammer2_1, inkling, kimi_k3, lfm2, lfm2_5, llama3_json, llama4_pythonic, "
      "phi4_mini, pythonic_llama3) nor a file")),
     ("batch_sequences = 512\nparams_b = 7.62", ("    warning: KV cache for the planned batch (512 x 4096 tokens, 112.0 "
      "GiB) exceeds the 65.4 GiB left after the weights: vLLM batches fewer sequences")),

@@ -76,7 +76,16 @@ REPRESENTATIVE = {
     "jamba": "ai21labs/AI21-Jamba-Mini-1.7",
     "granite_20b_fc": "ibm-granite/granite-20b-functioncalling",
     "step3": "stepfun-ai/step3",
+    # second-half 2026 families (Muse, K2 Horizon, Inkling)
+    "inkling": "thinkingmachines/Inkling-Small",
+    "k2_horizon": "IFM/K2-Horizon-32B",
+    "muse": "meta-models/Muse-Spark",  # no Spark checkpoint id is published: this one exercises its pattern
+    "muse_glimmer": "meta-models/Muse-Glimmer-30B",
 }
+# Parsers no model id selects, with the test that runs the oracle through them instead.
+NO_MODEL_ID = {"response_template": ("chosen from a checkpoint's declared response_template: "
+                                     "tests/parsers/test_response_template.py::"
+                                     "test_a_new_family_declaring_its_format_runs_end_to_end")}
 
 
 def _assert_perfect(metric: dict) -> None:
@@ -87,7 +96,7 @@ def _assert_perfect(metric: dict) -> None:
     assert metric["optimal_info"]["Total"]["accuracy"] == 1.0, metric["optimal_info"]
 
 
-@pytest.mark.parametrize("parser", parser_names())
+@pytest.mark.parametrize("parser", [name for name in parser_names() if name not in NO_MODEL_ID])
 def test_oracle_scores_100_percent_for_every_parser(
     parser: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

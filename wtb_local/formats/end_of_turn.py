@@ -33,6 +33,7 @@ END_OF_TURN: tuple[str, ...] = (
     # second-half 2026 families (docs/parsers-and-templates.md, "Second-half 2026 families")
     "<|plamo:tag|>",                                          # PLaMo 3
     "<|iquest_end|>",                                         # IQuest-Q1
+    "<|content_model_end_sampling|>", "<|end_message|>",     # Inkling (the turn's end, then a block's)
 )  # fmt: skip
 
 

@@ -22,6 +22,10 @@ BLOCKS: tuple[tuple[str, str], ...] = (
     ("<|open|>think<|sep|>", "<|close|>think<|sep|>"),    # Kimi-K3
     ("<|channel>thought", "<channel|>"),                  # Gemma 4 (a pair of tokens around the thought channel)
     ("<|plamo:begin_think:plamo|>", "<|plamo:end_think:plamo|>"),  # PLaMo 3
+    ("<ifm|think_faster>", "</ifm|think_faster>"),        # K2 Horizon, reasoning_effort low
+    ("<ifm|think_fast>", "</ifm|think_fast>"),            # K2 Horizon, medium
+    ("<ifm|think>", "</ifm|think>"),                      # K2 Horizon, high
+    ("<|content_thinking|>", "<|end_message|>"),          # Inkling
 )  # fmt: skip
 
 _TAG = re.compile(r"<(?P<tag>[A-Za-z][\w:-]*)>")

@@ -38,6 +38,7 @@ __all__ = [
     "object_member_spans",
     "parse_pythonic_calls",
     "pythonic_call_text",
+    "schema_types",
     "skip_ws",
     "split_reasoning",
     "tool_schemas",
@@ -262,6 +263,11 @@ def _schema_types(schema: dict[str, Any] | None) -> list[str]:
     if not types and isinstance(schema.get("enum"), list) and all(isinstance(v, str) for v in schema["enum"]):
         types.append("string")
     return types
+
+
+def schema_types(schema: dict[str, Any] | None) -> list[str]:
+    """The JSON types a parameter's schema admits (anyOf/oneOf/type lists; a string enum is a string)."""
+    return _schema_types(schema)
 
 
 _NULLS = frozenset({"null", "none", "nil"})

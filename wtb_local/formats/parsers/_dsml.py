@@ -12,7 +12,8 @@ own type marker.
 the model's own statement of the type, so the tool schema never retypes a value (vLLM's serving parser
 does; docs/parser-policies.md §3). The three generations differ only in tag names (V4.1 writes a space
 after the marker): a block of another generation is not read as calls, as vLLM does not, but it is named
-in an error and its text stays content. ASCII look-alikes of the marker (`<|DSML|`, `<| DSML |`) are read
+in an error and its text stays content (V4.1's `<｜DSML｜ tool_calls>`, V4's name with V4.1's space, is
+V4.1's own, as vLLM reads it). ASCII look-alikes of the marker (`<|DSML|`, `<| DSML |`) are read
 as the marker.
 """
 
@@ -97,7 +98,7 @@ def parse_dsml(text: str, dialect: Dialect, *, thinking: Any, tools: list[dict[s
         nxt = blocks[n + 1].start() if n + 1 < len(blocks) else len(rest)
         closed = close is not None and close.start() < nxt
         end, after = (close.start(), close.end()) if closed else (nxt, nxt)
-        if kind != dialect.block:
+        if kind != dialect.block and not _own_variant(dialect, block.group(0)):
             errors.append(f"a <{DSML}{kind}> block ({_GENERATIONS[kind]}'s) where this family writes "
                           f"{dialect.opener}: not read as calls")
             pieces.append(rest[block.start():after])
@@ -115,6 +116,12 @@ def parse_dsml(text: str, dialect: Dialect, *, thinking: Any, tools: list[dict[s
         pos = after
     pieces.append(_take_bare(rest[pos:], dialect, tools, calls, errors))
     return ParseResult(reasoning=reasoning, content=join_content(pieces), tool_calls=calls, errors=errors)
+
+
+def _own_variant(dialect: Dialect, opener: str) -> bool:
+    """V4.1 also writes V4's block name with its own spacing (`<｜DSML｜ tool_calls>`), and vLLM's V4.1 parser
+    reads it; V4's unspaced `<｜DSML｜tool_calls>` stays another generation's block."""
+    return dialect.space and opener == f"<{DSML} tool_calls>"
 
 
 def _take_bare(text: str, dialect: Dialect, tools: list[dict[str, Any]] | None, calls: list[ParsedCall],

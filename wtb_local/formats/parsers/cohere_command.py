@@ -6,6 +6,8 @@
     ]<|END_ACTION|>
     <|START_TEXT|>answer<|END_TEXT|>                (Command A / R7B: <|START_RESPONSE|>…<|END_RESPONSE|>)
 
+Citations `<co>text</co: 0:[1]>` are markup: the cited text stays, in the reasoning and the content.
+
 The calls are one JSON list; each call keeps its `parameters` text as written and its `tool_call_id` as the
 call's id. With reasoning on (the default) the generation prompt pre-fills `<|START_THINKING|>`, so a
 completion starts inside the reasoning; with it off the prompt closes an empty block. vLLM names the
@@ -38,13 +40,15 @@ from wtb_local.formats.parsers.hermes import strip_end_tokens
 THINK_OPEN, THINK_CLOSE = "<|START_THINKING|>", "<|END_THINKING|>"
 ACTION_OPEN, ACTION_CLOSE = "<|START_ACTION|>", "<|END_ACTION|>"
 _TEXT_TAGS = re.compile(r"<\|(?:START|END)_(?:TEXT|RESPONSE)\|>")
+# Citations (`<co>cited text</co: 0:[1,2]>`, Command A / Command 4) are markup around the cited text
+_CITATION = re.compile(r"<co>|</co:[^>]*>")
 _NAME = re.compile(r'"tool_name"\s*:\s*"((?:[^"\\]|\\.)*)"')
 
 
 class CohereCommandParser(ToolParser):
     name = "cohere_command"
     vllm_names: ClassVar[tuple[str, ...]] = ("cohere_command3", "cohere_command4")
-    families = ("Command A", "Command A Reasoning", "Command R7B", "Cohere2MoE (North)")
+    families = ("Command A", "Command A Reasoning", "Command R7B", "Cohere2MoE (North)", "Command 4")
     model_patterns = (r"command-a", r"command-r7b", r"cohere2", r"north-(?:mini-)?code")
     template_markers = ("<|START_ACTION|>",)
 
@@ -66,7 +70,8 @@ class CohereCommandParser(ToolParser):
             return Block(found, pos)
 
         pieces, calls, errors = scan_blocks(rest, ACTION_OPEN, read)
-        content = join_content(_TEXT_TAGS.sub("", piece) for piece in pieces)
+        content = join_content(_CITATION.sub("", _TEXT_TAGS.sub("", piece)) for piece in pieces)
+        reasoning = join_content([_CITATION.sub("", reasoning)]) if reasoning else reasoning
         return ParseResult(reasoning=reasoning, content=content, tool_calls=calls, errors=errors)
 
     def format(self, content: str | None, tool_calls: list[ParsedCall],

@@ -46,6 +46,8 @@ _REASONING_VARIABLE = re.compile(r"\breasoning\s+is\s+(?:not\s+)?(?:un)?defined"
 def thinking_switch(model_id: str, template: str | None) -> str | None:
     """The template kwarg that turns thinking on/off for this model, or None when it has none."""
     text = template or ""
+    if "Thinking effort level" in text:  # Inkling: no on/off switch, a numeric effort (--template-kwarg)
+        return None
     if "enable_thinking" in text:
         return "enable_thinking"
     if "thinking_budget" in text:

@@ -311,9 +311,11 @@ def variants(template: str, *, split: bool) -> list[Adaptation]:
             for a in ("dict", "json") for c in ("empty", "none")]
 
 
-def _parser_for(parser: str | None, model_id: str, template: str) -> Any:
-    """The run's parser (`--parser`), else the one the run would select for this template."""
+def _parser_for(parser: str | None, model_id: str, template: str, metadata: Any = None) -> Any:
+    """The run's parser (`--parser`), else the one the run would select for this template; a checkpoint that
+    declares its reply format (`metadata`, its response_template) is read by it where no parser knows it."""
     from wtb_local.formats.parsers import get_parser, select_parser
+    from wtb_local.formats.parsers.response_template import METADATA_PARSERS  # deferred: start-up
     from wtb_local.formats.parsers.vllm_native import is_vllm_parser, vllm_name  # deferred: start-up
 
     if is_vllm_parser(parser):  # vLLM's own parser reads with the tokenizer: the probe reads with ours of
@@ -322,7 +324,13 @@ def _parser_for(parser: str | None, model_id: str, template: str) -> Any:
         except ValueError:
             parser = None
     try:
-        return get_parser(parser or select_parser(model_id, chat_template=template))
+        try:
+            name = parser or select_parser(model_id, chat_template=template)
+        except ValueError:
+            if metadata is None:
+                raise
+            name = "response_template"
+        return get_parser(name, **({"response_template": metadata} if name in METADATA_PARSERS and metadata else {}))
     except ValueError as exc:  # no parser: past calls cannot be read back, so the template is not proven
         raise TemplateError(f"chat template probe of {model_id}: {exc}") from None
 
@@ -345,18 +353,19 @@ def _try(render: RenderFn, template: str, source: str, candidates: list[Adaptati
 
 
 def choose_template(render: RenderFn, template: str, source: str, model_id: str,
-                    parser: str | None = None) -> tuple[str, TemplateChoice]:
+                    parser: str | None = None, metadata: Any = None) -> tuple[str, TemplateChoice]:
     """Probe `template` (from `source`) and return the text to render with and the choice made.
 
     A variant passes when the rendered probe shows the tools, results and turns, and every past call cut
     out of it parses back (name and typed arguments) with the run's parser (`parser`, else the one selected
-    for the model and template). Order: the template with unsplit variants; for the tokenizer's own
+    for the model and template, else the checkpoint's declared format: `metadata`, its response_template).
+    Order: the template with unsplit variants; for the tokenizer's own
     template the family override next (it keeps parallel calls in one message, as the model writes them);
     then split variants as a last resort. Raises TemplateError naming the problem and `--chat-template`
     when nothing passes.
     """
     problems: list[str] = []
-    reader = _parser_for(parser, model_id, template)
+    reader = _parser_for(parser, model_id, template, metadata)
     found = _try(render, template, source, variants(template, split=False), problems, reader)
     if found is not None:
         reason = "default adaptation passed the probe" if found == variants(template, split=False)[0] \
@@ -368,7 +377,7 @@ def choose_template(render: RenderFn, template: str, source: str, model_id: str,
         text = override.text()
         label = f"override:{override.name}"
         found = _try(render, text, label, variants(text, split=False), problems,
-                     _parser_for(parser, model_id, text))
+                     _parser_for(parser, model_id, text, metadata))
         if found is not None:
             return text, TemplateChoice(
                 source=label, sha256=template_sha256(text), adaptation=found, problems=problems,

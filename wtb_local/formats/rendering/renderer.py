@@ -62,8 +62,12 @@ class PromptRenderer:
                                 **(template_kwargs or {})}
         self.template: str
         self.choice: TemplateChoice
+        from wtb_local.formats.parsers.response_template import (  # deferred: start-up
+            declared_response_template,
+        )
+
         self.template, self.choice = choose_template(self._render_with, text, source, self.model_id,
-                                                     parser=parser)
+                                                     parser=parser, metadata=declared_response_template(tokenizer))
         if why and self.choice.source == source:
             self.choice = self.choice.model_copy(update={"reason": f"{why}; {self.choice.reason}"})
 

@@ -16,7 +16,7 @@ def choose_parser(name: str | None, *, model: str | None, renderer: Any,
     with (`options` when given, else the reasoning pre-fill the prompts call for). `vllm:NAME` is vLLM's
     own parser, built with the run's tokenizer as vLLM loads it (formats/parsers/vllm_native.py). `fallbacks` gets
     {option: why} for an option decided without the evidence it is normally decided from."""
-    from wtb_local.formats.parsers import get_parser, select_parser
+    from wtb_local.formats.parsers import get_parser
     from wtb_local.formats.parsers.vllm_native import (  # deferred: start-up
         VllmParserSetupError,
         is_vllm_parser,
@@ -32,10 +32,16 @@ def choose_parser(name: str | None, *, model: str | None, renderer: Any,
             raise RunError("--model is needed to choose a tool-call parser (or pass --parser)")
         template = getattr(renderer, "template", None) if renderer is not None else None
         try:
-            name = select_parser(model, chat_template=template, config=local_config(model))
+            name = _select(model, template, renderer)
         except ValueError as exc:
             raise RunError(str(exc)) from None
     chosen = dict(options or _prefill_options(renderer, name, fallbacks))
+    if not options:
+        chosen.update(_template_options(renderer, name))
+    if name in ("response_template", "hf") and "response_template" not in chosen:
+        metadata = response_template_metadata(renderer, model)
+        if metadata is not None:
+            chosen["response_template"] = metadata
     try:
         tokenizer = (load_tokenizer(model, revision=revision, trust_remote_code=trust_remote_code)
                      if is_vllm_parser(name) else None)
@@ -46,11 +52,45 @@ def choose_parser(name: str | None, *, model: str | None, renderer: Any,
         raise RunError(f"--parser: {exc}") from None
 
 
+def _select(model: str, template: str | None, renderer: Any) -> str:
+    """The parser from the template's markers, then the model id; then the reply format the checkpoint
+    declares (its response_template: no family code needed), before config.json's architecture, which
+    fine-tunes of every format share."""
+    from wtb_local.formats.parsers import select_parser  # deferred: start-up
+
+    try:
+        return select_parser(model, chat_template=template)
+    except ValueError:
+        if response_template_metadata(renderer, model) is not None:
+            return "response_template"
+    return select_parser(model, chat_template=template, config=local_config(model))
+
+
+def response_template_metadata(renderer: Any, model: str | None) -> dict[str, Any] | str | None:
+    """The `response_template` the run's checkpoint declares (its tokenizer, else its tokenizer_config.json)."""
+    from wtb_local.formats.parsers.response_template import declared_response_template  # deferred: start-up
+
+    return declared_response_template(getattr(renderer, "tokenizer", None) if renderer is not None else None, model)
+
+
+def _template_options(renderer: Any, name: str) -> dict[str, Any]:
+    """The chat-template kwargs the parser reads as options of the same name (`template_options`: K2
+    Horizon's `tool_call_format` and `reasoning_effort` decide which call form and reasoning block it reads)."""
+    from wtb_local.formats.parsers import parser_class  # deferred: start-up
+
+    kwargs = getattr(renderer, "template_kwargs", None) if renderer is not None else None
+    try:
+        wanted = getattr(parser_class(name), "template_options", ())
+    except ValueError:  # vLLM's own parser
+        return {}
+    return {key: kwargs[key] for key in wanted if isinstance(kwargs, dict) and key in kwargs}
+
+
 def _prefill_options(renderer: Any, parser_name: str, fallbacks: dict[str, str] | None = None) -> dict[str, Any]:
     """Rendered prompts that may open a reasoning block (the probe's does, or the family reads every
     completion as reasoning by default) decide the pre-fill per step, from each step's own prompt: R1-Distill
     pre-fills `<think>` after a user turn, not after tool results (formats/parsers/prefill.py)."""
-    from wtb_local.formats.parsers import parser_class
+    from wtb_local.formats.parsers import parser_class  # deferred: start-up
     from wtb_local.formats.parsers.prefill import PER_STEP
 
     if renderer is None:
