@@ -75,17 +75,8 @@ PARSERS = {
     "Intern-S1": "internlm", "GigaChat3.5-432B-A28B": "gigachat35",
 }
 
-# ==== ROWS OF GROUP A's FAMILIES: the roster names the parser h6-fam-a registers (branch h6-fam-a); until it
-# is merged, plan reports "unknown parser" for these rows and nothing else. The lead reconciles at merge: once
-# the parsers are registered, these rows plan like the others (this dict then only names their parsers). ====
-GROUP_A_ROWS = {"Muse-Glimmer-30B": "muse_glimmer", "K2-Horizon-32B": "k2_horizon"}
-# ==========================================================================================================
-
-
-def _group_a_registered() -> bool:
-    from wtb_local.formats.parsers import parser_names
-
-    return set(GROUP_A_ROWS.values()) <= set(parser_names())
+# the second half's rows of Muse Glimmer and K2 Horizon
+H2_ROWS = {"Muse-Glimmer-30B": "muse_glimmer", "K2-Horizon-32B": "k2_horizon"}
 
 NO_KV = "no KV cache estimate: set config.layers, kv_heads and head_dim (or cache config.json)"
 # The rows whose parser, template and thinking switch need no family beyond those of the paper and of
@@ -182,30 +173,21 @@ def test_rows_of_the_families_decided_here_plan_exactly(tmp_path: Path) -> None:
 
 
 def test_the_2026_roster_plans_without_error(tmp_path: Path) -> None:
-    """Every row resolves: its parser (the vLLM-named parser of its family) and thinking switch; group A's rows
-    once their parsers are registered (GROUP_A_ROWS), else exactly their "unknown parser" error."""
+    """Every row resolves: its parser (the vLLM-named parser of its family) and thinking switch."""
     proc = _plan(tmp_path)
     rows = _plan_rows(proc.stdout)
     errors = {row: [m for m in lines if m.startswith("error")] for row, (_, lines) in rows.items()}
     errors = {row: lines for row, lines in errors.items() if lines}
     parsers = {row: cells["parser"] for row, (cells, _) in rows.items()}
-    if _group_a_registered():
-        assert errors == {}
-        assert parsers == {**PARSERS, **GROUP_A_ROWS}
-        assert proc.returncode == 0, proc.stderr
-        assert proc.stdout.splitlines()[-1] == ("35 entries: 10 ok, 25 warning, 0 error; 35 without a paper row "
-                                               "(compare_with = 'none')")
-        submitted = _plan(tmp_path, "--submit", "--dry-run", "--runs-dir", str(tmp_path / "runs"),
-                          "--sbatch-option=--partition=gpu")
-        assert submitted.returncode == 0, submitted.stderr
-        assert submitted.stdout.splitlines()[-5:] == _sbatch_lines(tmp_path / "runs")
-        return
-    assert {row: [e.split(";")[0] for e in lines] for row, lines in errors.items()} == {
-        row: [f"error: parser: unknown parser '{name}'"] for row, name in GROUP_A_ROWS.items()}
-    assert parsers == {**PARSERS, **{row: "?" for row in GROUP_A_ROWS}}
-    assert proc.returncode != 0
-    assert "35 entries: 10 ok, 23 warning, 2 error; 35 without a paper row (compare_with = 'none')" in (
-        proc.stdout.splitlines())
+    assert errors == {}
+    assert parsers == {**PARSERS, **H2_ROWS}
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == ("35 entries: 10 ok, 25 warning, 0 error; 35 without a paper row "
+                                           "(compare_with = 'none')")
+    submitted = _plan(tmp_path, "--submit", "--dry-run", "--runs-dir", str(tmp_path / "runs"),
+                      "--sbatch-option=--partition=gpu")
+    assert submitted.returncode == 0, submitted.stderr
+    assert submitted.stdout.splitlines()[-5:] == _sbatch_lines(tmp_path / "runs")
 
 
 def _sbatch_lines(runs: Path) -> list[str]:
