@@ -444,7 +444,7 @@ DEFERRED_LEFT: dict[str, int] = {
     "wtb_local/run/loop/steps.py": 1,
     "wtb_local/run/record/run_record.py": 3,
     "wtb_local/run/setup/dtype.py": 1,
-    "wtb_local/run/setup/parser_choice.py": 3,
+    "wtb_local/run/setup/parser_choice.py": 2,
     "wtb_local/run/setup/paths.py": 2,
     "wtb_local/run/setup/prepare.py": 3,
     "wtb_local/run/setup/thinking.py": 2,
