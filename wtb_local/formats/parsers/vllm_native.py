@@ -183,6 +183,19 @@ def _openai_tool(tool: dict[str, Any]) -> dict[str, Any]:
     return {"type": "function", "function": tool}
 
 
+def split_family_reasoning(family: str, text: str, thinking: Any) -> tuple[str | None, str]:
+    """(reasoning, the rest) as our parser mirroring vLLM's parser `family` splits them: its tags, Gemma 4's
+    channels, an unclosed block ending at the family's first call marker (imports no vLLM)."""
+    if family == "gemma4":
+        return gemma4.split_channels(text, thinking)
+    mirror = _mirror(family)
+    opener = getattr(mirror, "open_tag", None)
+    open_tag, close_tag, markers = _REASONING_MARKUP.get(family) or (
+        getattr(mirror, "think_open", "<think>"), getattr(mirror, "think_close", "</think>"),
+        (opener,) if isinstance(opener, str) else ())
+    return split_reasoning(text, thinking=thinking, open_tag=open_tag, close_tag=close_tag, call_markers=markers)
+
+
 def _call(name: str, arguments: Any) -> ParsedCall:
     if not isinstance(arguments, str):  # as a chat server's reply is read (openai_chat.py)
         arguments = json.dumps(arguments, ensure_ascii=False)
@@ -276,15 +289,7 @@ class VllmToolParser(ToolParser):
 
     def _split_reasoning(self, text: str) -> tuple[str | None, str]:
         """(reasoning, the rest) as the mirrored parser splits them (vLLM's reasoning parser of the family)."""
-        thinking = self.options.get("thinking")
-        if self.vllm_name == "gemma4":
-            return gemma4.split_channels(text, thinking)
-        mirror = _mirror(self.vllm_name)
-        opener = getattr(mirror, "open_tag", None)
-        open_tag, close_tag, markers = _REASONING_MARKUP.get(self.vllm_name) or (
-            getattr(mirror, "think_open", "<think>"), getattr(mirror, "think_close", "</think>"),
-            (opener,) if isinstance(opener, str) else ())
-        return split_reasoning(text, thinking=thinking, open_tag=open_tag, close_tag=close_tag, call_markers=markers)
+        return split_family_reasoning(self.vllm_name, text, self.options.get("thinking"))
 
     def format(self, content: str | None, tool_calls: list[ParsedCall], reasoning: str | None = None) -> str:
         """The mirrored parser's format (vLLM's parsers only read)."""
