@@ -18,7 +18,7 @@ SGLANG_NAME = {
     "apertus": "apertus2509", "cohere_command": "cohere_command4", "deepseek_r1": "deepseekv3",
     "deepseek_v3": "deepseekv3", "deepseek_v31": "deepseekv31", "deepseek_v32": "deepseekv32",
     "deepseek_v4": "deepseekv4", "deepseek_v41": "deepseekv41", "gemma4": "gemma4", "gigachat3": "gigachat3",
-    "glm45": "glm45", "glm47": "glm47", "gpt_oss": "gpt-oss", "hermes": "qwen25", "hunyuan": "hunyuan",
+    "glm45": "glm45", "glm47": "glm47", "gpt_oss": "gpt-oss", "hermes": "qwen25", "hy_v3": "hunyuan",
     "kimi_k2": "kimi_k2", "kimi_k3": "kimi_k3", "lfm2": "lfm2", "llama3_json": "llama3", "minicpm5": "minicpm5",
     "minimax_m2": "minimax-m2", "minimax_m3": "minimax-m3", "mistral": "mistral", "mistral_v11": "mistral",
     "poolside_v1": "poolside_v1", "pythonic": "pythonic", "qwen3_coder": "qwen3_coder", "step3p5": "step3p5",

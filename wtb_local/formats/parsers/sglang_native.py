@@ -39,7 +39,7 @@ MIRRORS = {
     "apertus2509": "apertus", "cohere_command4": "cohere_command", "deepseekv3": "deepseek_v3",
     "deepseekv31": "deepseek_v31", "deepseekv32": "deepseek_v32", "deepseekv4": "deepseek_v4",
     "deepseekv41": "deepseek_v41", "gemma4": "gemma4", "gigachat3": "gigachat3", "glm": "glm45", "glm45": "glm45",
-    "glm47": "glm47", "gpt-oss": "gpt_oss", "hermes": "hermes", "hunyuan": "hunyuan", "kimi_k2": "kimi_k2",
+    "glm47": "glm47", "gpt-oss": "gpt_oss", "hermes": "hermes", "hunyuan": "hy_v3", "kimi_k2": "kimi_k2",
     "kimi_k3": "kimi_k3", "lfm2": "lfm2", "llama3": "llama3_json", "minicpm5": "minicpm5",
     "minimax-m2": "minimax_m2", "minimax-m3": "minimax_m3", "mistral": "mistral", "poolside_v1": "poolside_v1",
     "pythonic": "pythonic", "qwen": "hermes", "qwen25": "hermes", "qwen3_coder": "qwen3_coder",
