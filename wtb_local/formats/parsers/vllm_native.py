@@ -269,6 +269,8 @@ class VllmToolParser(ToolParser):
         try:
             cls = ParserManager.get_parser(tool_parser_name=self.vllm_name, reasoning_parser_name=self.reasoning_parser,
                                            enable_auto_tools=True)
+            if cls is None:  # only when neither name is given, which build() rules out
+                raise RuntimeError("vLLM's ParserManager composed no parser")
             parser = cls(self.tokenizer, request.tools, chat_template_kwargs=kwargs)
             request = parser.adjust_request(request)
             if not request.tools:  # the server reads no call without tools; WildToolBench always declares them
