@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.vllm
-pytest.importorskip("vllm")
-
 from tests.helpers import vllm_parity
+from tests.tiers import needs_vllm
+
+pytestmark = [pytest.mark.vllm, needs_vllm]
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "parser-policies.md"
 
