@@ -79,3 +79,49 @@ def test_names_and_set_up_errors() -> None:
     with pytest.raises(VllmParserSetupError, match=r"^vLLM \S+ has no reasoning parser 'no_such'; its reasoning "
                                                    r"parsers: .*\bqwen3\b"):
         build("vllm:hermes+no_such", object())
+
+
+# The same readings with the newest release's Python layer (WTB_VLLM_NEXT; .ci/run sets it), in a subprocess.
+_AT_NEXT = """
+import json, logging, sys, tempfile
+from pathlib import Path
+logging.disable(logging.CRITICAL)
+import vllm
+from tests.helpers.vllm_parity import build_tokenizer
+from tests.parsers import test_vllm_native_decoding as t
+with tempfile.TemporaryDirectory() as scratch:
+    tok = build_tokenizer(Path(scratch))
+    text = "Say <|python_tag|> ok<tool_call>" + json.dumps({"name": "get_weather", "arguments": {"city": "LA"}}) + "</tool_call>"
+    print(json.dumps({"version": vllm.__version__, "file": vllm.__file__, "readings": [
+        t.read("vllm:pythonic", tok, t.PYTHONIC), t.read("vllm:pythonic", tok, t.PYTHONIC, server_decoded=True),
+        t.read("vllm:hermes", tok, text, tools=t.TOOLS), t.read("vllm:hermes", tok, text),
+        t.read("vllm:hunyuan_a13b+hunyuan_a13b", tok, "<think>\\nPlan\\n</think>\\n<answer>\\nHello\\n</answer>",
+               tools=t.TOOLS)]}))
+"""
+
+
+def test_the_newest_release_reads_as_its_server_does() -> None:
+    """vLLM 0.34 (its unpacked layer): the same decoding and the reasoning parser composed as its server does."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    path = os.environ.get("WTB_VLLM_NEXT")
+    if not path or not (Path(path) / "vllm" / "__init__.py").is_file():
+        why = "WTB_VLLM_NEXT does not name a folder holding the newest vLLM's `vllm` package (.ci/run unpacks its wheel)"
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(why)
+        pytest.skip(why)
+    repo = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([repo, path, os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", _AT_NEXT], capture_output=True, text=True, env=env, cwd=repo,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert Path(report["file"]).resolve().is_relative_to(Path(path).resolve())
+    call = [["get_weather", '{"city": "LA"}']]
+    assert report["readings"] == [
+        [None, None, call], [None, PYTHONIC, []],  # pythonic still leaves skip_special_tokens on in 0.34
+        [None, "Say <|python_tag|> ok", call], [None, "Say  ok", call],
+        ["Plan", "Hello", []]], report["version"]
