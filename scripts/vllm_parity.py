@@ -1,9 +1,12 @@
-"""Print the parity table of docs/parser-policies.md §4: our parsers against the installed vLLM's own parsers
-on every real model output the tests hold (tests/helpers/vllm_parity.py; the causes are named in
-tests/parsers/test_vllm_parity.py). Usage: python scripts/vllm_parity.py"""
+"""Print the parity table of docs/parser-policies.md §4: our parsers against vLLM's own parsers on every real
+model output the tests hold (tests/helpers/vllm_parity.py; the causes are named in
+tests/parsers/test_vllm_parity.py), for the installed vLLM and, when WTB_VLLM_NEXT names the folder holding
+another release's `vllm` package (its wheel unpacked), for that one too.
+Usage: [WTB_VLLM_NEXT=/path/to/vllm-0.34.0] python scripts/vllm_parity.py"""
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -11,17 +14,26 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.helpers import vllm_parity
-from tests.parsers.test_vllm_parity import NAMED, NOT_RUN
+from tests.parsers.test_vllm_parity import NEXT, NOT_RUN, named_at
+from wtb_local.formats.parsers.vllm_native import version
 
 
 def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
-        outcomes = vllm_parity.compare(vllm_parity.build_tokenizers(Path(scratch)), skip=set(NOT_RUN))
-    unnamed = sorted(o.sample.key for o in outcomes if o.differs and o.sample.key not in NAMED)
-    if unnamed:
-        print(f"differences not named in tests/parsers/test_vllm_parity.py: {', '.join(unnamed)}", file=sys.stderr)
-        sys.exit(1)
-    print(vllm_parity.counts_table(outcomes, NAMED, NOT_RUN), end="")
+        measured = {str(version()): vllm_parity.compare(vllm_parity.build_tokenizers(Path(scratch)), skip=set(NOT_RUN))}
+    if os.environ.get(NEXT):
+        other, outcomes = vllm_parity.measure_elsewhere(os.environ[NEXT], set(NOT_RUN))
+        measured[other] = outcomes
+    tables = {}
+    for release, outcomes in measured.items():
+        named = named_at(release)
+        unnamed = sorted(o.sample.key for o in outcomes if o.differs and o.sample.key not in named)
+        if unnamed:
+            print(f"vLLM {release}: differences not named in tests/parsers/test_vllm_parity.py: {', '.join(unnamed)}",
+                  file=sys.stderr)
+            sys.exit(1)
+        tables[release] = vllm_parity.counts(outcomes, named, NOT_RUN)
+    print(vllm_parity.render_table(tables), end="")
 
 
 if __name__ == "__main__":

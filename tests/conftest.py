@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 # The heavy tiers, in the order CI runs them (each a marker registered in pyproject.toml).
-TIERS = ("vllm", "real_model", "cluster", "faults", "wheel", "browser", "export", "slow")
+TIERS = ("vllm", "real_model", "cluster", "faults", "wheel", "browser", "export", "sglang", "slow")
 
 # Path (relative to tests/, a folder ending in "/") -> the tier everything in it needs.
 BY_PATH = {

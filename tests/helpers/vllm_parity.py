@@ -90,11 +90,26 @@ def our_parser_name(sample: Sample) -> str:
     return select_parser(sample.model)
 
 
+# The vLLM reasoning parser a server of these families runs (`--reasoning-parser`), read with the tool
+# parser as the server composes them (`vllm:TOOL+REASONING`): these families' replies carry reasoning that
+# only the reasoning parser knows how to split (Hunyuan's <answer> wrapper, a <think> pre-filled by the
+# prompt). The other families are read by the tool parser alone, their reasoning block split as ours does.
+REASONING_PARSER = {"hunyuan": "hunyuan_a13b", "deepseek_r1": "deepseek_r1", "minimax_m2": "minimax_m2"}
+
+
 def mirrored_vllm_name(ours: str, registered: tuple[str, ...]) -> str | None:
     """The vLLM parser name ours mirrors (the first of its `vllm_names` the installed vLLM registers)."""
     from wtb_local.formats.parsers import parser_class
 
     return next((name for name in parser_class(ours).vllm_names if name in registered), None)
+
+
+def vllm_parser_name(ours: str, registered: tuple[str, ...]) -> str | None:
+    """What `--parser` names vLLM's reading of our family: `vllm:TOOL`, or `vllm:TOOL+REASONING`."""
+    name = mirrored_vllm_name(ours, registered)
+    if name is None:
+        return None
+    return f"vllm:{name}" + (f"+{REASONING_PARSER[ours]}" if ours in REASONING_PARSER else "")
 
 
 def special_tokens() -> tuple[list[str], list[str]]:
@@ -153,12 +168,16 @@ class Outcome:
     differs: list[str]  # calls / failure / content, or ["crash"] / ["refused"]
     detail: str = ""
 
+    def row(self) -> dict[str, Any]:
+        return {"key": self.sample.key, "ours": self.ours, "vllm": self.vllm, "differs": self.differs,
+                "detail": self.detail}
+
 
 def compare(tokenizers: dict[str, Any], *, skip: set[str] = frozenset()) -> list[Outcome]:
     """Every sample but those in `skip` through both parsers (`tokenizers`: build_tokenizers)."""
     from wtb_local.analysis.commands.parser_comparison import differences
     from wtb_local.formats.parsers import get_parser, parse_completion
-    from wtb_local.formats.parsers.vllm_native import VllmParserSetupError, registered_names
+    from wtb_local.formats.parsers.vllm_native import VllmParserSetupError, build, registered_names
 
     registered = registered_names()
     outcomes = []
@@ -166,15 +185,15 @@ def compare(tokenizers: dict[str, Any], *, skip: set[str] = frozenset()) -> list
         if sample.key in skip:
             continue
         ours = our_parser_name(sample)
-        name = mirrored_vllm_name(ours, registered)
-        if name is None:
+        full = vllm_parser_name(ours, registered)
+        if full is None:
             outcomes.append(Outcome(sample, ours, None, []))
             continue
+        name = full.removeprefix("vllm:")
         mine = parse_completion(get_parser(ours, **sample.options), sample.text, tools=sample.tools,
                                 finish_reason=sample.finish_reason)
-        try:
-            theirs_parser = get_parser(f"vllm:{name}", tokenizer=tokenizers.get(ours, tokenizers[""]),
-                                       **sample.options)
+        try:  # the samples are texts as vLLM's server hands them to its parser (its own tests read them so)
+            theirs_parser = build(full, tokenizers.get(ours, tokenizers[""]), server_decoded=True, **sample.options)
         except VllmParserSetupError as exc:
             outcomes.append(Outcome(sample, ours, name, ["refused"], str(exc)))
             continue
@@ -206,15 +225,16 @@ def cause_kind(cause: str) -> str:
     return found[0]
 
 
-def counts_table(outcomes: list[Outcome], named: dict[str, str], not_run: dict[str, str]) -> str:
-    """Per family of ours: samples, same result, differences by the kind of their named cause (policy / vLLM
-    bug / adapter), not run; markdown, sorted by parser. Every difference must be named (KeyError)."""
-    from wtb_local.formats.parsers.vllm_native import version
+COLUMNS = ("samples", "same", *KINDS.values(), "not run")
 
+
+def counts(outcomes: list[Outcome], named: dict[str, str], not_run: dict[str, str]) -> dict[tuple[str, str], list[int]]:
+    """Per (our parser, vLLM parser): samples, same result, differences by the kind of their named cause
+    (policy / vLLM bug / adapter), not run. Every difference must be named (KeyError)."""
     kinds = tuple(KINDS.values())
     rows: dict[tuple[str, str], dict[str, int]] = {}
     for outcome in outcomes:
-        row = rows.setdefault((outcome.ours, outcome.vllm or "-"), dict.fromkeys(("samples", "same", *kinds, "not run"), 0))
+        row = rows.setdefault((outcome.ours, outcome.vllm or "-"), dict.fromkeys(COLUMNS, 0))
         row["samples"] += 1
         if outcome.differs:
             row[cause_kind(named[outcome.sample.key])] += 1
@@ -226,14 +246,90 @@ def counts_table(outcomes: list[Outcome], named: dict[str, str], not_run: dict[s
         row = next(r for (name, _), r in rows.items() if name == ours)
         row["samples"] += 1
         row["not run"] += 1
-    head = ("| our parser | vLLM parser | samples | same | differ: our policy | differ: vLLM bug | "
-            "differ: vllm: adapter | not run |")
-    lines = [(f"Measured on vLLM {version()} by `tests/parsers/test_vllm_parity.py` (`scripts/vllm_parity.py` "
-             "prints it)."), "", head, "|---|---|---:|---:|---:|---:|---:|---:|"]
-    total = dict.fromkeys(("samples", "same", *kinds, "not run"), 0)
-    for (ours, theirs), row in sorted(rows.items()):
-        lines.append(f"| {ours} | {theirs} | " + " | ".join(str(row[k]) for k in total) + " |")
-        for k in total:
-            total[k] += row[k]
-    lines.append("| **all** | | " + " | ".join(f"**{total[k]}**" for k in total) + " |")
+    assert all(kind in COLUMNS for kind in kinds)
+    return {key: [row[c] for c in COLUMNS] for key, row in rows.items()}
+
+
+HEAD = ("| our parser | vLLM parser | samples | same | differ: our policy | differ: vLLM bug | differ: vllm: adapter "
+        "| not run |")
+
+
+def render_table(by_version: dict[str, dict[tuple[str, str], list[int]]]) -> str:
+    """The parity table of docs/parser-policies.md §4, one column group per vLLM version: each count cell
+    holds the versions' counts, "a / b" in the order of the first line (a row a version lacks: "-")."""
+    versions = sorted(by_version, key=_version_key)
+    lines = [f"Measured on vLLM {' / '.join(versions)} by `tests/parsers/test_vllm_parity.py` (`scripts/vllm_parity.py` "
+             "prints it); each count is per version, in that order.", "", HEAD, "|---|---|---:|---:|---:|---:|---:|---:|"]
+    keys = sorted({key for rows in by_version.values() for key in rows})
+    totals = {v: [0] * len(COLUMNS) for v in versions}
+    for key in keys:
+        cells = []
+        for i in range(len(COLUMNS)):
+            cells.append(" / ".join(str(by_version[v][key][i]) if key in by_version[v] else "-" for v in versions))
+        for v in versions:
+            if key in by_version[v]:
+                totals[v] = [a + b for a, b in zip(totals[v], by_version[v][key])]
+        lines.append(f"| {key[0]} | {key[1]} | " + " | ".join(cells) + " |")
+    lines.append("| **all** | | " + " | ".join(
+        "**" + " / ".join(str(totals[v][i]) for v in versions) + "**" for i in range(len(COLUMNS))) + " |")
     return "\n".join(lines) + "\n"
+
+
+def parse_table(text: str) -> dict[str, dict[tuple[str, str], list[int]]]:
+    """render_table's text read back (the docs' table), so one version's counts can be checked alone."""
+    lines = text.strip("\n").splitlines()
+    found = re.match(r"Measured on vLLM (.+?) by ", lines[0])
+    if found is None:
+        raise ValueError(f"not a parity table: {lines[0][:80]!r}")
+    versions = found.group(1).split(" / ")
+    by_version: dict[str, dict[tuple[str, str], list[int]]] = {v: {} for v in versions}
+    for line in lines[4:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if cells[0] == "**all**":
+            continue
+        for i, version in enumerate(versions):
+            values = [c.split(" / ")[i] for c in cells[2:]]
+            if "-" not in values:
+                by_version[version][(cells[0], cells[1])] = [int(v) for v in values]
+    return by_version
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", version.split("+")[0])[:3])
+
+
+# The subprocess that reads the samples with another vLLM release's Python layer (WTB_VLLM_NEXT): vLLM can be
+# imported once per process, so the installed one and the next one are measured in two.
+_MEASURE = """
+import json, logging, sys, tempfile
+from pathlib import Path
+logging.disable(logging.CRITICAL)
+import vllm
+from tests.helpers import vllm_parity
+skip = set(json.loads(sys.argv[1]))
+with tempfile.TemporaryDirectory() as scratch:
+    outcomes = vllm_parity.compare(vllm_parity.build_tokenizers(Path(scratch)), skip=skip)
+print(json.dumps({"version": vllm.__version__, "file": vllm.__file__, "outcomes": [o.row() for o in outcomes]}))
+"""
+
+
+def measure_elsewhere(vllm_path: str, skip: set[str], *, timeout: float = 900) -> tuple[str, list[Outcome]]:
+    """(vLLM's version, the outcomes) with the vLLM whose `vllm` package lies in `vllm_path` (an unpacked
+    wheel's Python layer, first on the path beside this venv's torch), in a subprocess."""
+    import os
+    import subprocess
+    import sys
+
+    repo = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([repo, vllm_path, os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", _MEASURE, json.dumps(sorted(skip))], capture_output=True,
+                          text=True, env=env, cwd=repo, timeout=timeout, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"the parity run with vLLM from {vllm_path} failed (exit {done.returncode}): "
+                           f"{done.stderr.strip()[-2000:]}")
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    if not Path(report["file"]).resolve().is_relative_to(Path(vllm_path).resolve()):
+        raise RuntimeError(f"WTB_VLLM_NEXT={vllm_path}: the subprocess imported vLLM from {report['file']}")
+    by_key = {s.key: s for s in samples()}
+    return report["version"], [Outcome(by_key[r["key"]], r["ours"], r["vllm"], r["differs"], r["detail"])
+                               for r in report["outcomes"]]

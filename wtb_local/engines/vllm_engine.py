@@ -121,18 +121,7 @@ class VLLMBackend(Backend):
         from vllm import SamplingParams
         from vllm.sampling_params import RequestOutputKind
 
-        return SamplingParams(
-            temperature=sampling.temperature,  # 0 = greedy in vLLM
-            top_p=sampling.top_p,
-            top_k=sampling.top_k if sampling.top_k > 0 else -1,  # -1 = off in every release; 0 only in newer
-            min_p=sampling.min_p,
-            repetition_penalty=sampling.repetition_penalty,
-            max_tokens=sampling.max_new_tokens,
-            seed=seed,
-            skip_special_tokens=False,
-            spaces_between_special_tokens=False,  # decode exactly what the model wrote
-            output_kind=RequestOutputKind.FINAL_ONLY,
-        )
+        return SamplingParams(**sampling_args(sampling, seed), output_kind=RequestOutputKind.FINAL_ONLY)
 
     async def generate(self, request: GenerationRequest) -> Completion:
         from vllm import TokensPrompt
@@ -276,6 +265,22 @@ def scheduler_settings(engine: Any) -> dict[str, Any]:
     return {"max_num_seqs": scheduler.max_num_seqs, "max_num_batched_tokens": scheduler.max_num_batched_tokens,
             "enable_chunked_prefill": scheduler.enable_chunked_prefill,
             "enable_prefix_caching": cache.enable_prefix_caching, "block_size": cache.block_size}
+
+
+def sampling_args(sampling: ResolvedSampling, seed: int) -> dict[str, Any]:
+    """Keyword arguments for vLLM's `SamplingParams` (besides `output_kind`), checked against the releases'
+    own declarations by tests/backends/test_vllm_engine_args.py."""
+    return {
+        "temperature": sampling.temperature,  # 0 = greedy in vLLM
+        "top_p": sampling.top_p,
+        "top_k": sampling.top_k if sampling.top_k > 0 else -1,  # -1 = off in every release; 0 only in newer
+        "min_p": sampling.min_p,
+        "repetition_penalty": sampling.repetition_penalty,
+        "max_tokens": sampling.max_new_tokens,
+        "seed": seed,
+        "skip_special_tokens": False,
+        "spaces_between_special_tokens": False,  # decode exactly what the model wrote
+    }
 
 
 def unsupported_engine_args(args: dict[str, Any], engine_args_class: Any) -> list[str]:

@@ -56,10 +56,13 @@ def parser_aliases() -> dict[str, str]:
 
 def parser_class(name: str) -> type[ToolParser]:
     """The parser registered as `name`, or the one parser mirroring vLLM's parser of that name."""
+    from wtb_local.formats.parsers.sglang_native import is_sglang_parser  # deferred: start-up
     from wtb_local.formats.parsers.vllm_native import is_vllm_parser  # deferred: start-up
 
     if is_vllm_parser(name):
         raise ValueError(f"{name} is vLLM's own parser, built with the run's tokenizer (get_parser)")
+    if is_sglang_parser(name):
+        raise ValueError(f"{name} is SGLang's own parser, read through its bridge (get_parser)")
     if name in _registry():
         return _registry()[name]
     owners = _vllm_owners().get(name, ())
@@ -82,12 +85,18 @@ def get_parser(name: str, *, tokenizer: Any = None, **options: Any) -> ToolParse
     """An instance of the named parser, or of the one mirroring that vLLM parser name (`options` are
     parser-specific, e.g. `thinking=True`; `thinking="per-step"`: the pre-fill is decided per step, see
     formats/parsers/prefill.py). `vllm:NAME` is the installed vLLM's own parser, read with `tokenizer`
-    (formats/parsers/vllm_native.py)."""
+    (formats/parsers/vllm_native.py); `sglang:NAME` is SGLang's, in its own venv (sglang_native.py)."""
+    from wtb_local.formats.parsers import sglang_native  # deferred: start-up
     from wtb_local.formats.parsers.prefill import split_options  # deferred: start-up
     from wtb_local.formats.parsers.vllm_native import build, is_vllm_parser  # deferred: start-up
 
     built, per_step = split_options(options)
-    parser = build(name, tokenizer, **built) if is_vllm_parser(name) else parser_class(name)(**built)
+    if is_vllm_parser(name):
+        parser = build(name, tokenizer, **built)
+    elif sglang_native.is_sglang_parser(name):
+        parser = sglang_native.build(name, **built)
+    else:
+        parser = parser_class(name)(**built)
     parser.per_step_prefill = per_step
     return parser
 

@@ -15,6 +15,14 @@ parser of that name): its tags, Gemma 4's channels, and an unclosed block ending
 marker, honouring the run's `thinking` option. vLLM is imported only when such a parser is built (docs/parsers-and-templates.md, "vLLM's own
 parsers"). A vLLM parser that raises is an error of the parser, never a model outcome: `VllmParserCrash`
 reaches the step driver through `parsers.parse_reply`, which makes it an internal error (docs/reliability.md).
+
+The server's decoding is honoured: `adjust_request` decides `skip_special_tokens` (vLLM 0.34 turns it off for
+most parsers, 0.32 for fewer); where it stays on, the tokenizer's special tokens are removed from the text
+before parsing, as vLLM's detokenizer drops them (our engines always decode with them).
+`vllm:TOOL+REASONING` (e.g. `vllm:hunyuan_a13b+hunyuan_a13b`) runs the completion the way a server started
+with `--tool-call-parser TOOL --reasoning-parser REASONING` does: vLLM's `ParserManager` composes the two,
+and its `parse` splits the reasoning and reads the calls; the run's `thinking` option is passed as the
+`enable_thinking`/`thinking` chat-template arguments (the prompt itself is not rendered here).
 """
 
 from __future__ import annotations
@@ -64,7 +72,13 @@ def is_vllm_parser(name: str | None) -> bool:
 
 
 def vllm_name(name: str) -> str:
-    return name[len(PREFIX):] if is_vllm_parser(name) else name
+    """The tool parser's name: `hermes` for `vllm:hermes` and `vllm:hermes+qwen3`."""
+    return (name[len(PREFIX):] if is_vllm_parser(name) else name).split("+", 1)[0]
+
+
+def reasoning_name(name: str) -> str | None:
+    """The reasoning parser of `vllm:TOOL+REASONING`, None without one."""
+    return name.split("+", 1)[1] if is_vllm_parser(name) and "+" in name else None
 
 
 def installed() -> bool:
@@ -78,6 +92,14 @@ def registered_names() -> tuple[str, ...]:
     from vllm.tool_parsers import ToolParserManager
 
     return tuple(ToolParserManager.list_registered())
+
+
+@cache
+def registered_reasoning_names() -> tuple[str, ...]:
+    """Every reasoning parser name the installed vLLM registers (imports vLLM)."""
+    from vllm.reasoning import ReasoningParserManager
+
+    return tuple(ReasoningParserManager.list_registered())
 
 
 def version() -> str | None:
@@ -99,20 +121,24 @@ def load_tokenizer(model: str | None, *, revision: str | None = None, trust_remo
                                    f"{' '.join(str(exc).split())[:300]}") from None
 
 
-def build(name: str, tokenizer: Any, **options: Any) -> VllmToolParser:
+def build(name: str, tokenizer: Any, *, server_decoded: bool = False, **options: Any) -> VllmToolParser:
     """The parser `vllm:NAME` reading with `tokenizer`; VllmParserSetupError (one line) when vLLM is not
     installed, has no parser of that name, or the parser refuses the tokenizer (a special token missing from
-    its vocabulary, ...)."""
-    short = vllm_name(name)
+    its vocabulary, ...). `server_decoded`: the texts it reads are already what vLLM's server hands its
+    parser (vLLM's own parser tests, the parity samples), so no special token is removed."""
+    short, reasoning = vllm_name(name), reasoning_name(name)
     if not installed():
         raise VllmParserSetupError(f"--parser {PREFIX}{short} needs vLLM installed (pip install -e \".[vllm]\")")
     if short not in registered_names():
         raise VllmParserSetupError(f"vLLM {version()} has no tool parser {short!r}; its parsers: "
                                    f"{', '.join(registered_names())}")
+    if reasoning is not None and reasoning not in registered_reasoning_names():
+        raise VllmParserSetupError(f"vLLM {version()} has no reasoning parser {reasoning!r}; its reasoning "
+                                   f"parsers: {', '.join(registered_reasoning_names())}")
     if tokenizer is None:
         raise VllmParserSetupError(f"--parser {PREFIX}{short} needs the run's tokenizer (vLLM's parsers read "
                                    "special tokens from its vocabulary); pass --model with a tokenizer on disk")
-    cls = _variant(short, tokenizer)
+    cls = _variant(short, tokenizer, reasoning=reasoning, server_decoded=server_decoded)
     parser = cls(**options)
     try:
         parser.instance(None)  # vLLM's parsers check their special tokens when built
@@ -123,11 +149,35 @@ def build(name: str, tokenizer: Any, **options: Any) -> VllmToolParser:
     return parser
 
 
-def _variant(short: str, tokenizer: Any) -> type[VllmToolParser]:
+def _variant(short: str, tokenizer: Any, *, reasoning: str | None = None,
+             server_decoded: bool = False) -> type[VllmToolParser]:
     # A class per (name, tokenizer), so `type(parser)(**options)` builds a sibling as for our own parsers
     # (the per-step reasoning pre-fill, the calls counted inside reasoning: formats/parsers/prefill.py, __init__).
+    name = PREFIX + short + (f"+{reasoning}" if reasoning else "")
     return type(f"VllmToolParser_{short}", (VllmToolParser,),
-                {"name": PREFIX + short, "vllm_name": short, "tokenizer": tokenizer})
+                {"name": name, "vllm_name": short, "reasoning_parser": reasoning, "tokenizer": tokenizer,
+                 "server_decoded": server_decoded})
+
+
+def _special_tokens(tokenizer: Any) -> tuple[str, ...]:
+    """The tokenizer's special tokens, longest first: what vLLM's detokenizer drops with
+    `skip_special_tokens` (the ids it skips are those of these strings)."""
+    tokens = set(getattr(tokenizer, "all_special_tokens", None) or ())
+    for added in (getattr(tokenizer, "added_tokens_decoder", None) or {}).values():
+        if getattr(added, "special", False):
+            tokens.add(str(added.content))
+    return tuple(sorted((t for t in tokens if t), key=lambda t: (-len(t), t)))
+
+
+def decoded(text: str, request: Any, tokenizer: Any) -> str:
+    """`text` as vLLM's server hands it to the parser after `adjust_request`: without the special tokens when
+    the request still skips them (the default)."""
+    skip = getattr(request, "skip_special_tokens", True)
+    if skip is False:  # None (0.34's unset field): the model's generation config, else True; ours sets none
+        return text
+    for token in _special_tokens(tokenizer):
+        text = text.replace(token, "")
+    return text
 
 
 def _openai_tool(tool: dict[str, Any]) -> dict[str, Any]:
@@ -136,6 +186,25 @@ def _openai_tool(tool: dict[str, Any]) -> dict[str, Any]:
     if "function" in tool or "name" not in tool:
         return tool
     return {"type": "function", "function": tool}
+
+
+def split_family_reasoning(family: str, text: str, thinking: Any) -> tuple[str | None, str]:
+    """(reasoning, the rest) as our parser mirroring vLLM's parser `family` splits them: its tags, Gemma 4's
+    channels, an unclosed block ending at the family's first call marker (imports no vLLM)."""
+    if family == "gemma4":
+        return gemma4.split_channels(text, thinking)
+    mirror = _mirror(family)
+    opener = getattr(mirror, "open_tag", None)
+    open_tag, close_tag, markers = _REASONING_MARKUP.get(family) or (
+        getattr(mirror, "think_open", "<think>"), getattr(mirror, "think_close", "</think>"),
+        (opener,) if isinstance(opener, str) else ())
+    return split_reasoning(text, thinking=thinking, open_tag=open_tag, close_tag=close_tag, call_markers=markers)
+
+
+def _call(name: str, arguments: Any) -> ParsedCall:
+    if not isinstance(arguments, str):  # as a chat server's reply is read (openai_chat.py)
+        arguments = json.dumps(arguments, ensure_ascii=False)
+    return ParsedCall(name=name, arguments=arguments)
 
 
 def _mirror(short: str) -> type[ToolParser] | None:
@@ -152,7 +221,9 @@ class VllmToolParser(ToolParser):
     """vLLM's parser `vllm_name`, read through its public interface (see the module docstring)."""
 
     vllm_name: ClassVar[str]
+    reasoning_parser: ClassVar[str | None] = None
     tokenizer: ClassVar[Any]
+    server_decoded: ClassVar[bool] = False  # our engines decode with every special token kept
     implementation: ClassVar[str] = "vllm"
 
     @property
@@ -169,40 +240,63 @@ class VllmToolParser(ToolParser):
     def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         text = strip_end_of_turn(text or "")
-        reasoning, rest = self._split_reasoning(text)
         try:
             from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
 
             request = ChatCompletionRequest(model="wtb-local", messages=[{"role": "user", "content": ""}],
                                             tools=[_openai_tool(tool) for tool in tools or []] or None)
+            if self.reasoning_parser:
+                return self._parse_as_served(text, request)
             parser = self.instance(request.tools)
             request = parser.adjust_request(request)
+        except Exception as exc:
+            raise self._crash(exc) from exc
+        reasoning, rest = self._split_reasoning(self._decoded(text, request))
+        try:
             extracted = parser.extract_tool_calls(rest, request)
         except Exception as exc:
-            raise VllmParserCrash(f"vLLM {self.version} parser {self.vllm_name!r} raised "
-                                  f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}") from exc
+            raise self._crash(exc) from exc
         calls = []
         if extracted.tools_called:
-            for call in extracted.tool_calls:
-                arguments = call.function.arguments
-                if not isinstance(arguments, str):  # as a chat server's reply is read (openai_chat.py)
-                    arguments = json.dumps(arguments, ensure_ascii=False)
-                calls.append(ParsedCall(name=call.function.name, arguments=arguments))
+            calls = [_call(call.function.name, call.function.arguments) for call in extracted.tool_calls]
         content = extracted.content if isinstance(extracted.content, str) else None
         return ParseResult(reasoning=reasoning.strip() or None if reasoning else None,
                            content=(content or "").strip() or None, tool_calls=calls)
 
+    def _parse_as_served(self, text: str, request: Any) -> ParseResult:
+        """vLLM's server path: the composed reasoning + tool parser (`ParserManager.get_parser`), its
+        `adjust_request`, the decoded text, `parse(..., enable_auto_tools=True)`."""
+        from vllm.parser.parser_manager import ParserManager
+
+        thinking = self.options.get("thinking")
+        kwargs = {} if thinking in (None, "per-step") else {"enable_thinking": bool(thinking),
+                                                              "thinking": bool(thinking)}
+        try:
+            cls = ParserManager.get_parser(tool_parser_name=self.vllm_name, reasoning_parser_name=self.reasoning_parser,
+                                           enable_auto_tools=True)
+            if cls is None:  # only when neither name is given, which build() rules out
+                raise RuntimeError("vLLM's ParserManager composed no parser")
+            parser = cls(self.tokenizer, request.tools, chat_template_kwargs=kwargs)
+            request = parser.adjust_request(request)
+            if not request.tools:  # the server reads no call without tools; WildToolBench always declares them
+                request.tool_choice = "auto"
+            reasoning, content, calls = parser.parse(self._decoded(text, request), request, enable_auto_tools=True)
+        except Exception as exc:
+            raise self._crash(exc) from exc
+        return ParseResult(reasoning=(reasoning or "").strip() or None, content=(content or "").strip() or None,
+                           tool_calls=[_call(call.name, call.arguments) for call in calls or []])
+
+    def _decoded(self, text: str, request: Any) -> str:
+        return text if self.server_decoded else decoded(text, request, self.tokenizer)
+
+    def _crash(self, exc: Exception) -> VllmParserCrash:
+        which = self.vllm_name + (f"+{self.reasoning_parser}" if self.reasoning_parser else "")
+        return VllmParserCrash(f"vLLM {self.version} parser {which!r} raised "
+                               f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}")
+
     def _split_reasoning(self, text: str) -> tuple[str | None, str]:
         """(reasoning, the rest) as the mirrored parser splits them (vLLM's reasoning parser of the family)."""
-        thinking = self.options.get("thinking")
-        if self.vllm_name == "gemma4":
-            return gemma4.split_channels(text, thinking)
-        mirror = _mirror(self.vllm_name)
-        opener = getattr(mirror, "open_tag", None)
-        open_tag, close_tag, markers = _REASONING_MARKUP.get(self.vllm_name) or (
-            getattr(mirror, "think_open", "<think>"), getattr(mirror, "think_close", "</think>"),
-            (opener,) if isinstance(opener, str) else ())
-        return split_reasoning(text, thinking=thinking, open_tag=open_tag, close_tag=close_tag, call_markers=markers)
+        return split_family_reasoning(self.vllm_name, text, self.options.get("thinking"))
 
     def format(self, content: str | None, tool_calls: list[ParsedCall], reasoning: str | None = None) -> str:
         """The mirrored parser's format (vLLM's parsers only read)."""

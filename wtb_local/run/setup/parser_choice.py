@@ -17,6 +17,7 @@ def choose_parser(name: str | None, *, model: str | None, renderer: Any,
     own parser, built with the run's tokenizer as vLLM loads it (formats/parsers/vllm_native.py). `fallbacks` gets
     {option: why} for an option decided without the evidence it is normally decided from."""
     from wtb_local.formats.parsers import get_parser
+    from wtb_local.formats.parsers.sglang_native import SglangParserSetupError  # deferred: start-up
     from wtb_local.formats.parsers.vllm_native import (  # deferred: start-up
         VllmParserSetupError,
         is_vllm_parser,
@@ -46,7 +47,7 @@ def choose_parser(name: str | None, *, model: str | None, renderer: Any,
         tokenizer = (load_tokenizer(model, revision=revision, trust_remote_code=trust_remote_code)
                      if is_vllm_parser(name) else None)
         return get_parser(name, tokenizer=tokenizer, **chosen), chosen
-    except VllmParserSetupError as exc:
+    except (VllmParserSetupError, SglangParserSetupError) as exc:
         raise RunError(f"--parser {name}: {exc}") from None
     except ValueError as exc:
         raise RunError(f"--parser: {exc}") from None
@@ -95,10 +96,12 @@ def _prefill_options(renderer: Any, parser_name: str, fallbacks: dict[str, str] 
 
     if renderer is None:
         return {}
+    from wtb_local.formats.parsers.sglang_native import MIRRORS, is_sglang_parser, sglang_name  # deferred: start-up
     from wtb_local.formats.parsers.vllm_native import vllm_name  # deferred: start-up
 
-    try:  # vLLM's own parser: the family of ours that mirrors its name
-        family_thinks = getattr(parser_class(vllm_name(parser_name)), "thinking", None) is True
+    ours = MIRRORS.get(sglang_name(parser_name), "") if is_sglang_parser(parser_name) else vllm_name(parser_name)
+    try:  # vLLM's or SGLang's own parser: the family of ours that mirrors its name
+        family_thinks = getattr(parser_class(ours), "thinking", None) is True
     except ValueError:
         family_thinks = False
     if family_thinks:

@@ -1,0 +1,145 @@
+"""Our parsers against SGLang 0.5.23's own function-call parsers (`sglang:NAME`, through the bridge to SGLang's
+venv: formats/parsers/sglang_native.py) on the real model outputs the vLLM parity test reads
+(tests/helpers/sglang_parity.py). Marker `sglang`: it needs SGLang's venv (WTB_SGLANG_PYTHON, or SGLang
+importable here); without it the module skips, under CI=true it fails. Every difference is listed: named with
+its cause (`policy:` ours, `SGLang:` SGLang's own rule, `adapter:` what `sglang:NAME` does not do), or listed
+as not yet examined (`UNEXAMINED`, counted so in docs/parser-policies.md §4). The test fails on a difference
+listed nowhere and on a listed one that is gone, so SGLang's next release shows what it changed."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.sglang
+
+from tests.helpers import sglang_parity
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "parser-policies.md"
+PP, PT = "docs/parser-policies.md", "docs/parsers-and-templates.md"
+SG = "sglang/srt/function_call"
+
+BROKEN = (f"policy: a broken or cut call is kept with its raw arguments and an error ({PT}, Parser policies: broken "
+          "calls kept with an error); SGLang drops it")
+UNREADABLE = (f"policy: a reply whose only call block cannot be read is a parse error on the step ({PT}, What every "
+              "parser shares); SGLang returns it as content, no error")
+QWEN25_NEWLINES = (f"SGLang: its qwen25 detector ({SG}/qwen25_detector.py) reads a call only between `<tool_call>\\n` "
+                   "and `\\n</tool_call>`: a block written without those newlines is content")
+MISTRAL_FORMS = (f"SGLang: its mistral detector ({SG}/mistral_detector.py) reads the JSON list only after "
+                 "`[TOOL_CALLS] [` (with the space) and the compact form only as `name[ARGS]{...}`: "
+                 "`[TOOL_CALLS][...]` and v11's `[TOOL_CALLS]name{...}` give no call")
+QWEN3_CODER_WRAPPER = (f"SGLang: its qwen3_coder detector ({SG}/qwen3_coder_detector.py) reads `<function=...>` only "
+                       "inside `<tool_call>`; ours (and vLLM's) read the bare function block")
+MINIMAX_NULLS = (f"SGLang: its minimax-m2 detector ({SG}/minimax_m2.py) converts the values `none` and `nil` to "
+                 "null; ours keeps them as written")
+VALUE_WHITESPACE = (f"SGLang: its minimax-m2 and poolside_v1 detectors ({SG}/minimax_m2.py, poolside_v1_detector.py) "
+                    "strip a parameter value's trailing newline; ours keeps the value as written")
+GEMMA_NULL = (f"SGLang: its gemma4 detector ({SG}/gemma4_detector.py) keeps a bare `null` as the string \"null\"; "
+              "ours reads JSON null")
+APERTUS_SUFFIX = (f"SGLang: its apertus2509 detector ({SG}/apertus2509_detector.py) reads the call list only up to "
+                  "<|tools_suffix|>; a list without it is content, ours reads it")
+PROSE = (f"policy: text around calls is kept as content ({PT}, Parser policies: prose kept as content); SGLang "
+         "drops the text after the calls")
+KIMI_CHANNELS = ("adapter: SGLang's server strips Kimi-K3's channels with its reasoning parser; sglang:NAME splits "
+                 "only the think channel, so the response channel's markup stays in the content")
+GEMMA_BARE_CALL = (f"policy: Gemma 4's `call:NAME{{...}}` without <|tool_call> is read ({PP}, 2026 families: Gemma 4 "
+                   "variants read); SGLang returns it as content")
+GPT_OSS_HEADER = (f"SGLang: its gpt-oss detector ({SG}/gpt_oss_detector.py) sees a call only after "
+                  "`<|start|>assistant<|channel|>commentary`; a reply whose first message's header is the prompt's "
+                  "(`<|channel|>commentary to=...`) is content")
+HARMONY_CHANNELS = ("adapter: SGLang's server splits gpt-oss's analysis and final channels with its reasoning parser "
+                    "(--reasoning-parser gpt-oss); sglang:NAME splits no Harmony channel, so the analysis text stays "
+                    "in the content")
+PREFILL = ("adapter: sglang:NAME assumes a pre-filled <think> only when the run's `thinking` option says so, where "
+           "our deepseek_r1 and minimax_m2 parsers assume one by default, so a tag-less reply is content there")
+
+NAMED: dict[str, str] = {
+    **dict.fromkeys(["reference:2", "reference:3", "reference:22", "reference:56", "reference:82", "2026-b:114",
+                     "2026-a:142"], BROKEN),
+    **dict.fromkeys(["reference:74", "reference:83", "reference:108", "2026-a:45", "2026-a:11", "2026-a:101"],
+                    UNREADABLE),
+    **dict.fromkeys([f"reference:{n}" for n in (4, 5, 6, 7, 8)], QWEN25_NEWLINES),
+    **dict.fromkeys([f"reference:{n}" for n in (101, 109, 110, 111, 112, 113)], MISTRAL_FORMS),
+    **dict.fromkeys(["reference:122", "2026-b:69", "2026-b:75"], QWEN3_CODER_WRAPPER),
+    **dict.fromkeys(["reference:165", "reference:166"], MINIMAX_NULLS),
+    **dict.fromkeys(["reference:163", "2026-a:97"], VALUE_WHITESPACE),
+    "2026-b:154": GEMMA_NULL, "2026-b:63": APERTUS_SUFFIX, "2026-b:30": BROKEN,
+    **dict.fromkeys(["reference:55", "reference:92"], PROSE),
+    **dict.fromkeys(["2026-a:37", "2026-a:195", "2026-a:196"], KIMI_CHANNELS),
+    **dict.fromkeys(["2026-b:32", "2026-b:33", "2026-b:35"], GEMMA_BARE_CALL),
+    **dict.fromkeys(["reference:134", "reference:138"], GPT_OSS_HEADER),
+    **dict.fromkeys(["reference:136", "reference:140"], HARMONY_CHANNELS),
+    "reference:87": PREFILL, "reference:185": PREFILL,
+}
+# Differences measured but not yet traced to a cause: listed so that a change still fails the test.
+UNEXAMINED = frozenset([
+    "reference:19", "reference:29", "reference:40", "reference:70",
+    "reference:135", "reference:137", "reference:139",  # gpt-oss: a call after the assistant header, not read
+    "reference:193", "reference:194", "2026-a:14", "2026-a:16", "2026-a:41", "2026-a:102", "2026-a:139",
+    "2026-a:140", "2026-a:141", "2026-a:218",
+])
+NOT_RUN = {"2026-a:100": "the poolside_v1 sample vLLM's regex hangs on (tests/parsers/test_vllm_parity.py NOT_RUN)"}
+KINDS = {"policy: ": "policy", "SGLang: ": "SGLang", "adapter: ": "adapter"}
+
+
+def _sglang_available() -> str | None:
+    from wtb_local.formats.parsers.sglang_native import PYTHON_VAR, python
+
+    if python() is not None:
+        return None
+    return f"SGLang's venv is not known: set {PYTHON_VAR} to its Python (.ci/run builds .venv-sglang)"
+
+
+@pytest.fixture(scope="module")
+def outcomes() -> list:
+    why = _sglang_available()
+    if why:
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(why)
+        pytest.skip(why)
+    return sglang_parity.compare(skip=set(NOT_RUN))
+
+
+def test_every_difference_is_listed(outcomes: list) -> None:
+    differing = {o.sample.key: o for o in outcomes if o.differs}
+    listed = set(NAMED) | UNEXAMINED
+    unlisted = {k: f"{o.ours} vs sglang:{o.vllm}: {','.join(o.differs)} {o.detail[:300]}"
+                for k, o in differing.items() if k not in listed}
+    assert unlisted == {}, "differences with SGLang's parser that are not listed (NAMED, UNEXAMINED):"
+    assert sorted(listed - set(differing)) == [], "listed differences that are gone"
+    assert not set(NAMED) & UNEXAMINED
+    assert all(any(cause.startswith(p) for p in KINDS) for cause in NAMED.values())
+
+
+def counts_table(outcomes: list) -> str:
+    """Per family of ours: SGLang's parser, samples, same, differences by kind, not yet examined."""
+    columns = ("samples", "same", "policy", "SGLang", "adapter", "not yet examined")
+    rows: dict[tuple[str, str], Counter] = {}
+    for o in outcomes:
+        row = rows.setdefault((o.ours, o.vllm), Counter())
+        row["samples"] += 1
+        if not o.differs:
+            row["same"] += 1
+        elif o.sample.key in UNEXAMINED:
+            row["not yet examined"] += 1
+        else:
+            row[next(kind for prefix, kind in KINDS.items() if NAMED[o.sample.key].startswith(prefix))] += 1
+    lines = ["Measured on SGLang 0.5.23 by `tests/parsers/test_sglang_parity.py` (the families SGLang has a parser "
+             "for).", "", "| our parser | SGLang parser | samples | same | differ: our policy | differ: SGLang's rule "
+             "| differ: sglang: adapter | differ: not yet examined |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    total: Counter = Counter()
+    for (ours, theirs), row in sorted(rows.items()):
+        lines.append(f"| {ours} | {theirs} | " + " | ".join(str(row[c]) for c in columns) + " |")
+        total.update(row)
+    lines.append("| **all** | | " + " | ".join(f"**{total[c]}**" for c in columns) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def test_the_docs_table_is_the_measured_one(outcomes: list) -> None:
+    found = re.search(r"<!-- sglang-parity -->\n(.*?)<!-- /sglang-parity -->", DOCS.read_text(encoding="utf-8"),
+                      re.DOTALL)
+    assert found is not None and found.group(1) == counts_table(outcomes), counts_table(outcomes)
