@@ -29,7 +29,7 @@ def health_lines(outcome: Any, prefix: str = "") -> None:
         click.echo(f"{prefix}warning: {sum(failed.values())} request(s) failed and were scored as step errors: "
                    f"{reasons}{more}", err=True)
     run_settings = outcome.settings
-    cuts = outcome.recorded.section("summary").get("length_cuts")
+    cuts = outcome.recorded.summary.length_cuts
     if cuts and cuts.get("steps"):
         click.echo(f"{prefix}steps cut at the token limit: {cuts_line(cuts)} "
                    f"(max_new_tokens {run_settings.sampling.max_new_tokens})")

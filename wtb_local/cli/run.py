@@ -59,7 +59,7 @@ def run(ctx: click.Context, **params: Any) -> None:
     click.echo(f"score:    {paths.score_dir}")
     click.echo(f"manifest: {paths.run_dir / 'manifest.json'}")
     recorded = outcome.recorded
-    throughput = recorded.section("summary").get("throughput")
+    throughput = recorded.summary.throughput
     if throughput and throughput.get("steps"):
         click.echo(summary_line(throughput))
     if recorded.status != "complete":

@@ -164,6 +164,11 @@ class Manifest(BaseModel):
         """When the run's first command started."""
         return next((i.started for i in self.invocations if i.started), None)
 
+    def written_invocations(self) -> list[dict[str, Any]]:
+        """The invocations as the file holds them (copies, keys in their order)."""
+        value = self.as_written().get("invocations")
+        return value if isinstance(value, list) else []
+
     def as_written(self) -> dict[str, Any]:
         """The manifest as its JSON holds it, in its order (a copy): for exports that copy parts of it."""
         return copy.deepcopy(self._written)

@@ -62,7 +62,8 @@ def check_manifest(data: Any, path: str | Path) -> Manifest:
         where = ".".join(str(part) for part in error["loc"]) or "(top level)"
         got = json.dumps(error.get("input"), ensure_ascii=False, default=str)
         got = got if len(got) <= 40 else got[:37] + "..."
-        raise ManifestError(f"{path}: field {where}: {error['msg'].lower()} (got {got})") from None
+        what = "expected an object" if error["type"] in ("model_type", "dict_type") else error["msg"].lower()
+        raise ManifestError(f"{path}: field {where}: {what} (got {got})") from None
 
 
 def as_manifest(value: Manifest | dict[str, Any] | None) -> Manifest | None:

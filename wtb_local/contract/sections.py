@@ -66,6 +66,8 @@ class ConfigSection(Section):
     replay_sha256: StrictStr | None = None
     sampling: dict[str, Any] | None = None
     dtype: StrictStr | None = None
+    quantization: StrictStr | None = None
+    chat_template: StrictStr | None = None
     max_model_len: StrictInt | None = None
     trust_remote_code: StrictBool | None = None
 
@@ -166,6 +168,12 @@ class BackendSection(Section):
     """`backend`: the backend's own description of itself (its settings, writer, parser)."""
 
     settings: dict[str, Any] | None = None
+    device: StrictStr | None = None
+
+    def versions(self) -> dict[str, Any]:
+        """Every `<name>_version` key the backend recorded, by name without the suffix, sorted."""
+        return {key.removesuffix("_version"): value for key, value in sorted(self.written().items())
+                if key.endswith("_version")}
 
 
 class TemplateSection(Section):

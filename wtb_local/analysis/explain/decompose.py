@@ -53,13 +53,11 @@ def _registered(parser: str | None) -> bool:
 
 
 def _parser_of(run: ExplainRun) -> str | None:
-    parser = run.manifest.parser
-    return str(parser) if parser else None
+    return run.manifest.parser_name
 
 
 def _protocol_of(run: ExplainRun) -> str | None:
-    name = run.manifest.section("protocol").get("name")
-    return name if isinstance(name, str) else None
+    return run.manifest.protocol.name
 
 
 def _has_raw(run: ExplainRun) -> bool:
@@ -77,11 +75,11 @@ def reparse(run: ExplainRun, parser: str, replay: Callable[..., Any]) -> list[di
     """`run`'s recorded completions replayed through `parser` by `replay` (`runner.job.replay_run`, which
     `explain` passes): the replay's result rows (scored rows are recomputed by the caller with whichever
     checker it needs)."""
-    config = run.manifest.section("config")
+    config = run.manifest.config
     dataset = run.dataset_path or (run.manifest.dataset_source or "release")
     with tempfile.TemporaryDirectory(prefix="wtb-explain-") as scratch:
         outcome = replay(run.result_file, parser=parser, dataset=dataset, out=Path(scratch) / "replay",
-                         model=config.get("model"), model_name=config.get("model_name") or run.model_name,
+                         model=config.model, model_name=config.model_name or run.model_name,
                          protocol=_protocol_of(run))
     return outcome.result_rows
 

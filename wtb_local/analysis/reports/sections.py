@@ -197,10 +197,10 @@ def versions_section(runs: Sequence[Run]) -> Section:
                       "(docs/parsers-and-templates.md, \"vLLM's own parsers\").", percent=False,
                       label_header="run")
     for run in runs:
-        versions = run.manifest.section("versions") if run.manifest is not None else None
+        versions = run.manifest.versions if run.manifest is not None else None
         if not versions:
             continue
-        engine, parser = versions.get("engine") or {}, versions.get("parser") or {}
+        engine, parser = versions.engine or {}, versions.parser or {}
         section.rows.append({"label": run.label, "kind": "ours", "engine": engine.get("name"),
                              "engine_version": engine.get("version"),
                              "constrained": engine.get("constrained_decoding"), "parser": parser.get("name"),
