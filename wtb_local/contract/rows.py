@@ -4,8 +4,8 @@ rewritten by a reader: the reference's scorer reads the same files.
 
 The rule. A file is read as bytes and split on "\\n" only (a U+2028 inside a string is text). Each line is
 classified once, here (`classify`):
-- the last line, when it is not a UTF-8 JSON object (a kill or a full disk mid-write, also one cut inside a
-  multi-byte character): `incomplete`; every reader drops it with the note `incomplete_note` gives, the
+- the last line, when it is not UTF-8 text or not JSON (a kill or a full disk mid-write, also one cut
+  inside a multi-byte character): `incomplete`; every reader drops it with the note `incomplete_note` gives, the
   same note `run` prints when it resumes over it;
 - a line in the middle that is not a UTF-8 JSON object holding `id` and `result` (or `results`): `foreign`;
 - a second row for a session: `duplicate`.
@@ -46,6 +46,7 @@ class Dropped:
     session: str | None = None
     first: int | None = None
     found: str = ""
+    why: str = "not a session row"  # of a foreign line: not UTF-8 text, not JSON, not a session row
 
 
 @dataclass
@@ -77,7 +78,7 @@ class ResultLines:
             if d.kind == "duplicate":
                 return f"{path}:{d.line}: id: {d.session} repeats line {d.first}"
             if d.kind == "foreign":
-                return f"{path}:{d.line}: not a session row (found {d.found}): a line the run did not write"
+                return f"{path}:{d.line}: {d.why} (found {d.found}): not a row the run wrote"
         return None
 
 
@@ -96,13 +97,17 @@ def _shown(line: bytes) -> str:
     return json.dumps(text if len(text) <= 40 else text[:37] + "...", ensure_ascii=False)
 
 
-def _object(line: bytes) -> dict[str, Any] | None:
-    """The JSON object a line holds; None when it is not UTF-8, not JSON or not an object."""
+def _object(line: bytes) -> tuple[dict[str, Any] | None, str]:
+    """The JSON object a line holds, or None and why not (not UTF-8 text, not JSON, not an object)."""
     try:
-        value = json.loads(line.decode("utf-8"))
-    except ValueError:  # UnicodeDecodeError is a ValueError
-        return None
-    return value if isinstance(value, dict) else None
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        return None, "not UTF-8 text"
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None, "not JSON"
+    return (value, "") if isinstance(value, dict) else (None, f"a JSON {type(value).__name__}, not an object")
 
 
 def is_session_row(value: Any, keys: tuple[str, ...] = RESULT_KEYS) -> bool:
@@ -122,11 +127,11 @@ def classify(data: bytes, keys: tuple[str, ...] = RESULT_KEYS) -> ResultLines:
     seen: dict[str, int] = {}
     numbered = numbered_lines(data)
     for position, (number, line) in enumerate(numbered):
-        row = _object(line)
-        if row is None and position == len(numbered) - 1:
-            read.dropped.append(Dropped(number, "incomplete", found=_shown(line)))
+        row, why = _object(line)
+        if row is None and position == len(numbered) - 1 and why in ("not UTF-8 text", "not JSON"):
+            read.dropped.append(Dropped(number, "incomplete", found=_shown(line), why=why))
         elif row is None or not is_session_row(row, keys):
-            read.dropped.append(Dropped(number, "foreign", found=_shown(line)))
+            read.dropped.append(Dropped(number, "foreign", found=_shown(line), why=why or "not a session row"))
         elif row["id"] in seen:
             read.dropped.append(Dropped(number, "duplicate", row["id"], seen[row["id"]], _shown(line)))
         else:

@@ -29,7 +29,7 @@ from typing import Any
 from wtb_local.contract.errors import RunError
 from wtb_local.contract.manifest import Manifest
 from wtb_local.contract.recorded import ReplayError, find_result_file, recorded_manifest, recorded_parser, replay_parser
-from wtb_local.contract.rows import RESULT_KEYS, iter_steps, read_sessions
+from wtb_local.contract.rows import RESULT_KEYS, iter_steps, read_rows, read_sessions
 from wtb_local.formats.parsers.prefill import STEP_FIELD, step_parser
 
 UNRECORDED = "no recorded completion for "
@@ -82,6 +82,18 @@ def _recorded_steps(result_file: Path, notes: list[str] | None = None) -> list[t
                       {"raw": step.raw, "finish_reason": step.finish_reason, "tools": step.tools,
                        "prefilled": step.output.get(STEP_FIELD)}))
     return steps
+
+
+def _check_ids(result_file: Path, dataset: str) -> None:
+    """Refuse a recorded row whose session is not in the run's dataset, in one line as every reader does
+    (docs/files.md, "Damaged records"); a replay would leave it out silently."""
+    from wtb_local.benchmark.dataset import read_dataset, resolve_dataset  # deferred: start-up
+
+    sessions, _warnings = read_dataset(resolve_dataset(dataset, quiet=True))
+    known = {session.id for session in sessions}
+    for line, row in read_rows(result_file, keys=RESULT_KEYS):
+        if row["id"] not in known:
+            raise RunError(f"{result_file}:{line}: id: {row['id']} is not in the dataset ({len(sessions)} sessions)")
 
 
 def compare_completions(steps: list[tuple[str, dict[str, Any]]], parsers: list[Any]) -> dict[str, Any]:
@@ -180,6 +192,7 @@ def compare_parsers(run_dir: str | Path, parser_names: list[str], *, replay: Cal
     if not dataset:
         raise RunError(f"{run_dir}: its manifest names no dataset file; pass --dataset PATH")
     notes: list[str] = []  # an incomplete last line left by an interrupted run, dropped as `run` does
+    _check_ids(result_file, dataset)
     steps = _recorded_steps(result_file, notes)
     if not steps:
         raise RunError(f"{result_file}: no step records a raw completion to compare parsers on")
