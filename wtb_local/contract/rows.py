@@ -97,6 +97,11 @@ def _shown(line: bytes) -> str:
     return json.dumps(text if len(text) <= 40 else text[:37] + "...", ensure_ascii=False)
 
 
+def _json(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _object(line: bytes) -> tuple[dict[str, Any] | None, str]:
     """The JSON object a line holds, or None and why not (not UTF-8 text, not JSON, not an object)."""
     try:
@@ -243,7 +248,7 @@ class TaskView:
                 continue
             if not isinstance(entry, dict):
                 raise RowError(f"{self.where}[{self.position}].inference_log.{key}: expected an object, "
-                               f"got {_shown(json.dumps(entry).encode())}")
+                               f"got {_json(entry)}")
             found.append(StepView(int(tail), MappingProxyType(entry)))
         return sorted(found, key=lambda step: step.number)
 
@@ -283,7 +288,7 @@ class SessionView:
         where = f"{self.path}:{self.line}: {self.id}: {self.key}"
         for position, task in enumerate(value):
             if not isinstance(task, dict):
-                raise RowError(f"{where}[{position}]: expected an object, got {_shown(json.dumps(task).encode())}")
+                raise RowError(f"{where}[{position}]: expected an object, got {_json(task)}")
         return [TaskView(where, position, MappingProxyType(task)) for position, task in enumerate(value)]
 
 

@@ -114,6 +114,8 @@ def _parse_row(path: Path, lineno: int, row: dict[str, Any]) -> tuple[str, list[
     if not isinstance(session_id, str) or not session_id:
         raise ReplayError(f"{where}: id: expected a session id string, got {session_id!r}")
     tasks = row.get("result")
+    if isinstance(tasks, str):  # the reference's crashed session: no completion recorded, every step unrecorded
+        return session_id, []
     if not isinstance(tasks, list):
         raise ReplayError(f"{where}: result: expected a list of tasks, got {tasks!r}")
     steps: list[tuple[ReplayKey, RecordedStep, bool]] = []
