@@ -194,5 +194,5 @@ def test_a_resume_refuses_a_hand_edited_summary_in_one_line(clean: Path, tmp_pat
     done = invoke(["--backend", "oracle", "--parser", "hermes", "--dataset", "sample", "--out", str(run),
                    "--progress", "none"])
     assert (done.exit_code, done.stderr.splitlines()) == (
-        1, [f'Error: {run / "manifest.json"}: field summary.throughput: expected an object (got "fast"); use '
-            "--overwrite to start afresh"]), done.stderr
+        1, [(f'Error: {run / "manifest.json"}: field summary.throughput: expected an object (got "fast"); use '
+             "--overwrite to start afresh")]), done.stderr

@@ -43,7 +43,13 @@ def _rescore(run_dir: str, checker: str, dataset: str | None) -> None:
     from wtb_local.analysis.reports.present import present, run_facts  # deferred: start-up (--help)
     from wtb_local.benchmark.dataset import DatasetError, dataset_sha256, read_dataset, resolve_dataset
     from wtb_local.benchmark.scoring import ScoringError, load_scorable, write_score_files
-    from wtb_local.contract.run_dir import ManifestError, RunDir, RunDirError, load_manifest_data, write_manifest
+    from wtb_local.contract.run_dir import (
+        ManifestError,
+        RunDir,
+        RunDirError,
+        load_manifest_data,
+        write_manifest,
+    )
 
     found = RunDir(Path(run_dir))
     try:

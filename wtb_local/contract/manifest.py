@@ -13,7 +13,15 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr, StrictInt, StrictStr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    PrivateAttr,
+    StrictInt,
+    StrictStr,
+    field_validator,
+    model_validator,
+)
 
 from wtb_local.contract.sections import (
     MAPPINGS,

@@ -76,13 +76,18 @@ def as_manifest(value: Manifest | dict[str, Any] | None) -> Manifest | None:
 def load_manifest(path: str | Path) -> Manifest | None:
     """The manifest at `path` (a manifest.json or its run directory) as its model; None when there is
     none. ManifestError (one line) when it is not JSON or does not validate. Every reader reads it so."""
-    data = load_manifest_data(path)
-    return None if data is None else check_manifest(data, path)
+    read = _read(path)
+    return None if read is None else read[1]
 
 
 def load_manifest_data(path: str | Path) -> dict[str, Any] | None:
     """The manifest at `path`, checked against its model, as the dict it is: for the writers that update
     it (resume, merge, rescore) and write it back byte for byte (docs/architecture.md)."""
+    read = _read(path)
+    return None if read is None else read[0]
+
+
+def _read(path: str | Path) -> tuple[dict[str, Any], Manifest] | None:
     path = Path(path)
     if path.is_dir():
         path = path / MANIFEST_NAME
@@ -92,8 +97,8 @@ def load_manifest_data(path: str | Path) -> dict[str, Any] | None:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise ManifestUnreadable(f"{path}: unreadable run manifest ({' '.join(str(exc).split())})") from None
-    check_manifest(data, path)
-    return data
+    manifest = check_manifest(data, path)  # an object, or refused
+    return data, manifest
 
 
 def write_manifest(run_dir: str | Path, manifest: dict[str, Any]) -> Path:

@@ -10,11 +10,19 @@ A section that is absent or `null` reads as an empty section (every field None),
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
-import copy
-
-from pydantic import BaseModel, ConfigDict, PrivateAttr, StrictBool, StrictFloat, StrictInt, StrictStr, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    PrivateAttr,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    model_validator,
+)
 
 
 class Section(BaseModel):

@@ -468,7 +468,8 @@ def _throughput(invocation: dict[str, Any], pending: list[Any], previous: dict[s
     """This invocation's throughput; a rerun that ran nothing keeps the figures of the run before it."""
     if pending:
         return invocation["throughput"]
-    earlier = as_manifest(previous).summary.throughput if previous is not None else None
+    recorded = as_manifest(previous)
+    earlier = recorded.summary.throughput if recorded is not None else None
     return earlier if earlier is not None else invocation["throughput"]
 
 

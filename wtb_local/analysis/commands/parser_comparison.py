@@ -28,7 +28,13 @@ from typing import Any
 
 from wtb_local.contract.errors import RunError
 from wtb_local.contract.manifest import Manifest
-from wtb_local.contract.recorded import ReplayError, find_result_file, recorded_manifest, recorded_parser, replay_parser
+from wtb_local.contract.recorded import (
+    ReplayError,
+    find_result_file,
+    recorded_manifest,
+    recorded_parser,
+    replay_parser,
+)
 from wtb_local.contract.rows import RESULT_KEYS, iter_steps, read_rows, read_sessions
 from wtb_local.formats.parsers.prefill import STEP_FIELD, step_parser
 

@@ -19,7 +19,7 @@ from typing import Any
 from wtb_local.analysis.explain.factors import RunRecords, read_factors
 from wtb_local.contract.manifest import Manifest
 from wtb_local.contract.recorded import ReplayError, recorded_manifest
-from wtb_local.contract.run_dir import ManifestError, RunDir, as_manifest
+from wtb_local.contract.run_dir import ManifestError, RunDir
 
 TaskKey = tuple[str, int]  # (session id, task index)
 _REPLAY_DEPTH = 8  # a replay of a replay of ...: followed this far
@@ -72,7 +72,7 @@ def generation_manifest(manifest: Manifest) -> tuple[Manifest, list[str]]:
         if recorded is None:
             return current, [(f"the replayed run's manifest ({source}) is not readable: generation factors "
                               "are the replay's own")]
-        current = as_manifest(recorded)
+        current = recorded
     return current, []
 
 

@@ -18,6 +18,7 @@ from wtb_local.benchmark.scoring.files import ScoringError, read_jsonl, read_met
 from wtb_local.contract.manifest import Manifest
 from wtb_local.contract.paths import METRIC_FILE_NAME, RESULT_FILE_NAME, SCORE_FILE_NAME
 from wtb_local.contract.run_dir import ManifestError, RunDir
+
 # The paper's four coarse task types; an instruction transition is a change between consecutive tasks.
 COARSE_TYPE = {
     "Single-Tool": "single",
@@ -129,9 +130,8 @@ def _is_shard(folder: Path, searched: Path) -> bool:
 
 def _run_root(file: Path) -> Path:
     """RUN for RUN/score/<model>/file and RUN/result/<model>/file; the folder of a flat `score --out DIR`."""
-    if file.parent.parent.name in ("score", "result"):
-        return file.parent.parent.parent
-    return file.parent
+    found = RunDir.find(file)
+    return found.root if found is not None else file.parent
 
 
 def _from_file(path: Path) -> _Found:
