@@ -144,7 +144,9 @@ class Manifest(BaseModel):
     @property
     def sampling(self) -> dict[str, Any]:
         """The sampling settings (`config.sampling`; a top-level `sampling` in older manifests)."""
-        value = self.config.sampling or self.extra("sampling")
+        if self.config.sampling:
+            return self.config.sampling.written()
+        value = self.extra("sampling")
         return value if isinstance(value, dict) else {}
 
     @property

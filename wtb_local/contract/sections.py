@@ -24,6 +24,12 @@ from pydantic import (
     model_validator,
 )
 
+# Keys of a section that are sections themselves (a null one reads as empty).
+_SUBSECTIONS: dict[str, tuple[str, ...]] = {
+    "ConfigSection": ("sampling",), "ProtocolSection": ("family",), "VersionsSection": ("engine", "parser"),
+    "SummarySection": ("task_accuracy", "session_accuracy"),
+}
+
 
 class Section(BaseModel):
     """A manifest section: declared keys checked, unknown keys kept, nothing changed after reading."""
@@ -35,9 +41,11 @@ class Section(BaseModel):
     @model_validator(mode="wrap")
     @classmethod
     def _keep_written(cls, data: Any, handler: Any) -> Any:
-        model = handler(data)
-        if isinstance(data, dict):
-            model._written = copy.deepcopy(data)
+        if not isinstance(data, dict):
+            return handler(data)
+        inner = _SUBSECTIONS.get(cls.__name__, ())  # a null sub-section (`"family": null`) reads as empty
+        model = handler({k: {} if v is None and k in inner else v for k, v in data.items()})
+        model._written = copy.deepcopy(data)
         return model
 
     def __bool__(self) -> bool:
@@ -56,6 +64,15 @@ class Section(BaseModel):
 Number = StrictInt | StrictFloat
 
 
+class Sampling(Section):
+    """`config.sampling`: the requested sampling."""
+
+    temperature: Number | None = None
+    top_p: Number | None = None
+    max_new_tokens: StrictInt | None = None
+    seed: StrictInt | None = None
+
+
 class ConfigSection(Section):
     """`config`: the hashed settings that decide the results (run/setup/config.py)."""
 
@@ -72,7 +89,7 @@ class ConfigSection(Section):
     template_kwargs: dict[str, Any] | None = None
     dataset_sha256: StrictStr | None = None
     replay_sha256: StrictStr | None = None
-    sampling: dict[str, Any] | None = None
+    sampling: Sampling = Sampling()
     dtype: StrictStr | None = None
     quantization: StrictStr | None = None
     chat_template: StrictStr | None = None
@@ -98,13 +115,20 @@ class RescoredEntry(Section):
     task_accuracy: Number | None = None
 
 
+class FamilyRule(Section):
+    """`protocol.family`: the paper protocol's per-family rule (benchmark/protocols/families.py)."""
+
+    name: StrictStr | None = None
+    documented: StrictBool | None = None
+
+
 class ProtocolSection(Section):
     """`protocol`: the protocol that produced the run, its checker and (paper) the family rule applied;
     in a re-scoring's own manifest, `rescore_of` names the run it re-scored."""
 
     name: StrictStr | None = None
     checker: StrictStr | None = None
-    family: dict[str, Any] | None = None
+    family: FamilyRule = FamilyRule()
     documented: StrictBool | None = None
     special_tokens: list[StrictStr] | None = None
     rescore_of: StrictStr | None = None
@@ -140,11 +164,27 @@ class DatasetSection(Section):
     sessions_selected: StrictInt | None = None
 
 
+class EngineVersion(Section):
+    """`versions.engine`."""
+
+    name: StrictStr | None = None
+    version: StrictStr | None = None
+    constrained_decoding: Any = None  # what the engine constrained decoding with, as it names it
+
+
+class ParserVersion(Section):
+    """`versions.parser`: whose code read the replies (`wtb_local`, `vllm`) and its version."""
+
+    name: StrictStr | None = None
+    implementation: StrictStr | None = None
+    version: StrictStr | None = None
+
+
 class VersionsSection(Section):
     """`versions`: the engine's and the parser's name and version."""
 
-    engine: dict[str, Any] | None = None
-    parser: dict[str, Any] | None = None
+    engine: EngineVersion = EngineVersion()
+    parser: ParserVersion = ParserVersion()
 
 
 class ProgramSection(Section):
@@ -162,12 +202,20 @@ class FilesSection(Section):
     score_dir: StrictStr | None = None
 
 
+class Accuracy(Section):
+    """`summary.task_accuracy`, `summary.session_accuracy`."""
+
+    accuracy: Number | None = None
+    correct_count: StrictInt | None = None
+    total_count: StrictInt | None = None
+
+
 class SummarySection(Section):
     """`summary`: what `run` scored and measured."""
 
     sessions_scored: StrictInt | None = None
-    task_accuracy: dict[str, Any] | None = None
-    session_accuracy: dict[str, Any] | None = None
+    task_accuracy: Accuracy = Accuracy()
+    session_accuracy: Accuracy = Accuracy()
     throughput: dict[str, Any] | None = None
     length_cuts: dict[str, Any] | None = None
 

@@ -21,9 +21,9 @@ from wtb_local.contract.config_diff import config_diff
 from wtb_local.contract.errors import RunError
 from wtb_local.contract.lock_file import live_holder, locked
 from wtb_local.contract.manifest import Manifest
-from wtb_local.contract.paths import MANIFEST_NAME, RunPaths
+from wtb_local.contract.paths import RunPaths
 from wtb_local.contract.rows import session_index
-from wtb_local.contract.run_dir import ManifestError, check_manifest, load_manifest_data, write_manifest
+from wtb_local.contract.run_dir import ManifestError, RunDir, write_manifest
 from wtb_local.contract.shard_dirs import SHARDS_DIR, Shard, parse_shard_dir
 
 # Manifest entries, besides `config`, that every shard must share.
@@ -63,12 +63,11 @@ def find_shards(run_dir: Path) -> list[tuple[Shard, Path]]:
 @dataclass
 class _Loaded:
     """A finished shard: its folder's name and path, its manifest (every value merge reads comes from the
-    model) and the manifest as written (what the merged manifest copies)."""
+    model; what the merged manifest copies is `manifest.as_written()`)."""
 
     name: str
     path: Path
     manifest: Manifest
-    written: dict[str, Any]
 
 
 def _agreed_view(manifest: Manifest) -> dict[str, Any]:
@@ -101,7 +100,7 @@ def _check_shards(run_dir: Path) -> list[_Loaded]:
         if read is None:
             problems.append(f"{shard.dir_name}: no manifest.json (never started)")
             continue
-        written, manifest = read
+        manifest = read
         status = manifest.status
         if status == "running":
             problems.append(f"{shard.dir_name}: status running, but its process died (rerun or requeue that "
@@ -111,7 +110,7 @@ def _check_shards(run_dir: Path) -> list[_Loaded]:
         recorded = manifest.shard
         if (recorded.index, recorded.count) != (shard.index, shard.count):
             problems.append(f"{shard.dir_name}: its manifest records shard {recorded.index}/{recorded.count}")
-        loaded.append(_Loaded(shard.dir_name, path, manifest, written))
+        loaded.append(_Loaded(shard.dir_name, path, manifest))
     if problems:
         raise RunError(f"{run_dir}: cannot merge: {_listing(problems)}")
     first = loaded[0]
@@ -124,20 +123,17 @@ def _check_shards(run_dir: Path) -> list[_Loaded]:
     return loaded
 
 
-def _read_shard_manifest(path: Path) -> tuple[dict[str, Any], Manifest] | None:
-    """A shard's manifest as written and as its model; None when there is none. ManifestError (one line)
-    as `run` refuses to resume it: not readable, not valid, or without a `config`."""
-    file = path / MANIFEST_NAME
+def _read_shard_manifest(path: Path) -> Manifest | None:
+    """A shard's manifest through its model; None when there is none. ManifestError (one line) as `run`
+    refuses to resume it: not readable, not valid, or without a `config`."""
+    file = RunDir(path).manifest_file
     try:
-        written = load_manifest_data(file)
+        manifest = RunDir(path).manifest
     except ManifestError as exc:
         raise ManifestError(f"{exc}; use --overwrite to start afresh") from None
-    if written is None:
-        return None
-    manifest = check_manifest(written, file)
-    if not manifest.config:
+    if manifest is not None and not manifest.config:
         raise ManifestError(f"{file}: field config: missing; use --overwrite to start afresh")
-    return written, manifest
+    return manifest
 
 
 def _merged_rows(run_dir: Path, loaded: list[_Loaded], model_name: str,
@@ -211,7 +207,7 @@ def _merge_locked(run_dir: Path, dataset: str | None, err: Any) -> MergeOutcome:
     first = loaded[0].manifest
     model_name = first.model_name
     if model_name is None:
-        raise RunError(f"{loaded[0].path / 'manifest.json'}: field config.model_name: missing")
+        raise RunError(f"{RunDir(loaded[0].path).manifest_file}: field config.model_name: missing")
     paths = RunPaths(run_dir, model_name)
     notes: list[str] = []  # a shard's incomplete last line, dropped as its own rerun would drop it
     rows = _merged_rows(run_dir, loaded, model_name, notes)
@@ -224,7 +220,7 @@ def _merge_locked(run_dir: Path, dataset: str | None, err: Any) -> MergeOutcome:
     score_rows, metric = score_run(rows, sessions, model_name, paths, checker=checker)
 
     # The merged manifest is the first shard's as written (its fields in their order), less the shard's own.
-    merged = {key: value for key, value in loaded[0].written.items()
+    merged = {key: value for key, value in loaded[0].manifest.as_written().items()
               if key not in ("shard", "invocations", "summary")}
     # Every shard's invocations, as written, tagged: their wall times add up to the run's device time.
     merged["invocations"] = [{**invocation, "shard": shard.name} for shard in loaded

@@ -50,10 +50,6 @@ class Factor:
     read: Callable[[RunRecords], str]
 
 
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
 def _short(value: Any) -> str:
     return str(value)[:_SHORT] if value else "none"
 
@@ -85,7 +81,7 @@ def _dtype(r: RunRecords) -> str:
     """The dtype the weights ran in, as recorded: `settings.resolved_dtype` (what `--dtype auto` became,
     docs/real-model.md §3), else the backend's own record, else the dtype as asked (older manifests)."""
     config = r.generation.config
-    ran = (r.generation.settings.resolved_dtype or _dict(r.generation.backend.settings).get("dtype")
+    ran = (r.generation.settings.resolved_dtype or (r.generation.backend.settings or {}).get("dtype")
            or config.dtype)
     return _text(ran) + (f", {config.quantization}" if config.quantization else "")
 
@@ -124,7 +120,7 @@ def _thinking(r: RunRecords) -> str:
 
 def _protocol(r: RunRecords) -> str:
     name = r.generation.protocol_name or "release"
-    family = _dict(r.generation.protocol.family).get("name")
+    family = r.generation.protocol.family.name
     return f"{name} ({family})" if family else str(name)
 
 
@@ -135,15 +131,15 @@ def _parser(r: RunRecords) -> str:
 
 def _parser_implementation(r: RunRecords) -> str:
     """Whose code read the replies, and which version: wtb_local's own parsers or vLLM's (`vllm:NAME`)."""
-    parser = _dict(r.manifest.versions.parser)
-    version = parser.get("version") or r.manifest.config.parser_version
+    parser = r.manifest.versions.parser
+    version = parser.version or r.manifest.config.parser_version
     if not parser and not version:
         return "unknown"
-    return f"{_text(parser.get('implementation'))} {_text(version)}"
+    return f"{_text(parser.implementation)} {_text(version)}"
 
 
 def _constrained(r: RunRecords) -> str:
-    return _text(_dict(r.generation.versions.engine).get("constrained_decoding"))
+    return _text(r.generation.versions.engine.constrained_decoding)
 
 
 def _checker(r: RunRecords) -> str:
@@ -155,17 +151,17 @@ def _sampling(r: RunRecords) -> str:
     if set(used) <= {"source"}:
         if used.get("source"):
             return str(used["source"])
-        sampling = _dict(r.generation.config.sampling)
-        return _text({k: sampling.get(k) for k in ("temperature", "top_p")})
+        sampling = r.generation.config.sampling
+        return _text({"temperature": sampling.temperature, "top_p": sampling.top_p})
     return ", ".join(f"{k} {_text(v)}" for k, v in used.items())
 
 
 def _max_new_tokens(r: RunRecords) -> str:
-    return _text(_dict(r.generation.config.sampling).get("max_new_tokens"))
+    return _text(r.generation.config.sampling.max_new_tokens)
 
 
 def _seed(r: RunRecords) -> str:
-    return _text(_dict(r.generation.config.sampling).get("seed"))
+    return _text(r.generation.config.sampling.seed)
 
 
 def _context(r: RunRecords) -> str:

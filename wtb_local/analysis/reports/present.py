@@ -78,7 +78,7 @@ def run_facts(manifest: Manifest | dict[str, Any] | None, *, name: str | None = 
     return RunFacts(model_id=model_id, name=shown_name, protocol=protocol, checker=checker or own_checker,
                     thinking=mode, dataset=str(dataset) if dataset else None,
                     rescore=bool(section.rescore_of) or (checker is not None),
-                    family=section.family, documented=section.documented is not False,
+                    family=section.family.written() or None, documented=section.documented is not False,
                     thinking_evidence=str(evidence) if evidence else None)
 
 

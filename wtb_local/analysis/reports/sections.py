@@ -200,12 +200,11 @@ def versions_section(runs: Sequence[Run]) -> Section:
         versions = run.manifest.versions if run.manifest is not None else None
         if not versions:
             continue
-        engine, parser = versions.engine or {}, versions.parser or {}
-        section.rows.append({"label": run.label, "kind": "ours", "engine": engine.get("name"),
-                             "engine_version": engine.get("version"),
-                             "constrained": engine.get("constrained_decoding"), "parser": parser.get("name"),
-                             "parser_implementation": parser.get("implementation"),
-                             "parser_version": parser.get("version")})
+        engine, parser = versions.engine, versions.parser
+        section.rows.append({"label": run.label, "kind": "ours", "engine": engine.name,
+                             "engine_version": engine.version, "constrained": engine.constrained_decoding,
+                             "parser": parser.name, "parser_implementation": parser.implementation,
+                             "parser_version": parser.version})
     return section
 
 
