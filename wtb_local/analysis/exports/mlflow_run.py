@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from wtb_local.analysis.exports.source import ExportRun, run_status
+from wtb_local.contract.paths import MANIFEST_NAME, SUMMARY_JSON, SUMMARY_MD
 
 DEFAULT_EXPERIMENT = "wtb_local"
 KEY_TAG = "wtb_local.run_key"
@@ -103,7 +104,7 @@ def _artifacts(run: ExportRun, scratch: Path) -> tuple[list[Path], list[str]]:
     )
 
     files, missing = [], []
-    for name in ("manifest.json", "summary.md", "summary.json"):
+    for name in (MANIFEST_NAME, SUMMARY_MD, SUMMARY_JSON):
         path = run.folder / name
         if path.is_file():
             files.append(path)
