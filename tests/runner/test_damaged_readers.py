@@ -196,3 +196,29 @@ def test_a_resume_refuses_a_hand_edited_summary_in_one_line(clean: Path, tmp_pat
     assert (done.exit_code, done.stderr.splitlines()) == (
         1, [(f'Error: {run / "manifest.json"}: field summary.throughput: expected an object (got "fast"); use '
              "--overwrite to start afresh")]), done.stderr
+
+
+def test_the_run_directory_is_found_from_any_path_a_user_gives(clean: Path, tmp_path: Path) -> None:
+    from wtb_local.contract.run_dir import RunDir
+
+    run = _copy(clean, tmp_path)
+    assert _cli("rescore", str(run), "--checker", "lenient").exit_code == 0
+    score = run / "score" / MODEL_DIR / SCORE_NAME
+    for given in (run, run / "manifest.json", run / RESULT, score, score.with_name("Wild-Tool-Bench_metric.json")):
+        assert RunDir.find(given) == RunDir(run), given
+    rescored = run / "score-lenient"
+    assert RunDir.find(rescored / "score" / MODEL_DIR / SCORE_NAME) == RunDir(rescored)
+    assert RunDir.holding(tmp_path / "loose.jsonl") is None
+    found = RunDir.find(run)
+    assert found is not None and found.manifest is not None and found.manifest.config.model_name == "oracle"
+    assert [(s.checker, s.metric_file.relative_to(run).as_posix()) for s in found.score_sets()] == [
+        (None, "score/oracle/Wild-Tool-Bench_metric.json"),
+        ("lenient", "score-lenient/score/oracle/Wild-Tool-Bench_metric.json")]
+    sessions, scores = found.sessions(), found.scores()
+    assert [s.id for s in sessions] == [s.id for s in scores] == [f"wild_tool_bench_{i}" for i in range(8)]
+    assert [len(s.tasks()) for s in sessions] == [4] * 8 and sessions[0].crashed is None
+    assert [t.label for s in scores for t in s.tasks()] == ["correct"] * 32  # the oracle: every task right
+    first = sessions[0].tasks()[0].steps()[0]
+    assert (first.number, first.finish_reason) == (0, "stop") and isinstance(first.raw, str)
+    with pytest.raises(TypeError):
+        sessions[0].data["id"] = "x"  # type: ignore[index]  # read-only: the bytes on disk never change

@@ -89,9 +89,9 @@ class Manifest(BaseModel):
     backend: BackendSection = BackendSection()
     template: TemplateSection = TemplateSection()
     context_length: ContextLengthSection = ContextLengthSection()
-    packages: dict[str, Any] = {}
+    packages: dict[str, StrictStr | None] = {}  # the installed version of each, None when absent
     machine: dict[str, Any] = {}
-    sources: dict[str, Any] = {}
+    sources: dict[str, StrictStr] = {}  # where each resolved value came from
     sampling_used: dict[str, Any] = {}
     invocations: list[Invocation] = []
 

@@ -29,6 +29,7 @@ from pydantic import ValidationError
 from wtb_local.contract.manifest import ResultRow
 
 RESULT_KEYS = ("result",)  # what a session row of a result file holds
+SCORE_KEYS = ("results",)  # ... of a score file
 ROW_KEYS = ("result", "results")  # a result or a score file's row
 
 

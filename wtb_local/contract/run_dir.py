@@ -34,7 +34,7 @@ from wtb_local.contract.paths import (
     RunPaths,
     model_dir_name,
 )
-from wtb_local.contract.rows import ROW_KEYS, SessionView, read_sessions
+from wtb_local.contract.rows import RESULT_KEYS, SCORE_KEYS, SessionView, read_sessions
 from wtb_local.contract.shard_dirs import SHARDS_DIR, parse_shard_dir
 
 
@@ -223,4 +223,14 @@ class RunDir:
         """The result file's session rows as read-only views, by the rule for damaged records
         (contract/rows.py): an incomplete last line dropped with its note in `notes`, RowError for a
         foreign or duplicated row."""
-        return read_sessions(self.result_file(model_name), notes, ROW_KEYS)
+        return read_sessions(self.result_file(model_name), notes, RESULT_KEYS)
+
+    def scores(self, score_set: ScoreSet | None = None, notes: list[str] | None = None) -> list[SessionView]:
+        """The scored sessions of one score set (default: the run's own, the only one there) as read-only
+        views, by the same rule. RunDirError when the run has no such score file."""
+        if score_set is None:
+            own = [s for s in self.score_sets() if not s.rescored]
+            if len(own) != 1:
+                raise RunDirError(f"{self.root}: {'no' if not own else 'several'} {SCORE_DIR}/<model>/{SCORE_FILE_NAME}")
+            score_set = own[0]
+        return read_sessions(score_set.score_file, notes, SCORE_KEYS)

@@ -27,7 +27,7 @@ from pydantic import (
 # Keys of a section that are sections themselves (a null one reads as empty).
 _SUBSECTIONS: dict[str, tuple[str, ...]] = {
     "ConfigSection": ("sampling",), "ProtocolSection": ("family",), "VersionsSection": ("engine", "parser"),
-    "SummarySection": ("task_accuracy", "session_accuracy"),
+    "SummarySection": ("task_accuracy", "session_accuracy", "length_cuts"), "BackendSection": ("settings",),
 }
 
 
@@ -210,6 +210,15 @@ class Accuracy(Section):
     total_count: StrictInt | None = None
 
 
+class LengthCuts(Section):
+    """`summary.length_cuts`: steps that ended at the token limit (benchmark/scoring/length_cuts.py)."""
+
+    steps: StrictInt | None = None
+    length: StrictInt | None = None
+    length_in_reasoning: StrictInt | None = None
+    share: Number | None = None
+
+
 class SummarySection(Section):
     """`summary`: what `run` scored and measured."""
 
@@ -217,19 +226,25 @@ class SummarySection(Section):
     task_accuracy: Accuracy = Accuracy()
     session_accuracy: Accuracy = Accuracy()
     throughput: dict[str, Any] | None = None
-    length_cuts: dict[str, Any] | None = None
+    length_cuts: LengthCuts = LengthCuts()
+
+
+class BackendSettings(Section):
+    """`backend.settings`: what the backend ran with."""
+
+    dtype: StrictStr | None = None
 
 
 class BackendSection(Section):
     """`backend`: the backend's own description of itself (its settings, writer, parser)."""
 
-    settings: dict[str, Any] | None = None
+    settings: BackendSettings = BackendSettings()
     device: StrictStr | None = None
 
-    def versions(self) -> dict[str, Any]:
-        """Every `<name>_version` key the backend recorded, by name without the suffix, sorted."""
-        return {key.removesuffix("_version"): value for key, value in sorted(self.written().items())
-                if key.endswith("_version")}
+    def versions(self) -> list[tuple[str, Any]]:
+        """(name without the suffix, value) of every `<name>_version` key the backend recorded, sorted."""
+        return [(key.removesuffix("_version"), value) for key, value in sorted(self.written().items())
+                if key.endswith("_version")]
 
 
 class TemplateSection(Section):

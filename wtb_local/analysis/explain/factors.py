@@ -81,7 +81,7 @@ def _dtype(r: RunRecords) -> str:
     """The dtype the weights ran in, as recorded: `settings.resolved_dtype` (what `--dtype auto` became,
     docs/real-model.md §3), else the backend's own record, else the dtype as asked (older manifests)."""
     config = r.generation.config
-    ran = (r.generation.settings.resolved_dtype or (r.generation.backend.settings or {}).get("dtype")
+    ran = (r.generation.settings.resolved_dtype or r.generation.backend.settings.dtype
            or config.dtype)
     return _text(ran) + (f", {config.quantization}" if config.quantization else "")
 
@@ -92,7 +92,7 @@ def _engine(r: RunRecords) -> str:
 
 def _engine_version(r: RunRecords) -> str:
     described = r.generation.backend
-    parts = [f"{name} {value}" for name, value in described.versions().items()]
+    parts = [f"{name} {value}" for name, value in described.versions()]
     if described.device:
         parts.append(f"device {described.device}")
     return ", ".join(parts) or "none"
