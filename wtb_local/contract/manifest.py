@@ -105,9 +105,11 @@ class Manifest(BaseModel):
     @model_validator(mode="wrap")
     @classmethod
     def _keep_written(cls, data: Any, handler: Any) -> Any:
-        model = handler(data)
-        if isinstance(data, dict):
-            model._written = copy.deepcopy(data)
+        if not isinstance(data, dict):
+            return handler(data)
+        written = copy.deepcopy(data)  # the sections keep parts of this copy: a later change to `data` is not seen
+        model = handler(written)
+        model._written = written
         return model
 
     def extra(self, name: str) -> Any:

@@ -45,7 +45,7 @@ class Section(BaseModel):
             return handler(data)
         inner = _SUBSECTIONS.get(cls.__name__, ())  # a null sub-section (`"family": null`) reads as empty
         model = handler({k: {} if v is None and k in inner else v for k, v in data.items()})
-        model._written = copy.deepcopy(data)
+        model._written = data  # the manifest's private copy (Manifest); written() hands out copies
         return model
 
     def __bool__(self) -> bool:
