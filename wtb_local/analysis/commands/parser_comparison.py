@@ -35,7 +35,7 @@ from wtb_local.contract.recorded import (
     recorded_parser,
     replay_parser,
 )
-from wtb_local.contract.rows import RESULT_KEYS, iter_steps, read_rows, read_sessions
+from wtb_local.contract.rows import RESULT_KEYS, StepView, iter_steps, read_rows, read_sessions
 from wtb_local.formats.parsers.prefill import STEP_FIELD, step_parser
 
 UNRECORDED = "no recorded completion for "
@@ -75,8 +75,8 @@ def differences(result: Any, reference: Any) -> list[str]:
     return [name for name, differs in found if differs]
 
 
-def _recorded_steps(result_file: Path, notes: list[str] | None = None) -> list[tuple[str, dict[str, Any]]]:
-    """(request id, inference_output + the tools offered) of every step with a raw completion, in order;
+def _recorded_steps(result_file: Path, notes: list[str] | None = None) -> list[tuple[str, StepView]]:
+    """(request id, the step as recorded) of every step with a raw completion, in order;
     `notes` gets the note of an incomplete last line left out. The rows are read by the rule for damaged
     records and as read-only views (contract/rows.py): a crashed session (its error string) has no steps;
     a task or step that is not an object is refused in one line (RowError)."""
@@ -84,9 +84,7 @@ def _recorded_steps(result_file: Path, notes: list[str] | None = None) -> list[t
     for session, task, step in iter_steps(read_sessions(result_file, notes, RESULT_KEYS)):
         if step.raw is None or step.finish_reason == "error":
             continue
-        steps.append((f"{session.id}/{task.task_idx}/{step.number}",
-                      {"raw": step.raw, "finish_reason": step.finish_reason, "tools": step.tools,
-                       "prefilled": step.output.get(STEP_FIELD)}))
+        steps.append((f"{session.id}/{task.task_idx}/{step.number}", step))
     return steps
 
 
@@ -102,15 +100,16 @@ def _check_ids(result_file: Path, dataset: str) -> None:
             raise RunError(f"{result_file}:{line}: id: {row['id']} is not in the dataset ({len(sessions)} sessions)")
 
 
-def compare_completions(steps: list[tuple[str, dict[str, Any]]], parsers: list[Any]) -> dict[str, Any]:
+def compare_completions(steps: list[tuple[str, StepView]], parsers: list[Any]) -> dict[str, Any]:
     from wtb_local.formats.parsers import parse_completion
 
     baseline = parsers[0].name
     stats = {p.name: {"steps": 0, "calls": 0, "steps_with_calls": 0, "parse_failures": 0, "partial_parses": 0,
                       "format_deviations": {}, "disagreements": 0, "examples": []} for p in parsers}
     for request, step in steps:
-        parsed = {p.name: parse_completion(step_parser(p, step.get("prefilled")), step["raw"], tools=step["tools"],
-                                           finish_reason=step["finish_reason"])
+        raw = step.raw or ""
+        parsed = {p.name: parse_completion(step_parser(p, step.output.get(STEP_FIELD)), raw, tools=step.tools,
+                                           finish_reason=step.finish_reason)
                   for p in parsers}
         reference = parsed[baseline]
         for name, result in parsed.items():
@@ -127,7 +126,7 @@ def compare_completions(steps: list[tuple[str, dict[str, Any]]], parsers: list[A
             if differs:
                 entry["disagreements"] += 1
                 if len(entry["examples"]) < _EXAMPLES:
-                    entry["examples"].append({"request": request, "raw": step["raw"][:_RAW_SHOWN], "differs": differs,
+                    entry["examples"].append({"request": request, "raw": raw[:_RAW_SHOWN], "differs": differs,
                                               baseline: _parsed_view(reference), name: _parsed_view(result)})
     for entry in stats.values():
         entry["format_deviations"] = dict(sorted(entry["format_deviations"].items()))

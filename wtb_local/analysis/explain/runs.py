@@ -51,10 +51,6 @@ class ExplainRun:
         return path if path is not None and Path(path).is_file() else None
 
 
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
 def generation_manifest(manifest: Manifest) -> tuple[Manifest, list[str]]:
     """The manifest of the run whose completions `manifest`'s run holds: itself, or for a run that replayed
     recorded completions (its hashed config holds the replayed file's `replay_sha256`, which only a replay
