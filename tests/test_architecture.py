@@ -545,8 +545,8 @@ def test_start_up_reasons_hold() -> None:
 
 # --- the manifest is read through its model ------------------------------------------------------------
 # docs/architecture.md, "The run directory": `contract/run_dir.py` is the one module that parses a
-# manifest.json; every other reads it through `load_manifest` (its model) or, to update and write it back,
-# `load_manifest_data`.
+# manifest.json (its `_read`); every other reads it through `RunDir.manifest`/`load_manifest` (its model) or,
+# to update and write it back, `load_manifest_data`.
 MANIFEST_PARSER = "wtb_local/contract/run_dir.py"
 
 
@@ -575,7 +575,28 @@ def test_only_the_contract_parses_a_manifest() -> None:
              for path in sorted(PACKAGE.rglob("*.py"))}
     assert {path: names for path, names in found.items() if names and path != MANIFEST_PARSER} == {}, (
         "manifest.json parsed outside contract/run_dir.py: read it with load_manifest")
-    assert found[MANIFEST_PARSER] == ["load_manifest_data"]
+    assert found[MANIFEST_PARSER] == ["_read"]
+
+
+# Every file name inside a run directory is written once, in contract/paths.py (docs/files.md, "The run
+# directory as one object"): a second spelling is a second place to change.
+RUN_FILE_NAMES = ("manifest.json", "Wild-Tool-Bench_result.jsonl", "Wild-Tool-Bench_score.jsonl",
+                  "Wild-Tool-Bench_metric.json", "summary.md", "summary.json", "repeats.json", "run.lock",
+                  "internal_errors.jsonl")
+
+
+def _run_file_names(source: str) -> list[str]:
+    """`line: name` of each string literal that is a run directory's file name."""
+    return [f"{node.lineno}: {node.value}" for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Constant) and node.value in RUN_FILE_NAMES]
+
+
+def test_every_run_directory_file_name_is_written_once() -> None:
+    found = {path.relative_to(ROOT).as_posix(): _run_file_names(path.read_text(encoding="utf-8"))
+             for path in sorted(PACKAGE.rglob("*.py")) if path != PACKAGE / "contract" / "paths.py"}
+    assert {path: names for path, names in found.items() if names} == {}
+    defined = [hit.split(": ")[1] for hit in _run_file_names((PACKAGE / "contract" / "paths.py").read_text(encoding="utf-8"))]
+    assert sorted(defined) == sorted(RUN_FILE_NAMES)  # each once, there
 
 
 def _reads_manifest_dict(source: str) -> list[str]:

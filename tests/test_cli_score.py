@@ -86,7 +86,7 @@ def _cases() -> list[tuple[str, list, str]]:
     return [
         # in the middle: not what an interrupted write leaves (an incomplete last line is dropped with a note)
         ("malformed", [json.dumps(rows[0]), '{"id": "wild_tool_bench_1", ', json.dumps(rows[2])],
-         ":2: malformed JSON"),
+         ":2: not JSON (found "),
         ("missing_field", missing, ":3: wild_tool_bench_2: result[0].is_optimal: missing"),
         ("unknown_id", unknown, ":1: id: wild_tool_bench_64 is not in the dataset"),
         ("fewer_tasks", fewer, ":2: wild_tool_bench_1: result: 2 tasks, the dataset has 4"),

@@ -289,8 +289,8 @@ def _bad_cases() -> list[tuple[str, object, str]]:
     bad_id = copy.deepcopy(good)
     bad_id[0]["id"] = "session-zero"
     return [
-        ("malformed", [json.dumps(good[0]), "{not json", json.dumps(good[1])], ":2: malformed JSON"),
-        ("not_object", [json.dumps(good[0]), "[1, 2]"], ":2: expected a JSON object"),
+        ("malformed", [json.dumps(good[0]), "{not json", json.dumps(good[1])], ":2: not JSON (found "),
+        ("not_object", [json.dumps(good[0]), "[1, 2]"], ":2: a JSON list, not an object (found "),
         ("missing_field", missing_field, ":2: wild_tool_bench_1: result[2].inference_log: missing"),
         (
             "missing_step_field",
@@ -300,7 +300,7 @@ def _bad_cases() -> list[tuple[str, object, str]]:
         ("unknown_id", unknown_id, ":2: id: wild_tool_bench_999 is not in the dataset (64 sessions)"),
         ("fewer_tasks", fewer, ":2: wild_tool_bench_1: result: 3 tasks, the dataset has 4"),
         ("duplicate", duplicate, ":2: id: wild_tool_bench_0 repeats line 1"),
-        ("no_id", no_id, ":2: id: missing"),
+        ("no_id", no_id, ":2: not a session row (found "),
         ("bad_id", bad_id, ":1: id: session id 'session-zero' is not of the form"),
         ("empty", [], "no rows (empty file)"),
     ]

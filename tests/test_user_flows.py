@@ -186,9 +186,9 @@ def test_score_defaults_to_the_release_like_run(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(os.name != "posix", reason="POSIX paths")
 def test_score_of_a_file_at_the_filesystem_root_is_not_a_crash(tmp_path: Path) -> None:
-    from wtb_local.run.setup.naming import run_dir_of
+    from wtb_local.contract.run_dir import RunDir
 
-    assert run_dir_of("/result.jsonl") is None  # fewer than 3 parents: no run directory, nothing to check
+    assert RunDir.holding("/result.jsonl") is None  # fewer than 3 parents: no run directory, nothing to check
 
 
 # --- render and data ----------------------------------------------------------------------------------------

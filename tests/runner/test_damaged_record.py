@@ -181,7 +181,7 @@ class _FullDisk:
 
 def test_a_full_disk_counts_as_safe_the_rows_whose_whole_line_landed(tmp_path: Path) -> None:
     from wtb_local.contract.errors import RecordError
-    from wtb_local.contract.run_dir import read_result_lines
+    from wtb_local.contract.rows import read_result_lines
     from wtb_local.run.record.store import ResultStore
 
     rows = [{"id": f"wild_tool_bench_{i}", "result": [{"n": "x" * 100}]} for i in range(4)]

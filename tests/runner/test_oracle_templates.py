@@ -104,9 +104,8 @@ def test_every_template_is_covered() -> None:
     # every parser family runs through at least one template (the 2026 families' in their own test
     # files), or has none at hand
     from tests.runner import test_oracle_templates_2026h2_fam_a as h2_a
-    from tests.runner.test_oracle_templates_deepseek_glm_kimi_minimax import PARSERS as FAM_A_2026
-
     from tests.runner.test_oracle_templates_2026h2 import PARSERS as FAM_B_2026H2
+    from tests.runner.test_oracle_templates_deepseek_glm_kimi_minimax import PARSERS as FAM_A_2026
 
     covered = ({parser for parser, _ in EXPECTED.values()} | {p for p, _ in gemma_qwen35.EXPECTED.values()}
                | FAM_A_2026 | FAM_B_2026H2 | h2_a.PARSERS)

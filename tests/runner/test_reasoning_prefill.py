@@ -48,15 +48,20 @@ def test_cut_mid_thought_is_an_error_not_a_final_answer() -> None:
 def test_replay_reuses_the_recorded_parser_options(tmp_path) -> None:
     import json
 
-    from wtb_local.contract.recorded import recorded_parser
+    import pytest
+
+    from wtb_local.contract.recorded import ReplayError, recorded_parser
 
     result_file = tmp_path / "result" / "m" / "Wild-Tool-Bench_result.jsonl"
     result_file.parent.mkdir(parents=True)
     result_file.write_text("")
     (tmp_path / "manifest.json").write_text(json.dumps({"parser": "hermes", "parser_options": {"thinking": True}}))
     assert recorded_parser(result_file) == ("hermes", {"thinking": True})
-    (tmp_path / "manifest.json").write_text("not json")
-    assert recorded_parser(result_file) == (None, {})
+    (tmp_path / "manifest.json").unlink()
+    assert recorded_parser(result_file) == (None, {})  # no manifest: the replay goes by its flags
+    (tmp_path / "manifest.json").write_text("not json")  # a damaged one is refused, never read as none
+    with pytest.raises(ReplayError, match=r"manifest\.json: unreadable run manifest \(Expecting value"):
+        recorded_parser(result_file)
 
 
 def test_replay_with_another_parser_keeps_the_prompt_options(tmp_path) -> None:

@@ -134,7 +134,7 @@ def test_malformed_replay_file_is_a_one_line_error(recorded: Path, tmp_path: Pat
     done = invoke(_replay(broken, tmp_path / "out"))
     assert done.exit_code == 1
     message = done.output.strip()
-    assert f"{broken}:2: line: not valid JSON" in message and "\n" not in message
+    assert f"{broken}:2: not JSON (found " in message and "\n" not in message
 
     row = json.loads(lines[0])
     row["result"][1]["inference_log"]["step_0"]["inference_output"]["raw"] = 5
@@ -198,7 +198,7 @@ def test_loader_rejects_duplicates_bad_counts_and_empty_files(tmp_path: Path) ->
     path = tmp_path / "r.jsonl"
     line = json.dumps(_row("s", [{"raw": "x", "finish_reason": "stop"}]))
     path.write_text(f"{line}\n\n{line}\n", encoding="utf-8")
-    with pytest.raises(ReplayError, match=r"r\.jsonl:3: id: session s recorded twice \(first on line 1\)"):
+    with pytest.raises(ReplayError, match=r"r\.jsonl:3: id: s repeats line 1$"):  # as every reader says
         load_recording(path)
     row = _row("s", [{"raw": "x", "finish_reason": "stop"}])
     row["result"][0]["output_token_count"] = [-1]

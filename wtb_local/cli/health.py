@@ -29,11 +29,11 @@ def health_lines(outcome: Any, prefix: str = "") -> None:
         click.echo(f"{prefix}warning: {sum(failed.values())} request(s) failed and were scored as step errors: "
                    f"{reasons}{more}", err=True)
     run_settings = outcome.settings
-    cuts = outcome.recorded.section("summary").get("length_cuts")
-    if cuts and cuts.get("steps"):
-        click.echo(f"{prefix}steps cut at the token limit: {cuts_line(cuts)} "
+    cuts = outcome.recorded.summary.length_cuts
+    if cuts.steps:
+        click.echo(f"{prefix}steps cut at the token limit: {cuts_line(cuts.written())} "
                    f"(max_new_tokens {run_settings.sampling.max_new_tokens})")
-        warning = cuts_warning(cuts, run_settings.sampling.max_new_tokens)
+        warning = cuts_warning(cuts.written(), run_settings.sampling.max_new_tokens)
         if warning:
             click.echo(f"{prefix}{warning}", err=True)
     for line in (reasoning_calls_line(outcome.result_rows, run_settings.protocol),

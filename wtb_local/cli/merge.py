@@ -38,7 +38,7 @@ def merge(run_dir: str, dataset: str | None, thinking: bool | None) -> None:
     click.echo(f"merged {len(outcome.shards)} shards, {len(outcome.result_rows)} sessions")
     click.echo(f"result:   {paths.result_file}")
     click.echo(f"score:    {paths.score_dir}")
-    click.echo(f"manifest: {paths.run_dir / 'manifest.json'}")
+    click.echo(f"manifest: {paths.manifest}")
     # the paper's row by the thinking mode the shards recorded; --thinking only for manifests without one
     present(paths.run_dir, outcome.metric, manifest=outcome.manifest, thinking=thinking).show(sys.stdout)
 

@@ -14,6 +14,7 @@ from typing import Any
 from wtb_local.analysis.commands.repeat_runs import repeat_seed, summarize
 from wtb_local.contract.errors import RunError
 from wtb_local.contract.lock_file import locked
+from wtb_local.contract.paths import REPEATS_DIR, REPEATS_JSON
 from wtb_local.run.job import run_job_async
 from wtb_local.run.loop.stopping import installed
 from wtb_local.run.record.run_record import sampling_used
@@ -27,8 +28,8 @@ def run_repeated(options: RunOptions, repeats: int) -> Path:
     from wtb_local.cli.health import health_lines  # deferred: start-up (--help)
 
     outcome = run_repeats(options, repeats)
-    print(f"repeats:  {outcome.run_dir / 'repeats'} ({repeats} run directories)")
-    print(f"summary:  {outcome.run_dir / 'repeats.json'}")
+    print(f"repeats:  {outcome.run_dir / REPEATS_DIR} ({repeats} run directories)")
+    print(f"summary:  {outcome.run_dir / REPEATS_JSON}")
     for r, one in enumerate(outcome.outcomes):
         health_lines(one, f"repeat {r + 1} (seed {one.settings.seed}): ")
     # the mean row, the paper's row by the recorded thinking mode and the ± line, as `report` shows them
@@ -77,7 +78,7 @@ async def _run_repeats(options: RunOptions, repeats: int, prep: Any, err: Any) -
     try:
         for r in range(repeats):
             seed = repeat_seed(options.seed, r)
-            one = options.model_copy(update={"out": str(run_dir / "repeats" / str(r)), "seed": seed,
+            one = options.model_copy(update={"out": str(run_dir / REPEATS_DIR / str(r)), "seed": seed,
                                              "model_name": prep.run.model_name})
             print(f"repeat {r + 1} of {repeats} (seed {seed})", file=err)
             outcomes.append(await run_job_async(one, backend=backend, renderer=prep.renderer, stderr=err))

@@ -16,7 +16,6 @@ from pathlib import Path
 import click
 
 from wtb_local.benchmark.protocols import CHECKERS, score_with
-from wtb_local.contract.run_dir import as_manifest
 
 
 @click.command(name="rescore")
@@ -36,49 +35,56 @@ def rescore(run_dir: str, checker: str, dataset: str | None) -> None:
             _rescore(run_dir, checker, dataset)
     except RunDirLocked as exc:
         raise click.ClickException(str(exc)) from None
+    except OSError as exc:  # a folder it cannot write (its lock, its score files, its manifest)
+        raise click.ClickException(f"{exc.filename or run_dir}: cannot write: {exc.strerror or exc}") from None
 
 
 def _rescore(run_dir: str, checker: str, dataset: str | None) -> None:
     from wtb_local.analysis.reports.present import present, run_facts  # deferred: start-up (--help)
     from wtb_local.benchmark.dataset import DatasetError, dataset_sha256, read_dataset, resolve_dataset
-    from wtb_local.benchmark.scoring import ScoringError, read_result_rows, write_score_files
-    from wtb_local.run.record.manifest import ManifestError, read_manifest, write_manifest
+    from wtb_local.benchmark.scoring import ScoringError, load_scorable, write_score_files
+    from wtb_local.contract.run_dir import (
+        ManifestError,
+        RunDir,
+        RunDirError,
+        load_manifest_data,
+        write_manifest,
+    )
 
+    found = RunDir(Path(run_dir))
     try:
-        manifest = read_manifest(run_dir)
+        recorded_run = found.manifest  # read through its model; the dict below is what is updated and written
+        manifest = load_manifest_data(found.manifest_file)
     except ManifestError as exc:
         raise click.ClickException(str(exc)) from None
-    if manifest is None:
+    if recorded_run is None or manifest is None:
         raise click.ClickException(f"{run_dir}: no manifest.json; rescore reads a run directory written by `run`")
-    recorded_run = as_manifest(manifest)  # read through its model; the dict is what is updated and written
-    config = recorded_run.section("config")
     model_name = str(recorded_run.model_name or "")
-    # the run directory's own result file: the manifest's path names where the run was written, which a
-    # copied or moved directory no longer is
-    result_file = Path(run_dir) / "result" / model_name.replace("/", "_") / "Wild-Tool-Bench_result.jsonl"
-    if not result_file.exists():
-        result_file = Path(str(recorded_run.section("files").get("result", "")))
     try:
+        # the run directory's own result file, never the manifest's recorded path: that names where the run
+        # was written, which a copied or moved directory no longer is
+        result_file = found.result_file(model_name)
         source = dataset or recorded_run.dataset_path or "release"
         dataset_path = resolve_dataset(source)
         sessions, _warnings = read_dataset(dataset_path)
-        recorded = config.get("dataset_sha256")
-        if isinstance(recorded, str) and recorded != dataset_sha256(dataset_path):
+        recorded = recorded_run.dataset_sha256
+        if recorded is not None and recorded != dataset_sha256(dataset_path):
             raise click.ClickException(f"{run_dir}: the run used dataset sha256 {recorded[:12]}..., --dataset "
                                        f"{source} differs; pass the dataset the run used")
         notes: list[str] = []  # an incomplete last line left by an interrupted run, dropped as `run` does
-        rows = read_result_rows(result_file, notes)
+        # the rows as every reader reads them: damaged, foreign, repeated or unknown rows refused in one line
+        rows, _name, already = load_scorable(result_file, sessions, model_name, notes)
+        if already:
+            raise click.ClickException(f"{result_file}: holds score rows, not a run's results")
         for note in notes:
             click.echo(f"note: {note}", err=True)
         score_rows, metric = score_with(checker, rows, sessions, model_name, str(result_file))
-        out = Path(run_dir) / f"score-{checker}"
+        out = found.paths(model_name).rescored(checker).run_dir
         score_path, metric_path = write_score_files(out, model_name, score_rows, metric)
-    except (DatasetError, ScoringError) as exc:
+    except (DatasetError, ScoringError, RunDirError) as exc:
         raise click.ClickException(str(exc)) from None
-    except OSError as exc:
-        raise click.ClickException(f"{exc.filename or run_dir}: {exc.strerror or exc}") from None
 
-    facts = run_facts(manifest)
+    facts = run_facts(recorded_run)
     protocol, own = facts.protocol, facts.checker
     # The re-scoring's own manifest: the run's, saying which checker scored these files (report reads it).
     derived = {**manifest, "status": "rescored",

@@ -55,9 +55,9 @@ def run(ctx: click.Context, **params: Any) -> None:
     paths = outcome.paths
     click.echo(f"result:   {paths.result_file}")
     click.echo(f"score:    {paths.score_dir}")
-    click.echo(f"manifest: {paths.run_dir / 'manifest.json'}")
+    click.echo(f"manifest: {paths.manifest}")
     recorded = outcome.recorded
-    throughput = recorded.section("summary").get("throughput")
+    throughput = recorded.summary.throughput
     if throughput and throughput.get("steps"):
         click.echo(summary_line(throughput))
     if recorded.status != "complete":

@@ -62,15 +62,16 @@ def score(
     from wtb_local.benchmark.protocols.checkers import score_file  # deferred: start-up (--help)
     from wtb_local.benchmark.scoring import ScoringError, model_dir_name, write_score_files
     from wtb_local.contract.lock_file import live_holder  # deferred: start-up (--help)
-    from wtb_local.contract.run_dir import ManifestError  # deferred: start-up (--help)
-    from wtb_local.run.setup.naming import read_run_manifest, recorded_model, run_dir_of
+    from wtb_local.contract.run_dir import ManifestError, RunDir  # deferred: start-up (--help)
+    from wtb_local.run.setup.naming import recorded_model
 
     result_file = _result_file(result_file, model_name)
-    try:
-        manifest = read_run_manifest(result_file)
+    found = RunDir.holding(result_file)
+    try:  # a manifest that is not JSON is refused like one that does not validate: never read as none
+        manifest = found.manifest if found is not None else None
     except ManifestError as exc:
         raise click.ClickException(str(exc)) from None
-    run_dir = run_dir_of(result_file) if manifest is not None else None
+    run_dir = found.root if found is not None else None
     if manifest is not None and model_name is None:
         model_name = recorded_model(manifest)[1]
     if dataset is None:
@@ -138,8 +139,8 @@ def _result_file(path: str, model_name: str | None) -> str:
 def _check_recorded_dataset(result_file: str, manifest: Manifest, sha256: str, dataset: str) -> None:
     """Refuse a result file of a run directory whose manifest records another dataset: session ids match
     across datasets (wild_tool_bench_N), so scoring against the wrong one gives wrong labels silently."""
-    recorded = manifest.section("config").get("dataset_sha256")
-    if isinstance(recorded, str) and recorded != sha256:
+    recorded = manifest.dataset_sha256
+    if recorded is not None and recorded != sha256:
         raise click.ClickException(
             f"{result_file}: its run's manifest records dataset sha256 {recorded[:12]}..., but --dataset "
             f"{dataset} has sha256 {sha256[:12]}...; pass the dataset the run used")

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from wtb_local.contract.errors import RunError
+from wtb_local.contract.paths import LOCK_NAME
 
-LOCK_NAME = "run.lock"
 RETRY_S = 0.02
 
 

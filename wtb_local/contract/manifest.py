@@ -10,9 +10,36 @@ loads. A newer version than this package reads is refused, naming it.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    PrivateAttr,
+    StrictInt,
+    StrictStr,
+    field_validator,
+    model_validator,
+)
+
+from wtb_local.contract.sections import (
+    MAPPINGS,
+    SECTIONS,
+    BackendSection,
+    ConfigSection,
+    ContextLengthSection,
+    DatasetSection,
+    FilesSection,
+    ProgramSection,
+    ProtocolSection,
+    SettingsSection,
+    ShardSection,
+    SummarySection,
+    TemplateSection,
+    ThinkingSection,
+    VersionsSection,
+)
 
 SCHEMA_VERSION = 2
 READABLE_VERSIONS = (1, 2)  # 1: written before `schema_version` was recorded
@@ -38,85 +65,131 @@ class Invocation(BaseModel):
 
 
 class Manifest(BaseModel):
-    """A run's manifest. Only the fields below are checked; every other field is kept as written."""
+    """A run's manifest: the top level and its sections (contract/sections.py) checked, every other field
+    kept as written. Read-only: the commands that update a manifest update the dict they read
+    (`load_manifest_data`) and write it back checked against this model."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", frozen=True)
 
     schema_version: StrictInt = 1
     status: StrictStr | None = None
     config_hash: StrictStr | None = None
-    config: dict[str, Any] | None = None
-    settings: dict[str, Any] | None = None
-    dataset: dict[str, Any] | None = None
-    files: dict[str, Any] | None = None
+    parser: StrictStr | None = None  # the parser's name (also `config.parser`)
+    parser_options: dict[str, Any] = {}
+    config: ConfigSection = ConfigSection()
+    settings: SettingsSection = SettingsSection()
+    protocol: ProtocolSection = ProtocolSection()
+    thinking: ThinkingSection = ThinkingSection()
+    shard: ShardSection = ShardSection()
+    dataset: DatasetSection = DatasetSection()
+    versions: VersionsSection = VersionsSection()
+    wtb_local: ProgramSection = ProgramSection()
+    files: FilesSection = FilesSection()
+    summary: SummarySection = SummarySection()
+    backend: BackendSection = BackendSection()
+    template: TemplateSection = TemplateSection()
+    context_length: ContextLengthSection = ContextLengthSection()
+    packages: dict[str, StrictStr | None] = {}  # the installed version of each, None when absent
+    machine: dict[str, Any] = {}
+    sources: dict[str, StrictStr] = {}  # where each resolved value came from
+    sampling_used: dict[str, Any] = {}
     invocations: list[Invocation] = []
-    summary: dict[str, Any] | None = None
 
-    # Readers' shorthands for values several commands read; each says where older manifests kept it.
-    def section(self, name: str) -> dict[str, Any]:
-        """A top-level object (`config`, `protocol`, `versions` ...); {} when absent or not an object."""
-        value = getattr(self, name, None) if name in type(self).model_fields else (self.model_extra or {}).get(name)
-        return value if isinstance(value, dict) else {}
+    _written: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    @field_validator(*SECTIONS, *MAPPINGS, mode="before")
+    @classmethod
+    def _absent_is_empty(cls, value: Any) -> Any:
+        return {} if value is None else value  # `"template": null` (no renderer) reads as an empty section
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _keep_written(cls, data: Any, handler: Any) -> Any:
+        if not isinstance(data, dict):
+            return handler(data)
+        written = copy.deepcopy(data)  # the sections keep parts of this copy: a later change to `data` is not seen
+        model = handler(written)
+        model._written = written
+        return model
 
     def extra(self, name: str) -> Any:
-        """A top-level field the model does not check, as written (None when absent)."""
+        """A top-level field the model does not declare, as written (None when absent)."""
         return (self.model_extra or {}).get(name)
 
+    def has(self, name: str) -> bool:
+        """Whether the file holds the top-level field `name` (even as null)."""
+        return name in self._written
+
+    # Readers' shorthands for values stored in more than one place across versions.
     @property
     def model_id(self) -> str | None:
         """The model as asked (`config.model`; `model.id` in older manifests)."""
-        value = self.section("config").get("model") or self.section("model").get("id")
+        value = self.config.model or _old(self, "model", "id")
         return value if isinstance(value, str) and value else None
 
     @property
     def model_name(self) -> str | None:
         """The model's name (`config.model_name`; `model.name` in older manifests)."""
-        value = self.section("config").get("model_name") or self.section("model").get("name")
+        value = self.config.model_name or _old(self, "model", "name")
         return value if isinstance(value, str) and value else None
 
     @property
     def protocol_name(self) -> str | None:
         """The protocol (`protocol.name`, else `config.protocol`)."""
-        value = self.section("protocol").get("name") or self.section("config").get("protocol")
-        return str(value) if value else None
+        return self.protocol.name or self.config.protocol or None
 
     @property
-    def parser(self) -> Any:
+    def parser_name(self) -> str | None:
         """The tool-call parser (`config.parser`; a top-level `parser` in older manifests)."""
-        return self.section("config").get("parser") or (self.model_extra or {}).get("parser")
+        return self.config.parser or self.parser or None
 
     @property
     def sampling(self) -> dict[str, Any]:
         """The sampling settings (`config.sampling`; a top-level `sampling` in older manifests)."""
-        value = self.section("config").get("sampling") or (self.model_extra or {}).get("sampling")
+        if self.config.sampling:
+            return self.config.sampling.written()
+        value = self.extra("sampling")
         return value if isinstance(value, dict) else {}
 
     @property
     def dataset_path(self) -> str | None:
         """The dataset file the run read (`dataset.path`), as recorded (it may no longer exist)."""
-        value = self.section("dataset").get("path")
-        return value if isinstance(value, str) and value else None
+        return self.dataset.path or None
 
     @property
     def dataset_source(self) -> str | None:
         """`sample`, `release` or a file (`dataset.source`)."""
-        value = self.section("dataset").get("source")
-        return str(value) if value else None
+        return self.dataset.source or None
 
     @property
     def dataset_sha256(self) -> str | None:
         """The dataset's sha256 (`config.dataset_sha256`, else `dataset.sha256`)."""
-        value = self.section("config").get("dataset_sha256") or self.section("dataset").get("sha256")
-        return value if isinstance(value, str) and value else None
+        return self.config.dataset_sha256 or self.dataset.sha256 or None
+
+    @property
+    def checker(self) -> str | None:
+        """The argument checker that scored the run, as recorded (`protocol.checker`)."""
+        return self.protocol.checker or None
 
     @property
     def first_started(self) -> str | None:
         """When the run's first command started."""
         return next((i.started for i in self.invocations if i.started), None)
 
+    def written_invocations(self) -> list[dict[str, Any]]:
+        """The invocations as the file holds them (copies, keys in their order)."""
+        value = self.as_written().get("invocations")
+        return value if isinstance(value, list) else []
+
     def as_written(self) -> dict[str, Any]:
-        """The manifest as its JSON holds it (no defaults added): for exports that copy parts of it."""
-        return self.model_dump(exclude_unset=True)
+        """The manifest as its JSON holds it, in its order (a copy): for exports that copy parts of it."""
+        return copy.deepcopy(self._written)
+
+
+def _old(manifest: Manifest, section: str, key: str) -> Any:
+    """`section.key` of a section older manifests kept and this model does not declare."""
+    value = manifest.extra(section)
+    return value.get(key) if isinstance(value, dict) else None
 
 
 class ResultRow(BaseModel):

@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from wtb_local.contract.manifest import Manifest
-from wtb_local.contract.paths import RESULT_FILE_NAME, model_dir_name
-from wtb_local.contract.run_dir import MANIFEST_NAME, ManifestError, load_manifest
+from wtb_local.contract.run_dir import ManifestError, RunDir, RunDirError
 
 
 class ReplayError(ValueError):
@@ -18,38 +17,29 @@ class ReplayError(ValueError):
 
 
 def find_result_file(path: str | Path, model_name: str | None = None) -> Path:
-    """The result file to replay: `path` itself, or `<path>/result/<model>/Wild-Tool-Bench_result.jsonl`
-    of a run directory (the only one there, or the one of `model_name` when there are several)."""
+    """The result file to replay: `path` itself, or the result file of the run directory `path`
+    (`RunDir.result_file`: the only one there, or the one of `model_name` when there are several)."""
     path = Path(path)
     if path.is_file():
         return path
     if not path.is_dir():
         raise ReplayError(f"{path}: no such file or directory (give a run directory or a result file)")
-    found = sorted((path / "result").glob(f"*/{RESULT_FILE_NAME}"))
-    if len(found) == 1:
-        return found[0]
-    if not found:
-        raise ReplayError(f"{path}: not a run directory (no result/<model>/{RESULT_FILE_NAME})")
-    if model_name:
-        wanted = path / "result" / model_dir_name(model_name) / RESULT_FILE_NAME
-        if wanted in found:
-            return wanted
-    models = ", ".join(p.parent.name for p in found)
-    raise ReplayError(f"{path}: several result files ({models}); give the result file itself")
+    try:
+        return RunDir(path).result_file(model_name)
+    except RunDirError as exc:
+        raise ReplayError(str(exc)) from None
 
 
 def recorded_manifest(path: str | Path) -> Manifest | None:
     """The manifest of the run a replay source (run directory or result file) belongs to, read through its
-    model; None when there is none or it cannot be read (the replay then goes by its flags alone)."""
-    path = Path(path).resolve()
-    for candidate in (path, *path.parents[:3]):
-        file = candidate / MANIFEST_NAME
-        if file.is_file():
-            try:
-                return load_manifest(file)
-            except (OSError, ManifestError):
-                return None
-    return None
+    model (`RunDir.holding`); None when there is none (the replay then goes by its flags alone).
+    ReplayError (one line naming the field) when it is unreadable or does not validate: a damaged
+    manifest is never read as no manifest."""
+    found = RunDir.holding(path)
+    try:
+        return found.manifest if found is not None else None
+    except ManifestError as exc:
+        raise ReplayError(str(exc)) from None
 
 
 def recorded_dataset(manifest: Manifest) -> str | None:
@@ -62,17 +52,11 @@ def recorded_dataset(manifest: Manifest) -> str | None:
 
 def recorded_parser(result_file: str | Path) -> tuple[str | None, dict[str, Any]]:
     """The parser the recorded run used and its options (e.g. thinking pre-filled by the template), from
-    the manifest of its run directory; (None, {}) when unknown."""
-    try:
-        manifest = load_manifest(Path(result_file).resolve().parents[2] / MANIFEST_NAME)
-    except (OSError, IndexError, ManifestError):
-        return None, {}
+    the manifest of its run directory; (None, {}) when there is no manifest."""
+    manifest = recorded_manifest(result_file)
     if manifest is None:
         return None, {}
-    parser = manifest.extra("parser")
-    options = manifest.extra("parser_options")
-    return (parser if isinstance(parser, str) and parser else None,
-            options if isinstance(options, dict) else {})
+    return manifest.parser or None, dict(manifest.parser_options)
 
 
 # Options that describe the prompt, not the parser (whether it pre-filled a reasoning opening): they hold

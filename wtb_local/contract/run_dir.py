@@ -1,29 +1,41 @@
-"""The one reader of a run directory's files, used by every command that reads one (run's resume, score,
-report, explain, merge, rescore, parsers compare): the manifest, checked against its model, and the result
-rows, read by the rule the run's own result store reopens its file with.
+"""A run directory as one object (`RunDir`), the one reader of its manifest, and the manifest's one writer
+(docs/architecture.md, "The run directory"; docs/files.md).
 
-The rule for result lines. Every reader drops an incomplete last line (a last line that is not JSON: what
-a killed or disk-full write leaves) and says so in one note, the same the run prints when it resumes over
-it (`incomplete_note`). The run's result store, which must go on appending to the file, also drops a line
-in the middle that is not a session row (written by something else) and a second row for a session (the
-first is kept), naming each (`ResultLines.note`); the scoring readers refuse those with one line naming
-the line instead (benchmark/scoring/files.py), as they refuse any other bad input.
+`RunDir.find(path)` takes any path a user gives (the folder, its manifest, its result, score or metric
+file, a re-scoring's folder or files, a `repeats/<r>` or `shards/<I>-of-<N>` folder, each a run directory
+of its own) and knows every path inside (contract/paths.py). Its manifest is read through its model
+(contract/manifest.py, sections in contract/sections.py): one that is not JSON or does not validate is
+refused in one line naming the field, by every reader alike. Its rows are read by the one rule for damaged
+records (contract/rows.py).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from wtb_local.contract.manifest import READABLE_VERSIONS, Manifest, ResultRow
-
-MANIFEST_NAME = "manifest.json"
+from wtb_local.contract.manifest import READABLE_VERSIONS, Manifest
+from wtb_local.contract.paths import (
+    MANIFEST_NAME,
+    METRIC_FILE_NAME,
+    REPEATS_DIR,
+    RESCORE_PREFIX,
+    RESULT_DIR,
+    RESULT_FILE_NAME,
+    RUN_FILE_NAMES,
+    SCORE_DIR,
+    SCORE_FILE_NAME,
+    RunPaths,
+    model_dir_name,
+)
+from wtb_local.contract.rows import RESULT_KEYS, SCORE_KEYS, SessionView, read_sessions
+from wtb_local.contract.shard_dirs import SHARDS_DIR, parse_shard_dir
 
 
 class ManifestError(ValueError):
@@ -50,7 +62,8 @@ def check_manifest(data: Any, path: str | Path) -> Manifest:
         where = ".".join(str(part) for part in error["loc"]) or "(top level)"
         got = json.dumps(error.get("input"), ensure_ascii=False, default=str)
         got = got if len(got) <= 40 else got[:37] + "..."
-        raise ManifestError(f"{path}: field {where}: {error['msg'].lower()} (got {got})") from None
+        what = "expected an object" if error["type"] in ("model_type", "dict_type") else error["msg"].lower()
+        raise ManifestError(f"{path}: field {where}: {what} (got {got})") from None
 
 
 def as_manifest(value: Manifest | dict[str, Any] | None) -> Manifest | None:
@@ -63,13 +76,18 @@ def as_manifest(value: Manifest | dict[str, Any] | None) -> Manifest | None:
 def load_manifest(path: str | Path) -> Manifest | None:
     """The manifest at `path` (a manifest.json or its run directory) as its model; None when there is
     none. ManifestError (one line) when it is not JSON or does not validate. Every reader reads it so."""
-    data = load_manifest_data(path)
-    return None if data is None else Manifest.model_validate(data)
+    read = _read(path)
+    return None if read is None else read[1]
 
 
 def load_manifest_data(path: str | Path) -> dict[str, Any] | None:
     """The manifest at `path`, checked against its model, as the dict it is: for the writers that update
     it (resume, merge, rescore) and write it back byte for byte (docs/architecture.md)."""
+    read = _read(path)
+    return None if read is None else read[0]
+
+
+def _read(path: str | Path) -> tuple[dict[str, Any], Manifest] | None:
     path = Path(path)
     if path.is_dir():
         path = path / MANIFEST_NAME
@@ -79,8 +97,8 @@ def load_manifest_data(path: str | Path) -> dict[str, Any] | None:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise ManifestUnreadable(f"{path}: unreadable run manifest ({' '.join(str(exc).split())})") from None
-    check_manifest(data, path)
-    return data
+    manifest = check_manifest(data, path)  # an object, or refused
+    return data, manifest
 
 
 def write_manifest(run_dir: str | Path, manifest: dict[str, Any]) -> Path:
@@ -98,108 +116,121 @@ def write_manifest(run_dir: str | Path, manifest: dict[str, Any]) -> Path:
     return path
 
 
-def session_index(session_id: str) -> int:
-    """N of `wild_tool_bench_N`, the order of a result file's rows (ids without a numeric suffix sort last)."""
-    tail = session_id.rsplit("_", 1)[-1]
-    return int(tail) if tail.isdigit() else 1 << 62
+class RunDirError(ValueError):
+    """A path that is not (in) a run directory, or one whose files cannot be told apart; one line."""
 
 
 @dataclass(frozen=True)
-class Dropped:
-    """A result-file line the reader left out: its number, what it was (`incomplete`: not JSON and the
-    last line; `foreign`: not JSON or not a session row, in the middle; `duplicate`: a second row for
-    `session`)."""
+class ScoreSet:
+    """One scoring of a run: its own (`checker` None: the checker its protocol records) or a re-scoring
+    with `rescore --checker C` (`score-C/`, a run directory of its own with a manifest saying so)."""
 
-    line: int
-    kind: str
-    session: str | None = None
+    checker: str | None
+    root: Path  # the folder holding score/<model>/ and (for a re-scoring) its own manifest.json
+    score_file: Path
+    metric_file: Path
 
-
-@dataclass
-class ResultLines:
-    """The session rows of a result (or score) file, with their line numbers, and the lines left out."""
-
-    rows: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
-    dropped: list[Dropped] = field(default_factory=list)
-
-    def note(self, path: str | Path) -> str | None:
-        """One line saying what was left out, None when nothing was."""
-        if not self.dropped:
-            return None
-        incomplete = [d for d in self.dropped if d.kind == "incomplete"]
-        if len(incomplete) == len(self.dropped):
-            return incomplete_note(path, len(incomplete))
-        parts = [f"{len(incomplete)} incomplete line(s) left by an interrupted run"] if incomplete else []
-        for d in self.dropped:
-            if d.kind == "foreign":
-                parts.append(f"line {d.line}, which is not a session row (a whole line in the middle of the file)")
-            elif d.kind == "duplicate":
-                parts.append(f"line {d.line}, a second row for {d.session} (the first is kept)")
-        return f"{path}: dropped " + "; ".join(parts)
+    @property
+    def rescored(self) -> bool:
+        return self.checker is not None
 
 
-def numbered_lines(text: str) -> Iterator[tuple[int, str]]:
-    """(1-based number, line) of each non-blank line. "\n" only: a raw completion may hold U+2028
-    unescaped (rows are written with ensure_ascii=False)."""
-    for number, line in enumerate(text.split("\n"), start=1):
-        if line.strip():
-            yield number, line
+@dataclass(frozen=True)
+class RunDir:
+    """A run directory: `root` holds manifest.json, result/<model>/ and score/<model>/."""
 
+    root: Path
 
-def incomplete_last(numbered: list[tuple[int, str]]) -> int | None:
-    """The number of the last line when it is not JSON (an interrupted write), else None."""
-    if not numbered:
+    @classmethod
+    def find(cls, path: str | Path) -> RunDir | None:
+        """The run directory `path` is or belongs to; None for a loose file outside any run directory. A
+        folder is taken as a run directory (a harness output folder, a repeat, a shard, a re-scoring);
+        a file names its run directory by where it lies."""
+        path = Path(path)
+        if path.is_dir():
+            return cls(path)
+        if path.name == MANIFEST_NAME:
+            return cls(path.parent)
+        if path.name in RUN_FILE_NAMES and path.parent.parent.name in (RESULT_DIR, SCORE_DIR):
+            return cls(path.parent.parent.parent)
         return None
-    number, line = numbered[-1]
-    try:
-        json.loads(line)
-    except ValueError:
-        return number
-    return None
 
+    @classmethod
+    def holding(cls, path: str | Path) -> RunDir | None:
+        """The run directory with a manifest that `path` is or belongs to (`find`, kept only when its
+        manifest.json exists): what `score` and a replay check a file against."""
+        found = cls.find(path)
+        return found if found is not None and found.manifest_file.is_file() else None
 
-def incomplete_note(path: str | Path, count: int = 1) -> str:
-    """The note every reader gives for an incomplete last line it dropped."""
-    return f"{path}: dropped {count} incomplete line(s) left by an interrupted run"
+    # paths
+    @property
+    def manifest_file(self) -> Path:
+        return self.root / MANIFEST_NAME
 
+    def paths(self, model_name: str) -> RunPaths:
+        return RunPaths(self.root, model_name)
 
-def is_session_row(value: Any, keys: tuple[str, ...] = ("result",)) -> bool:
-    """A JSON object holding one of `keys` that validates as a `ResultRow`."""
-    if not isinstance(value, dict) or not any(k in value for k in keys):
-        return False
-    try:
-        ResultRow.model_validate(value)
-    except ValidationError:
-        return False
-    return True
+    @property
+    def is_rescoring(self) -> bool:
+        """A `score-<checker>` folder of a run (its manifest's `protocol.rescore_of` names the run)."""
+        return self.root.name.startswith(RESCORE_PREFIX) and (self.root.parent / MANIFEST_NAME).is_file()
 
+    def model_dirs(self, folder: str = RESULT_DIR, name: str = RESULT_FILE_NAME) -> list[str]:
+        """The `<model>` folders that hold `folder/<model>/name`, sorted."""
+        return sorted(p.parent.name for p in (self.root / folder).glob(f"*/{name}"))
 
-def parse_result_lines(text: str, keys: tuple[str, ...] = ("result",)) -> ResultLines:
-    """The rule of the module docstring over a result file's text. `keys`: what a session row holds
-    (`result` in a result file; `results` too where score files are read)."""
-    read = ResultLines()
-    seen: set[str] = set()
-    numbered = list(numbered_lines(text))
-    last = incomplete_last(numbered)
-    for number, line in numbered:
-        try:
-            row = json.loads(line)
-        except ValueError:
-            read.dropped.append(Dropped(number, "incomplete" if number == last else "foreign"))
-            continue
-        if not is_session_row(row, keys):
-            read.dropped.append(Dropped(number, "foreign"))
-            continue
-        if row["id"] in seen:
-            read.dropped.append(Dropped(number, "duplicate", row["id"]))
-            continue
-        seen.add(row["id"])
-        read.rows.append((number, row))
-    return read
+    def result_file(self, model_name: str | None = None) -> Path:
+        """The run's result file: the only one, or `model_name`'s when there are several. RunDirError
+        (one line) when there is none or several and no model names one."""
+        found = self.model_dirs()
+        if not found:
+            raise RunDirError(f"{self.root}: not a run directory (no {RESULT_DIR}/<model>/{RESULT_FILE_NAME})")
+        if model_name and model_dir_name(model_name) in found:
+            return self.paths(model_dir_name(model_name)).result_file
+        if len(found) == 1:
+            return self.root / RESULT_DIR / found[0] / RESULT_FILE_NAME
+        raise RunDirError(f"{self.root}: several result files ({', '.join(found)}); give the result file itself")
 
+    def score_sets(self) -> list[ScoreSet]:
+        """The run's own scoring and each re-scoring (`score-<checker>/`), each a record of its own."""
+        sets = [ScoreSet(None, self.root, self.root / SCORE_DIR / m / SCORE_FILE_NAME,
+                         self.root / SCORE_DIR / m / METRIC_FILE_NAME)
+                for m in self.model_dirs(SCORE_DIR, METRIC_FILE_NAME)]
+        for folder in sorted(self.root.glob(f"{RESCORE_PREFIX}*")):
+            for m in RunDir(folder).model_dirs(SCORE_DIR, METRIC_FILE_NAME):
+                sets.append(ScoreSet(folder.name[len(RESCORE_PREFIX):], folder,
+                                     folder / SCORE_DIR / m / SCORE_FILE_NAME, folder / SCORE_DIR / m / METRIC_FILE_NAME))
+        return sets
 
-def read_result_lines(path: str | Path, keys: tuple[str, ...] = ("result",)) -> ResultLines:
-    """`parse_result_lines` of the file at `path` (undecodable bytes replaced, as the run reads it).
-    OSError when it cannot be read."""
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        return parse_result_lines(handle.read(), keys)
+    def repeats(self) -> list[RunDir]:
+        """The repeats of a `--repeats K` run (`repeats/<r>/`), in order."""
+        found = [p for p in (self.root / REPEATS_DIR).glob("*") if p.is_dir() and p.name.isdigit()]
+        return [RunDir(p) for p in sorted(found, key=lambda p: int(p.name))]
+
+    def shards(self) -> list[RunDir]:
+        """The shards of a `--shard` run (`shards/<I>-of-<N>/`)."""
+        return [RunDir(p) for p in sorted((self.root / SHARDS_DIR).glob("*"))
+                if p.is_dir() and parse_shard_dir(p.name) is not None]
+
+    # contents
+    @cached_property
+    def manifest(self) -> Manifest | None:
+        """The manifest through its model; None when there is none. ManifestError (one line) when it is
+        not JSON or does not validate: every reader refuses such a run the same way."""
+        return load_manifest(self.manifest_file)
+
+    def sessions(self, model_name: str | None = None, notes: list[str] | None = None) -> list[SessionView]:
+        """The result file's session rows as read-only views, by the rule for damaged records
+        (contract/rows.py): an incomplete last line dropped with its note in `notes`, RowError for a
+        foreign or duplicated row."""
+        return read_sessions(self.result_file(model_name), notes, RESULT_KEYS)
+
+    def scores(self, score_set: ScoreSet | None = None, notes: list[str] | None = None) -> list[SessionView]:
+        """The scored sessions of one score set (default: the run's own, the only one there) as read-only
+        views, by the same rule. RunDirError when the run has no such score file."""
+        if score_set is None:
+            own = [s for s in self.score_sets() if not s.rescored]
+            if len(own) != 1:
+                raise RunDirError(f"{self.root}: {'no' if not own else 'several'} {SCORE_DIR}/<model>/{SCORE_FILE_NAME}")
+            score_set = own[0]
+        return read_sessions(score_set.score_file, notes, SCORE_KEYS)

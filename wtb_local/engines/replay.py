@@ -14,7 +14,6 @@ Result files of reply-level backends (scripted) hold parsed replies only, no `ra
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +26,7 @@ from wtb_local.contract.recorded import (
     recorded_manifest,
     replay_parser,
 )
-from wtb_local.contract.run_dir import incomplete_last, numbered_lines
+from wtb_local.contract.rows import RESULT_KEYS, RowError, read_rows
 from wtb_local.contract.schema import Completion, GenerationRequest
 from wtb_local.engines.base import Backend, Capabilities, SetupError, file_sha256
 
@@ -109,18 +108,14 @@ def _prefilled(output: dict[str, Any], where: str, field: str) -> bool | None:
     return value
 
 
-def _parse_line(path: Path, lineno: int, text: str) -> tuple[str, list[tuple[ReplayKey, RecordedStep, bool]]]:
+def _parse_row(path: Path, lineno: int, row: dict[str, Any]) -> tuple[str, list[tuple[ReplayKey, RecordedStep, bool]]]:
     where = f"{path}:{lineno}"
-    try:
-        row = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ReplayError(f"{where}: line: not valid JSON ({exc.msg} at column {exc.colno})") from None
-    if not isinstance(row, dict):
-        raise ReplayError(f"{where}: line: expected a JSON object, got {type(row).__name__}")
     session_id = row.get("id")
     if not isinstance(session_id, str) or not session_id:
         raise ReplayError(f"{where}: id: expected a session id string, got {session_id!r}")
     tasks = row.get("result")
+    if isinstance(tasks, str):  # the reference's crashed session: no completion recorded, every step unrecorded
+        return session_id, []
     if not isinstance(tasks, list):
         raise ReplayError(f"{where}: result: expected a list of tasks, got {tasks!r}")
     steps: list[tuple[ReplayKey, RecordedStep, bool]] = []
@@ -151,23 +146,15 @@ def load_recording(path: str | Path) -> dict[ReplayKey, RecordedStep]:
     Raises ReplayError on a malformed line, a session recorded twice, an empty file, or a file without any
     raw completion (a reply-level backend's)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ReplayError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    except UnicodeDecodeError as exc:
-        raise ReplayError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    try:  # the rule for damaged records (contract/rows.py): an interrupted write's last line dropped
+        rows = read_rows(path, keys=RESULT_KEYS)
+    except RowError as exc:
+        raise ReplayError(str(exc)) from None
     steps: dict[ReplayKey, RecordedStep] = {}
     first_line: dict[str, int] = {}
     any_raw = False
-    numbered = list(numbered_lines(text))
-    if incomplete_last(numbered) is not None:  # an interrupted write's last line: dropped, as `run` does
-        numbered.pop()
-    for lineno, line in numbered:
-        session_id, recorded = _parse_line(path, lineno, line)
-        if session_id in first_line:
-            raise ReplayError(f"{path}:{lineno}: id: session {session_id} recorded twice "
-                              f"(first on line {first_line[session_id]})")
+    for lineno, row in rows:
+        session_id, recorded = _parse_row(path, lineno, row)
         first_line[session_id] = lineno
         for key, step, has_raw in recorded:
             steps[key] = step
@@ -222,14 +209,16 @@ class ReplayBackend(Backend):
         source = values.get("replay")
         if not source:
             raise SetupError("--backend replay needs --replay RUN_DIR_OR_RESULT_FILE")
-        manifest = recorded_manifest(source)
+        try:
+            manifest = recorded_manifest(source)
+        except ReplayError as exc:
+            raise SetupError(f"--replay: {exc}") from None
         if manifest is not None:
-            config = manifest.section("config")
-            if not values.get("model") and isinstance(config.get("model"), str):
-                values["model"], sources["model"] = config["model"], "recorded run"
-                name = config.get("model_name") or config["model"]
-                if not values.get("model_name") and isinstance(name, str):
-                    values["model_name"], sources["model_name"] = name, "recorded run"
+            config = manifest.config
+            if not values.get("model") and config.model:
+                values["model"], sources["model"] = config.model, "recorded run"
+                if not values.get("model_name"):
+                    values["model_name"], sources["model_name"] = config.model_name or config.model, "recorded run"
             dataset = recorded_dataset(manifest)
             if dataset and sources.get("dataset") == "default":
                 values["dataset"], sources["dataset"] = dataset, f"recorded run ({source})"
@@ -262,9 +251,11 @@ class ReplayBackend(Backend):
 
     @classmethod
     def recorded_thinking(cls, values: dict[str, Any]) -> bool | None:
-        manifest = recorded_manifest(values["replay"]) if values.get("replay") else None
-        effective = manifest.section("thinking").get("effective") if manifest is not None else None
-        return effective if isinstance(effective, bool) else None
+        try:
+            manifest = recorded_manifest(values["replay"]) if values.get("replay") else None
+        except ReplayError as exc:
+            raise SetupError(f"--replay: {exc}") from None
+        return manifest.thinking.effective if manifest is not None else None
 
     @classmethod
     def rerun_claim(cls, described: dict[str, Any], scheduling: str | None) -> dict[str, Any]:

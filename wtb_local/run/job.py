@@ -24,7 +24,9 @@ from wtb_local.contract.errors import RecordError, RunError, one_line
 from wtb_local.contract.faults import INTERNAL_EXIT_CODE, Fault, FaultLog, InternalError, stop_line
 from wtb_local.contract.lock_file import RunLock, locked
 from wtb_local.contract.manifest import SCHEMA_VERSION, Manifest
-from wtb_local.contract.run_dir import MANIFEST_NAME, ResultLines, as_manifest, check_manifest
+from wtb_local.contract.paths import MANIFEST_NAME
+from wtb_local.contract.rows import ResultLines
+from wtb_local.contract.run_dir import as_manifest, check_manifest
 from wtb_local.engines import rerun_claim
 from wtb_local.engines.base import Backend
 from wtb_local.engines.environment import machine, package_versions
@@ -303,7 +305,7 @@ def _open_record(prep: PreparedRun, backend: Backend | None, lock: RunLock, star
     except RecordError as exc:
         raise RunError(_record_line(exc, len(store.rows), paths.result_file, None)) from exc
     dropped = ResultLines(dropped=store.dropped).note(paths.result_file)
-    if dropped:  # what every reader of the file says too (contract/run_dir.py)
+    if dropped:  # what every reader of the file says too (contract/rows.py)
         print(f"warning: {dropped}", file=err)
     finished = store.finished()
     pending = [s for s in prep.selected if s.id not in finished]
@@ -531,7 +533,8 @@ def _throughput(invocation: dict[str, Any], pending: list[Any], previous: dict[s
     """This invocation's throughput; a rerun that ran nothing keeps the figures of the run before it."""
     if pending:
         return invocation["throughput"]
-    earlier = as_manifest(previous).section("summary").get("throughput") if previous is not None else None
+    recorded = as_manifest(previous)
+    earlier = recorded.summary.throughput if recorded is not None else None
     return earlier if earlier is not None else invocation["throughput"]
 
 

@@ -22,14 +22,8 @@ from wtb_local.contract.errors import RunError
 from wtb_local.contract.lock_file import live_holder, locked
 from wtb_local.contract.manifest import Manifest
 from wtb_local.contract.paths import RunPaths
-from wtb_local.contract.run_dir import (
-    MANIFEST_NAME,
-    ManifestError,
-    check_manifest,
-    load_manifest_data,
-    session_index,
-    write_manifest,
-)
+from wtb_local.contract.rows import session_index
+from wtb_local.contract.run_dir import ManifestError, RunDir, write_manifest
 from wtb_local.contract.shard_dirs import SHARDS_DIR, Shard, parse_shard_dir
 
 # Manifest entries, besides `config`, that every shard must share.
@@ -69,17 +63,17 @@ def find_shards(run_dir: Path) -> list[tuple[Shard, Path]]:
 @dataclass
 class _Loaded:
     """A finished shard: its folder's name and path, its manifest (every value merge reads comes from the
-    model) and the manifest as written (what the merged manifest copies)."""
+    model; what the merged manifest copies is `manifest.as_written()`)."""
 
     name: str
     path: Path
     manifest: Manifest
-    written: dict[str, Any]
 
 
 def _agreed_view(manifest: Manifest) -> dict[str, Any]:
-    view = {"config": manifest.config, "selection_sha256": manifest.section("shard").get("selection_sha256")}
-    view.update({key: manifest.extra(key) for key in _AGREED if key in (manifest.model_extra or {})})
+    view = {"config": manifest.config.written(), "selection_sha256": manifest.shard.selection_sha256}
+    written = manifest.as_written()
+    view.update({key: written[key] for key in _AGREED if manifest.has(key)})
     return view
 
 
@@ -106,18 +100,17 @@ def _check_shards(run_dir: Path) -> list[_Loaded]:
         if read is None:
             problems.append(f"{shard.dir_name}: no manifest.json (never started)")
             continue
-        written, manifest = read
+        manifest = read
         status = manifest.status
         if status == "running":
             problems.append(f"{shard.dir_name}: status running, but its process died (rerun or requeue that "
                             "shard: it resumes)")
         elif status != "complete":
             problems.append(f"{shard.dir_name}: status {status} (rerun or requeue that shard: it resumes)")
-        recorded = manifest.section("shard")
-        if (recorded.get("index"), recorded.get("count")) != (shard.index, shard.count):
-            problems.append(f"{shard.dir_name}: its manifest records shard "
-                            f"{recorded.get('index')}/{recorded.get('count')}")
-        loaded.append(_Loaded(shard.dir_name, path, manifest, written))
+        recorded = manifest.shard
+        if (recorded.index, recorded.count) != (shard.index, shard.count):
+            problems.append(f"{shard.dir_name}: its manifest records shard {recorded.index}/{recorded.count}")
+        loaded.append(_Loaded(shard.dir_name, path, manifest))
     if problems:
         raise RunError(f"{run_dir}: cannot merge: {_listing(problems)}")
     first = loaded[0]
@@ -130,20 +123,17 @@ def _check_shards(run_dir: Path) -> list[_Loaded]:
     return loaded
 
 
-def _read_shard_manifest(path: Path) -> tuple[dict[str, Any], Manifest] | None:
-    """A shard's manifest as written and as its model; None when there is none. ManifestError (one line)
-    as `run` refuses to resume it: not readable, not valid, or without a `config`."""
-    file = path / MANIFEST_NAME
+def _read_shard_manifest(path: Path) -> Manifest | None:
+    """A shard's manifest through its model; None when there is none. ManifestError (one line) as `run`
+    refuses to resume it: not readable, not valid, or without a `config`."""
+    file = RunDir(path).manifest_file
     try:
-        written = load_manifest_data(file)
+        manifest = RunDir(path).manifest
     except ManifestError as exc:
         raise ManifestError(f"{exc}; use --overwrite to start afresh") from None
-    if written is None:
-        return None
-    manifest = check_manifest(written, file)
-    if manifest.config is None:
+    if manifest is not None and not manifest.config:
         raise ManifestError(f"{file}: field config: missing; use --overwrite to start afresh")
-    return written, manifest
+    return manifest
 
 
 def _merged_rows(run_dir: Path, loaded: list[_Loaded], model_name: str,
@@ -167,11 +157,11 @@ def _merged_rows(run_dir: Path, loaded: list[_Loaded], model_name: str,
                 continue
             owner[str(session_id)] = name
             rows.append(row)
-    selection = [sid for shard in loaded for sid in shard.manifest.section("shard").get("sessions", [])]
+    selection = [sid for shard in loaded for sid in shard.manifest.shard.sessions or []]
     missing = sorted(set(selection) - set(owner), key=session_index)
     problems = ([f"session(s) in two shards: {_listing(duplicated)}"] if duplicated else []) + (
         [f"session(s) in no shard: {_listing(missing)}"] if missing else [])
-    size = loaded[0].manifest.section("shard").get("selection_size")
+    size = loaded[0].manifest.shard.selection_size
     if not problems and size is not None and len(owner) != size:
         problems.append(f"{len(owner)} sessions in the shards, {size} selected")
     if problems:
@@ -182,8 +172,8 @@ def _merged_rows(run_dir: Path, loaded: list[_Loaded], model_name: str,
 def _dataset_sessions(manifest: Manifest, dataset: str | None) -> tuple[list[Any], str]:
     from wtb_local.benchmark.dataset import DatasetError, dataset_sha256, read_dataset, resolve_dataset
 
-    recorded = manifest.section("config").get("dataset_sha256")
-    source = dataset or manifest.section("dataset").get("path")
+    recorded = manifest.config.dataset_sha256
+    source = dataset or manifest.dataset_path
     if not source:
         raise RunError("the shards' manifests name no dataset file; pass --dataset PATH")
     try:
@@ -217,7 +207,7 @@ def _merge_locked(run_dir: Path, dataset: str | None, err: Any) -> MergeOutcome:
     first = loaded[0].manifest
     model_name = first.model_name
     if model_name is None:
-        raise RunError(f"{loaded[0].path / 'manifest.json'}: field config.model_name: missing")
+        raise RunError(f"{RunDir(loaded[0].path).manifest_file}: field config.model_name: missing")
     paths = RunPaths(run_dir, model_name)
     notes: list[str] = []  # a shard's incomplete last line, dropped as its own rerun would drop it
     rows = _merged_rows(run_dir, loaded, model_name, notes)
@@ -226,27 +216,27 @@ def _merge_locked(run_dir: Path, dataset: str | None, err: Any) -> MergeOutcome:
     sessions, dataset_path = _dataset_sessions(first, dataset)
     write_result_rows(paths.result_file, rows)
     # Judged with the checker of the run's protocol, as the run itself is (run/job.py).
-    checker = protocol_named(first.section("config").get("protocol")).checker
+    checker = protocol_named(first.config.protocol).checker
     score_rows, metric = score_run(rows, sessions, model_name, paths, checker=checker)
 
     # The merged manifest is the first shard's as written (its fields in their order), less the shard's own.
-    merged = {key: value for key, value in loaded[0].written.items()
+    merged = {key: value for key, value in loaded[0].manifest.as_written().items()
               if key not in ("shard", "invocations", "summary")}
     # Every shard's invocations, as written, tagged: their wall times add up to the run's device time.
     merged["invocations"] = [{**invocation, "shard": shard.name} for shard in loaded
-                             for invocation in shard.written.get("invocations", [])]
+                             for invocation in shard.manifest.written_invocations()]
     merged.update(
         status="complete",
         merged=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         files={"result": str(paths.result_file), "score_dir": str(paths.score_dir)},
-        shards={"count": len(loaded), "selection_sha256": first.section("shard")["selection_sha256"],
-                "parts": [{"dir": str(shard.path), "sessions": shard.manifest.section("shard")["sessions"],
-                           "work": shard.manifest.section("shard").get("work")}
+        shards={"count": len(loaded), "selection_sha256": first.shard.selection_sha256,
+                "parts": [{"dir": str(shard.path), "sessions": shard.manifest.shard.sessions,
+                           "work": shard.manifest.shard.work}
                           for shard in loaded]},
         summary={"sessions_scored": len(score_rows), "task_accuracy": metric["total_info"]["task"],
                  "session_accuracy": metric["total_info"]["session"], "length_cuts": length_cuts(rows)},
     )
-    merged["dataset"] = {**first.section("dataset"), "path": dataset_path,
-                         "sessions_selected": first.section("shard").get("selection_size")}
+    merged["dataset"] = {**first.dataset.written(), "path": dataset_path,
+                         "sessions_selected": first.shard.selection_size}
     write_manifest(run_dir, merged)
     return MergeOutcome(paths, merged, metric, rows, [shard.name for shard in loaded])

@@ -28,8 +28,14 @@ from typing import Any
 
 from wtb_local.contract.errors import RunError
 from wtb_local.contract.manifest import Manifest
-from wtb_local.contract.recorded import ReplayError, find_result_file, recorded_parser, replay_parser
-from wtb_local.contract.run_dir import ManifestError, load_manifest
+from wtb_local.contract.recorded import (
+    ReplayError,
+    find_result_file,
+    recorded_manifest,
+    recorded_parser,
+    replay_parser,
+)
+from wtb_local.contract.rows import RESULT_KEYS, StepView, iter_steps, read_rows, read_sessions
 from wtb_local.formats.parsers.prefill import STEP_FIELD, step_parser
 
 UNRECORDED = "no recorded completion for "
@@ -69,39 +75,41 @@ def differences(result: Any, reference: Any) -> list[str]:
     return [name for name, differs in found if differs]
 
 
-def _recorded_steps(result_file: Path, notes: list[str] | None = None) -> list[tuple[str, dict[str, Any]]]:
-    """(request id, inference_output + the tools offered) of every step with a raw completion, in order;
-    `notes` gets the note of an incomplete last line left out."""
-    from wtb_local.benchmark.scoring import read_result_rows
-
+def _recorded_steps(result_file: Path, notes: list[str] | None = None) -> list[tuple[str, StepView]]:
+    """(request id, the step as recorded) of every step with a raw completion, in order;
+    `notes` gets the note of an incomplete last line left out. The rows are read by the rule for damaged
+    records and as read-only views (contract/rows.py): a crashed session (its error string) has no steps;
+    a task or step that is not an object is refused in one line (RowError)."""
     steps = []
-    for row in read_result_rows(result_file, notes):
-        for position, task in enumerate(row.get("result") or []):
-            log = task.get("inference_log") or {}
-            task_idx = log.get("task_idx", position)
-            for key in sorted((k for k in log if k.startswith("step_") and k[5:].isdigit()),
-                              key=lambda k: int(k[5:])):
-                entry = log[key]
-                output = entry.get("inference_output") or {}
-                if not isinstance(output.get("raw"), str) or output.get("finish_reason") == "error":
-                    continue
-                tools = (entry.get("inference_input") or {}).get("tools")
-                steps.append((f"{row['id']}/{task_idx}/{key[5:]}",
-                              {"raw": output["raw"], "finish_reason": output.get("finish_reason"),
-                               "tools": tools if isinstance(tools, list) else None,
-                               "prefilled": output.get(STEP_FIELD)}))
+    for session, task, step in iter_steps(read_sessions(result_file, notes, RESULT_KEYS)):
+        if step.raw is None or step.finish_reason == "error":
+            continue
+        steps.append((f"{session.id}/{task.task_idx}/{step.number}", step))
     return steps
 
 
-def compare_completions(steps: list[tuple[str, dict[str, Any]]], parsers: list[Any]) -> dict[str, Any]:
+def _check_ids(result_file: Path, dataset: str) -> None:
+    """Refuse a recorded row whose session is not in the run's dataset, in one line as every reader does
+    (docs/files.md, "Damaged records"); a replay would leave it out silently."""
+    from wtb_local.benchmark.dataset import read_dataset, resolve_dataset  # deferred: start-up
+
+    sessions, _warnings = read_dataset(resolve_dataset(dataset, quiet=True))
+    known = {session.id for session in sessions}
+    for line, row in read_rows(result_file, keys=RESULT_KEYS):
+        if row["id"] not in known:
+            raise RunError(f"{result_file}:{line}: id: {row['id']} is not in the dataset ({len(sessions)} sessions)")
+
+
+def compare_completions(steps: list[tuple[str, StepView]], parsers: list[Any]) -> dict[str, Any]:
     from wtb_local.formats.parsers import parse_completion
 
     baseline = parsers[0].name
     stats = {p.name: {"steps": 0, "calls": 0, "steps_with_calls": 0, "parse_failures": 0, "partial_parses": 0,
                       "format_deviations": {}, "disagreements": 0, "examples": []} for p in parsers}
     for request, step in steps:
-        parsed = {p.name: parse_completion(step_parser(p, step.get("prefilled")), step["raw"], tools=step["tools"],
-                                           finish_reason=step["finish_reason"])
+        raw = step.raw or ""
+        parsed = {p.name: parse_completion(step_parser(p, step.output.get(STEP_FIELD)), raw, tools=step.tools,
+                                           finish_reason=step.finish_reason)
                   for p in parsers}
         reference = parsed[baseline]
         for name, result in parsed.items():
@@ -118,7 +126,7 @@ def compare_completions(steps: list[tuple[str, dict[str, Any]]], parsers: list[A
             if differs:
                 entry["disagreements"] += 1
                 if len(entry["examples"]) < _EXAMPLES:
-                    entry["examples"].append({"request": request, "raw": step["raw"][:_RAW_SHOWN], "differs": differs,
+                    entry["examples"].append({"request": request, "raw": raw[:_RAW_SHOWN], "differs": differs,
                                               baseline: _parsed_view(reference), name: _parsed_view(result)})
     for entry in stats.values():
         entry["format_deviations"] = dict(sorted(entry["format_deviations"].items()))
@@ -145,10 +153,9 @@ def _task_verdicts(score_rows: list[dict[str, Any]], result_rows: list[dict[str,
 
 def _replay(replay: Callable[..., Any], result_file: Path, manifest: Manifest, parser: str,
             dataset: str, out: Path) -> dict[str, str]:
-    config = manifest.section("config")
     # the replay keeps the recorded options that still apply to `parser` (contract/recorded.py, replay_parser)
-    outcome = replay(result_file, parser=parser, dataset=dataset, out=out, model=config.get("model"),
-                     model_name=config.get("model_name") or result_file.parent.name)
+    outcome = replay(result_file, parser=parser, dataset=dataset, out=out, model=manifest.config.model,
+                     model_name=manifest.config.model_name or result_file.parent.name)
     return _task_verdicts(outcome.score_rows, outcome.result_rows)
 
 
@@ -158,9 +165,9 @@ def _tokenizer(name: str, manifest: Manifest) -> Any:
 
     if not is_vllm_parser(name):
         return None
-    config, settings = manifest.section("config"), manifest.section("settings")
-    return load_tokenizer(config.get("model"), revision=config.get("revision") or settings.get("revision"),
-                          trust_remote_code=bool(config.get("trust_remote_code", settings.get("trust_remote_code"))))
+    config, settings = manifest.config, manifest.settings
+    trust = config.trust_remote_code if config.trust_remote_code is not None else settings.trust_remote_code
+    return load_tokenizer(config.model, revision=config.revision or settings.revision, trust_remote_code=bool(trust))
 
 
 def compare_parsers(run_dir: str | Path, parser_names: list[str], *, replay: Callable[..., Any],
@@ -177,10 +184,10 @@ def compare_parsers(run_dir: str | Path, parser_names: list[str], *, replay: Cal
     except ReplayError as exc:
         raise RunError(str(exc)) from None
     try:
-        manifest = load_manifest(result_file.parents[2]) or Manifest()
-    except ManifestError as exc:
+        manifest = recorded_manifest(result_file) or Manifest()
+        recorded, options = recorded_parser(result_file)
+    except ReplayError as exc:
         raise RunError(str(exc)) from None
-    recorded, options = recorded_parser(result_file)
     chosen = {name: replay_parser(result_file, name)[1] for name in parser_names}  # as `run --backend replay`
     try:
         parsers = [get_parser(name, tokenizer=_tokenizer(name, manifest), **chosen[name]) for name in parser_names]
@@ -190,6 +197,7 @@ def compare_parsers(run_dir: str | Path, parser_names: list[str], *, replay: Cal
     if not dataset:
         raise RunError(f"{run_dir}: its manifest names no dataset file; pass --dataset PATH")
     notes: list[str] = []  # an incomplete last line left by an interrupted run, dropped as `run` does
+    _check_ids(result_file, dataset)
     steps = _recorded_steps(result_file, notes)
     if not steps:
         raise RunError(f"{result_file}: no step records a raw completion to compare parsers on")

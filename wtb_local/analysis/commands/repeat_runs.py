@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-SUMMARY_NAME = "repeats.json"
+from wtb_local.contract.paths import REPEATS_JSON as SUMMARY_NAME
 
 
 def repeat_seed(seed: int, repeat: int) -> int:

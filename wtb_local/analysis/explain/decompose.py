@@ -26,6 +26,7 @@ from typing import Any
 
 from wtb_local.analysis.explain.factors import FACTORS
 from wtb_local.analysis.explain.runs import ExplainRun, TaskKey
+from wtb_local.contract.rows import SessionView, iter_steps
 
 Verdicts = dict[TaskKey, bool]
 
@@ -53,35 +54,32 @@ def _registered(parser: str | None) -> bool:
 
 
 def _parser_of(run: ExplainRun) -> str | None:
-    parser = run.manifest.parser
-    return str(parser) if parser else None
+    return run.manifest.parser_name
 
 
 def _protocol_of(run: ExplainRun) -> str | None:
-    name = run.manifest.section("protocol").get("name")
-    return name if isinstance(name, str) else None
+    return run.manifest.protocol.name
+
+
+def _views(rows: list[dict[str, Any]], source: object) -> list[SessionView]:
+    """Result rows (checked when they were scored) as read-only views, numbered as listed."""
+    return [SessionView.of(str(source), line, row) for line, row in enumerate(rows, start=1)]
 
 
 def _has_raw(run: ExplainRun) -> bool:
-    for row in run.result_rows.values():
-        for task in row.get("result") or []:
-            log = task.get("inference_log") if isinstance(task, dict) else None
-            for key, entry in (log or {}).items():
-                output = entry.get("inference_output") if key.startswith("step_") and isinstance(entry, dict) else None
-                if isinstance(output, dict) and isinstance(output.get("raw"), str):
-                    return True
-    return False
+    return any(step.raw is not None for _, _, step in iter_steps(_views(list(run.result_rows.values()),
+                                                                         run.result_file)))
 
 
 def reparse(run: ExplainRun, parser: str, replay: Callable[..., Any]) -> list[dict[str, Any]]:
     """`run`'s recorded completions replayed through `parser` by `replay` (`runner.job.replay_run`, which
     `explain` passes): the replay's result rows (scored rows are recomputed by the caller with whichever
     checker it needs)."""
-    config = run.manifest.section("config")
+    config = run.manifest.config
     dataset = run.dataset_path or (run.manifest.dataset_source or "release")
     with tempfile.TemporaryDirectory(prefix="wtb-explain-") as scratch:
         outcome = replay(run.result_file, parser=parser, dataset=dataset, out=Path(scratch) / "replay",
-                         model=config.get("model"), model_name=config.get("model_name") or run.model_name,
+                         model=config.model, model_name=config.model_name or run.model_name,
                          protocol=_protocol_of(run))
     return outcome.result_rows
 
@@ -99,16 +97,9 @@ def rescore(run: ExplainRun, rows: list[dict[str, Any]], checker: str) -> Verdic
 def _unrecorded(rows: list[dict[str, Any]], keys: list[TaskKey]) -> set[TaskKey]:
     from wtb_local.analysis.commands.parser_comparison import UNRECORDED  # deferred: start-up
 
-    wanted = set(keys)
-    found = set()
-    for row in rows:
-        for position, task in enumerate(row.get("result") or []):
-            log = task.get("inference_log") if isinstance(task, dict) else {}
-            for name, entry in (log or {}).items():
-                output = entry.get("inference_output") if name.startswith("step_") and isinstance(entry, dict) else None
-                if isinstance(output, dict) and str(output.get("error_reason") or "").startswith(UNRECORDED):
-                    found.add((row.get("id"), log.get("task_idx", position)))
-    return found & wanted
+    found = {(session.id, task.task_idx) for session, task, step in iter_steps(_views(rows, "replay"))
+             if (step.error_reason or "").startswith(UNRECORDED)}
+    return found & set(keys)
 
 
 def _part(name: str, factors: list[str], how: str, before: Verdicts, after: Verdicts, keys: list[TaskKey],

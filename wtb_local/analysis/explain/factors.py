@@ -50,10 +50,6 @@ class Factor:
     read: Callable[[RunRecords], str]
 
 
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
 def _short(value: Any) -> str:
     return str(value)[:_SHORT] if value else "none"
 
@@ -69,85 +65,81 @@ def _text(value: Any) -> str:
 
 
 def _model(r: RunRecords) -> str:
-    return _text(r.generation.section("config").get("model"))
+    return _text(r.generation.config.model)
 
 
 def _revision(r: RunRecords) -> str:
-    config = r.generation.section("config")
-    return _text(config.get("resolved_revision") or config.get("revision"))
+    config = r.generation.config
+    return _text(config.resolved_revision or config.revision)
 
 
 def _tokenizer(r: RunRecords) -> str:
-    return _short(r.generation.section("config").get("tokenizer_sha256"))
+    return _short(r.generation.config.tokenizer_sha256)
 
 
 def _dtype(r: RunRecords) -> str:
     """The dtype the weights ran in, as recorded: `settings.resolved_dtype` (what `--dtype auto` became,
     docs/real-model.md §3), else the backend's own record, else the dtype as asked (older manifests)."""
-    config = r.generation.section("config")
-    quantization = config.get("quantization")
-    ran = (r.generation.section("settings").get("resolved_dtype")
-           or _dict(r.generation.section("backend").get("settings")).get("dtype") or config.get("dtype"))
-    return _text(ran) + (f", {quantization}" if quantization else "")
+    config = r.generation.config
+    ran = (r.generation.settings.resolved_dtype or r.generation.backend.settings.dtype
+           or config.dtype)
+    return _text(ran) + (f", {config.quantization}" if config.quantization else "")
 
 
 def _engine(r: RunRecords) -> str:
-    return _text(r.generation.section("config").get("backend"))
+    return _text(r.generation.config.backend)
 
 
 def _engine_version(r: RunRecords) -> str:
-    described = r.generation.section("backend")
-    parts = [f"{key.removesuffix('_version')} {value}" for key, value in sorted(described.items())
-             if key.endswith("_version")]
-    if described.get("device"):
-        parts.append(f"device {described['device']}")
+    described = r.generation.backend
+    parts = [f"{name} {value}" for name, value in described.versions()]
+    if described.device:
+        parts.append(f"device {described.device}")
     return ", ".join(parts) or "none"
 
 
 def _template(r: RunRecords) -> str:
-    config, template = r.generation.section("config"), r.generation.section("template")
-    sha = config.get("template_sha256") or template.get("sha256")
+    config, template = r.generation.config, r.generation.template
+    sha = config.template_sha256 or template.sha256
     if not sha:
         return "none"
-    source = template.get("source") or config.get("chat_template") or "template"
+    source = template.source or config.chat_template or "template"
     return f"{source} {_short(sha)}"
 
 
 def _template_kwargs(r: RunRecords) -> str:
-    return _text(r.generation.section("config").get("template_kwargs"))
+    return _text(r.generation.config.template_kwargs)
 
 
 def _thinking(r: RunRecords) -> str:
-    effective = r.generation.section("thinking").get("effective")
-    if not isinstance(effective, bool):
+    effective = r.generation.thinking.effective
+    if effective is None:
         return "unknown"
     return "on" if effective else "off"
 
 
 def _protocol(r: RunRecords) -> str:
-    section = r.generation.section("protocol")
-    name = section.get("name") or r.generation.section("config").get("protocol") or "release"
-    family = _dict(section.get("family")).get("name")
+    name = r.generation.protocol_name or "release"
+    family = r.generation.protocol.family.name
     return f"{name} ({family})" if family else str(name)
 
 
 def _parser(r: RunRecords) -> str:
-    options = r.manifest.extra("parser_options")
-    parser = r.manifest.parser
-    return _text(parser) + (f" {_text(options)}" if options else "")
+    options = r.manifest.parser_options
+    return _text(r.manifest.parser_name) + (f" {_text(options)}" if options else "")
 
 
 def _parser_implementation(r: RunRecords) -> str:
     """Whose code read the replies, and which version: wtb_local's own parsers or vLLM's (`vllm:NAME`)."""
-    parser = _dict(r.manifest.section("versions").get("parser"))
-    version = parser.get("version") or r.manifest.section("config").get("parser_version")
+    parser = r.manifest.versions.parser
+    version = parser.version or r.manifest.config.parser_version
     if not parser and not version:
         return "unknown"
-    return f"{_text(parser.get('implementation'))} {_text(version)}"
+    return f"{_text(parser.implementation)} {_text(version)}"
 
 
 def _constrained(r: RunRecords) -> str:
-    return _text(_dict(r.generation.section("versions").get("engine")).get("constrained_decoding"))
+    return _text(r.generation.versions.engine.constrained_decoding)
 
 
 def _checker(r: RunRecords) -> str:
@@ -155,39 +147,37 @@ def _checker(r: RunRecords) -> str:
 
 
 def _sampling(r: RunRecords) -> str:
-    used = {k: v for k, v in r.generation.section("sampling_used").items()
-            if k not in ("max_new_tokens", "seed")}
+    used = {k: v for k, v in r.generation.sampling_used.items() if k not in ("max_new_tokens", "seed")}
     if set(used) <= {"source"}:
         if used.get("source"):
             return str(used["source"])
-        sampling = _dict(r.generation.section("config").get("sampling"))
-        return _text({k: sampling.get(k) for k in ("temperature", "top_p")})
+        sampling = r.generation.config.sampling
+        return _text({"temperature": sampling.temperature, "top_p": sampling.top_p})
     return ", ".join(f"{k} {_text(v)}" for k, v in used.items())
 
 
 def _max_new_tokens(r: RunRecords) -> str:
-    return _text(_dict(r.generation.section("config").get("sampling")).get("max_new_tokens"))
+    return _text(r.generation.config.sampling.max_new_tokens)
 
 
 def _seed(r: RunRecords) -> str:
-    return _text(_dict(r.generation.section("config").get("sampling")).get("seed"))
+    return _text(r.generation.config.sampling.seed)
 
 
 def _context(r: RunRecords) -> str:
-    chosen = r.generation.section("context_length").get("value")
-    return _text(chosen if chosen is not None else r.generation.section("config").get("max_model_len"))
+    chosen = r.generation.context_length.value
+    return _text(chosen if chosen is not None else r.generation.config.max_model_len)
 
 
 def _dataset(r: RunRecords) -> str:
-    return _short(r.manifest.section("config").get("dataset_sha256"))
+    return _short(r.manifest.config.dataset_sha256)
 
 
 def _evaluator(r: RunRecords) -> str:
-    record = r.manifest.section("wtb_local")
-    commit = record.get("git_commit")
-    text = _text(record.get("version"))
-    if commit:
-        text += f" ({_short(commit)}{', uncommitted changes' if record.get('git_dirty') else ''})"
+    record = r.manifest.wtb_local
+    text = _text(record.version)
+    if record.git_commit:
+        text += f" ({_short(record.git_commit)}{', uncommitted changes' if record.git_dirty else ''})"
     return text
 
 

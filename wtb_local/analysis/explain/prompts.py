@@ -45,18 +45,17 @@ def run_renderer(run: ExplainRun) -> tuple[Any, str | None]:
     from wtb_local.benchmark.protocols import find_protocol  # deferred: start-up
 
     manifest = run.records.generation
-    config, settings = manifest.section("config"), manifest.section("settings")
+    config = manifest.config
     protocol = find_protocol(manifest.protocol_name)
     if protocol is None or getattr(protocol, "reproduces_paper", False):
         return None, "the protocol renders with its own prompt builder"
-    model = config.get("model")
-    recorded = config.get("template_sha256")
-    if not isinstance(model, str) or not model or not recorded:
+    model = config.model
+    recorded = config.template_sha256
+    if not model or not recorded:
         return None, f"{run.label} records no rendered template"
-    renderer, why = _renderer(model, config.get("resolved_revision") or config.get("revision"),
-                              config.get("chat_template"), json.dumps(config.get("template_kwargs") or {},
-                                                                      sort_keys=True),
-                              config.get("parser"), bool(settings.get("trust_remote_code")))
+    renderer, why = _renderer(model, config.resolved_revision or config.revision, config.chat_template,
+                              json.dumps(config.template_kwargs or {}, sort_keys=True),
+                              config.parser, bool(manifest.settings.trust_remote_code))
     if renderer is None:
         return None, why
     if getattr(renderer.choice, "sha256", None) != recorded:

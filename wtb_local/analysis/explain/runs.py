@@ -18,9 +18,8 @@ from typing import Any
 
 from wtb_local.analysis.explain.factors import RunRecords, read_factors
 from wtb_local.contract.manifest import Manifest
-from wtb_local.contract.paths import RESULT_FILE_NAME
-from wtb_local.contract.recorded import recorded_manifest
-from wtb_local.contract.run_dir import ManifestError, as_manifest, load_manifest
+from wtb_local.contract.recorded import ReplayError, recorded_manifest
+from wtb_local.contract.run_dir import ManifestError, RunDir
 
 TaskKey = tuple[str, int]  # (session id, task index)
 _REPLAY_DEPTH = 8  # a replay of a replay of ...: followed this far
@@ -52,10 +51,6 @@ class ExplainRun:
         return path if path is not None and Path(path).is_file() else None
 
 
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
 def generation_manifest(manifest: Manifest) -> tuple[Manifest, list[str]]:
     """The manifest of the run whose completions `manifest`'s run holds: itself, or for a run that replayed
     recorded completions (its hashed config holds the replayed file's `replay_sha256`, which only a replay
@@ -63,24 +58,27 @@ def generation_manifest(manifest: Manifest) -> tuple[Manifest, list[str]]:
     manifest cannot be found."""
     current = manifest
     for _ in range(_REPLAY_DEPTH):
-        source = current.section("settings").get("replay")  # the recorded source (`--replay`)
-        if not current.section("config").get("replay_sha256") or not isinstance(source, str) or not source:
+        source = current.settings.replay  # the recorded source (`--replay`)
+        if not current.config.replay_sha256 or not source:
             return current, []  # generated its completions, or fixed replies of its own (a script)
-        recorded = recorded_manifest(source)
+        try:
+            recorded = recorded_manifest(source)
+        except ReplayError:
+            recorded = None
         if recorded is None:
             return current, [(f"the replayed run's manifest ({source}) is not readable: generation factors "
                               "are the replay's own")]
-        current = as_manifest(recorded)
+        current = recorded
     return current, []
 
 
 def _result_file(path: Path, manifest: Manifest, model_dir: str) -> Path | None:
-    recorded = manifest.section("files").get("result")
-    candidates = [Path(recorded)] if isinstance(recorded, str) and recorded else []
-    candidates.append(path / "result" / model_dir / RESULT_FILE_NAME)
-    base = manifest.section("protocol").get("rescore_of")
-    if isinstance(base, str) and base:
-        candidates.append(Path(base) / "result" / model_dir / RESULT_FILE_NAME)
+    """The folder's own result file, else (a re-scoring) its run's; never the path the manifest recorded,
+    which names where the run was written, not where a copied or moved run is."""
+    candidates = [RunDir(path).paths(model_dir).result_file]
+    base = manifest.protocol.rescore_of
+    if base:
+        candidates.append(RunDir(Path(base)).paths(model_dir).result_file)
     return next((c for c in candidates if c.is_file()), None)
 
 
@@ -96,7 +94,7 @@ def load_run(path: str | Path, dataset: str | None = None, *, label: str | None 
 
     folder = Path(path)
     try:  # checked against its model: one that does not validate is refused naming the field
-        manifest = load_manifest(folder / "manifest.json")
+        manifest = RunDir(folder).manifest
     except ManifestError as exc:
         raise ExplainError(str(exc)) from None
     if manifest is None:

@@ -24,6 +24,7 @@ from typing import Any
 from wtb_local.analysis.exports.registry import Exported, ExportError, Target
 from wtb_local.analysis.exports.source import ExportRun, masked, run_status
 from wtb_local.analysis.reports.columns import columns_of
+from wtb_local.contract.paths import MANIFEST_NAME, SUMMARY_JSON, SUMMARY_MD
 from wtb_local.contract.secrets import mask_text, mask_url
 
 DEFAULT_EXPERIMENT = "wtb_local"
@@ -112,7 +113,7 @@ def _artifacts(run: ExportRun, scratch: Path) -> tuple[list[Path], list[str]]:
     )
 
     files, missing = [], []
-    for name in ("manifest.json", "summary.md", "summary.json"):
+    for name in (MANIFEST_NAME, SUMMARY_MD, SUMMARY_JSON):
         path = run.folder / name
         if path.is_file():
             files.append(path)

@@ -51,15 +51,17 @@ class ExportRun:
         return self.run.base
 
     def section(self, name: str) -> dict[str, Any]:
-        return self.manifest.section(name)
+        """A manifest object as written, for exporters that copy it whole ({} when absent or not one)."""
+        value = self.manifest.as_written().get(name)
+        return value if isinstance(value, dict) else {}
 
     @property
     def config(self) -> dict[str, Any]:
-        return self.section("config")
+        return self.manifest.config.written()
 
     @property
     def settings(self) -> dict[str, Any]:
-        return self.section("settings")
+        return self.manifest.settings.written()
 
     @property
     def sessions_scored(self) -> int:
@@ -151,9 +153,9 @@ def run_status(run: ExportRun) -> str:
         return "complete"
     status = str(run.manifest.status or "complete")
     if run.facts.rescore and status == "rescored":
-        from wtb_local.analysis.reports.present import read_run_manifest  # deferred: start-up (--help)
+        from wtb_local.contract.run_dir import RunDir  # deferred: start-up (--help)
 
-        own = read_run_manifest(run.folder)
+        own = RunDir(run.folder).manifest
         status = str((own.status if own is not None else None) or status)
     return status
 

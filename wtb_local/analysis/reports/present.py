@@ -17,7 +17,7 @@ from typing import Any, TextIO
 from wtb_local.analysis.reports.table import ReportRow, metric_row, paper_row
 from wtb_local.benchmark.protocols import find_protocol
 from wtb_local.contract.manifest import Manifest
-from wtb_local.contract.run_dir import ManifestUnreadable, as_manifest, load_manifest
+from wtb_local.contract.run_dir import RunDir, as_manifest
 
 RELEASE_SESSIONS = 256
 DEFAULT_SCORING = ("release", "strict")
@@ -46,16 +46,13 @@ def _dict(value: Any) -> dict[str, Any]:
 
 
 def read_run_manifest(path: str | Path) -> Manifest | None:
-    """The manifest of a run directory (or of the first repeat of a `--repeats` run); None if unreadable."""
-    folder = Path(path)
-    for candidate in (folder / "manifest.json", folder / "repeats" / "0" / "manifest.json"):
-        try:  # checked against its model: one that does not validate is refused, naming the field
-            data = load_manifest(candidate)
-        except ManifestUnreadable:
-            continue
-        if data is not None:
-            return data
-    return None
+    """The manifest of a run directory, else of the first repeat of a `--repeats` run; None when neither
+    has one. ManifestError (one line) for one that is unreadable or does not validate (contract/run_dir.py)."""
+    found = RunDir(Path(path))
+    if found.manifest is not None:
+        return found.manifest
+    repeats = found.repeats()
+    return repeats[0].manifest if repeats else None
 
 
 def run_facts(manifest: Manifest | dict[str, Any] | None, *, name: str | None = None, checker: str | None = None,
@@ -67,22 +64,21 @@ def run_facts(manifest: Manifest | dict[str, Any] | None, *, name: str | None = 
     from wtb_local.benchmark.scoring.files import model_dir_name
 
     manifest = as_manifest(manifest) or Manifest()
-    settings, section = manifest.section("settings"), manifest.section("protocol")
+    section = manifest.protocol
     model_id = str(manifest.model_id or name or "model")
     recorded_name = manifest.model_name
     shown_name = model_dir_name(str(recorded_name)) if recorded_name else str(name or model_id)
     protocol = manifest.protocol_name or "release"
-    own_checker = str(section.get("checker") or (find_protocol(protocol) or find_protocol(None)).checker)
+    own_checker = str(section.checker or (find_protocol(protocol) or find_protocol(None)).checker)
     mode = recorded_thinking(manifest)
     if mode is None:
-        mode = settings.get("thinking") if isinstance(settings.get("thinking"), bool) else thinking
+        mode = manifest.settings.thinking if manifest.settings.thinking is not None else thinking
     dataset = manifest.dataset_source
-    family = section.get("family") if isinstance(section.get("family"), dict) else None
-    evidence = manifest.section("thinking").get("evidence")
+    evidence = manifest.thinking.evidence
     return RunFacts(model_id=model_id, name=shown_name, protocol=protocol, checker=checker or own_checker,
                     thinking=mode, dataset=str(dataset) if dataset else None,
-                    rescore=bool(section.get("rescore_of")) or (checker is not None),
-                    family=family, documented=bool(section.get("documented", True)),
+                    rescore=bool(section.rescore_of) or (checker is not None),
+                    family=section.family.written() or None, documented=section.documented is not False,
                     thinking_evidence=str(evidence) if evidence else None)
 
 

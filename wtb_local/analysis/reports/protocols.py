@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from wtb_local.benchmark.protocols import protocol_named, protocol_names
-from wtb_local.benchmark.scoring.files import METRIC_FILE_NAME
+from wtb_local.contract.run_dir import RunDir
 
 # the protocol that reproduces the paper's harness (benchmark/protocols/paper.py)
 PAPER = next(name for name in protocol_names() if protocol_named(name).reproduces_paper)
@@ -22,10 +22,8 @@ _ORDER = (("release", "strict"), ("release", "lenient"), ("paper", "strict"), ("
 def rescored_metrics(run_dir: str | Path) -> list[tuple[str, dict[str, Any]]]:
     """(checker, metric) of every `score-<checker>/score/<model>/Wild-Tool-Bench_metric.json` in a run
     directory (what `rescore` writes)."""
-    found = []
-    for path in sorted(Path(run_dir).glob(f"score-*/score/*/{METRIC_FILE_NAME}")):
-        found.append((path.parents[2].name[len("score-"):], json.loads(path.read_text(encoding="utf-8"))))
-    return found
+    return [(scored.checker, json.loads(scored.metric_file.read_text(encoding="utf-8")))
+            for scored in RunDir(Path(run_dir)).score_sets() if scored.checker is not None]
 
 
 def protocol_legend(runs: list[Any]) -> str:

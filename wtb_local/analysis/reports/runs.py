@@ -14,18 +14,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from wtb_local.benchmark.scoring.files import (
-    METRIC_FILE_NAME,
-    SCORE_FILE_NAME,
-    ScoringError,
-    read_jsonl,
-    read_metric,
-)
+from wtb_local.benchmark.scoring.files import ScoringError, read_jsonl, read_metric
 from wtb_local.contract.manifest import Manifest
-from wtb_local.contract.paths import RESULT_FILE_NAME
-from wtb_local.contract.run_dir import ManifestError, load_manifest
+from wtb_local.contract.paths import METRIC_FILE_NAME, RESULT_FILE_NAME, SCORE_FILE_NAME
+from wtb_local.contract.run_dir import ManifestError, RunDir
 
-MANIFEST_NAME = "manifest.json"
 # The paper's four coarse task types; an instruction transition is a change between consecutive tasks.
 COARSE_TYPE = {
     "Single-Tool": "single",
@@ -137,9 +130,8 @@ def _is_shard(folder: Path, searched: Path) -> bool:
 
 def _run_root(file: Path) -> Path:
     """RUN for RUN/score/<model>/file and RUN/result/<model>/file; the folder of a flat `score --out DIR`."""
-    if file.parent.parent.name in ("score", "result"):
-        return file.parent.parent.parent
-    return file.parent
+    found = RunDir.find(file)
+    return found.root if found is not None else file.parent
 
 
 def _from_file(path: Path) -> _Found:
@@ -156,10 +148,10 @@ def _from_file(path: Path) -> _Found:
     sibling = path.parent / METRIC_FILE_NAME
     if found.score is not None and sibling.is_file():
         found.metric = sibling
-    if len(path.resolve().parents) > 2:  # RUN/score/<model>/file: the run's manifest and result file
-        run_dir = path.resolve().parents[2]
-        found.manifest = _read_manifest(run_dir)
-        result = run_dir / "result" / name / RESULT_FILE_NAME
+    run_dir = RunDir.find(path.resolve())  # RUN/score/<model>/file: the run's manifest and result file
+    if run_dir is not None:
+        found.manifest = _read_manifest(run_dir.root)
+        result = run_dir.paths(name).result_file
         if found.score is not None and result.is_file():
             found.result = result
     return found
@@ -169,7 +161,7 @@ def _read_manifest(folder: Path) -> Manifest | None:
     """The run's manifest, checked against its model (contract/run_dir.py): one that is unreadable or does
     not validate stops the report with its one line."""
     try:
-        return load_manifest(folder / MANIFEST_NAME)
+        return RunDir(folder).manifest
     except ManifestError as exc:
         raise ReportError(str(exc)) from None
 
@@ -263,9 +255,9 @@ def _sessions(found: _Found, dataset: str | None) -> list[Any]:
 
     manifest = found.manifest or Manifest()
     choice = dataset
-    if choice is None and manifest.section("dataset"):
+    if choice is None and manifest.dataset:
         path = manifest.dataset_path
-        choice = path if path is not None and Path(path).is_file() else manifest.section("dataset").get("source")
+        choice = path if path is not None and Path(path).is_file() else manifest.dataset_source
     where = found.score or found.result
     if choice is None:
         raise ReportError(f"{where}: which dataset were these sessions run on? pass --dataset "

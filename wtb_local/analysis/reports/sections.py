@@ -194,13 +194,13 @@ def versions_section(runs: Sequence[Run]) -> Section:
                       "(docs/parsers-and-templates.md, \"vLLM's own parsers\").", percent=False,
                       label_header="run")
     for run in runs:
-        versions = run.manifest.section("versions") if run.manifest is not None else None
+        versions = run.manifest.versions if run.manifest is not None else None
         if not versions:
             continue
         row: dict[str, Any] = {"label": run.label, "kind": "ours"}
         for column in columns_of("versions"):
             _, part, name = column.source
-            row[column.key] = (versions.get(part) or {}).get(name)
+            row[column.key] = getattr(getattr(versions, part), name)
         section.rows.append(row)
     return section
 

@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from wtb_local.analysis.reports.table import COLUMNS, HEADERS
+from wtb_local.contract.paths import SUMMARY_JSON, SUMMARY_MD
 
 
 def write_summary(run_dir: Path, rows: list[Any], tables_text: str, notes: list[str]) -> tuple[Path, Path]:
     """The tables as printed (`summary.md`) and as data (`summary.json`: per row its label and values in %,
     null for an empty bucket)."""
-    md = run_dir / "summary.md"
+    md = run_dir / SUMMARY_MD
     md.write_text("```text\n" + tables_text.rstrip("\n") + "\n```\n" + "".join(f"\n{n}\n" for n in notes),
                   encoding="utf-8")
 
@@ -27,7 +28,7 @@ def write_summary(run_dir: Path, rows: list[Any], tables_text: str, notes: list[
                       "tables": {str(t): table(t, values) for t, values in sorted(row.values.items())}}
                      for row in rows],
             "notes": notes}
-    js = run_dir / "summary.json"
+    js = run_dir / SUMMARY_JSON
     tmp = js.with_name(js.name + ".tmp")
     tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     os.replace(tmp, js)

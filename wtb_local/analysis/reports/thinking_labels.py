@@ -11,8 +11,7 @@ from wtb_local.formats.model_ids import normalize_model_id
 
 def recorded_thinking(manifest: Manifest | None) -> bool | None:
     """The effective mode a run directory's manifest records (None for older manifests)."""
-    value = manifest.section("thinking").get("effective") if manifest is not None else None
-    return value if isinstance(value, bool) else None
+    return manifest.thinking.effective if manifest is not None else None
 
 
 # The mode a family's own chat template has when no switch is passed, by the model name after its

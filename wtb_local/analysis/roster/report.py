@@ -83,9 +83,9 @@ def _summary(result: EntryResult) -> dict[str, Any]:
     protocol, checker = getattr(run, "protocol", ("release", "strict"))
     health = run_health(run.result_rows, run.score_rows, run.manifest)
     sessions = run.metric.get("total_info", {}).get("session", {}).get("total_count", 0)
-    family = run.manifest.section("protocol").get("family") if run.manifest is not None else None
-    if isinstance(family, dict):  # a paper-protocol run: its family rule, documented or inferred
-        line["family"] = f"{family.get('name')} ({'documented' if family.get('documented') else 'inferred'})"
+    family = run.manifest.protocol.family if run.manifest is not None else None
+    if family:  # a paper-protocol run: its family rule, documented or inferred
+        line["family"] = f"{family.name} ({'documented' if family.documented else 'inferred'})"
     line.update({"run": str(run.source), "protocol": protocol, "checker": checker, "sessions": sessions,
                  "task": ours["task_acc"], "session": ours["session_acc"],
                  "length cuts": (f"{health['length_steps']} of {health['steps']}"

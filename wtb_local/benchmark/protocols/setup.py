@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from wtb_local.benchmark.protocols.families import FamilyRule, build_prompt
 from wtb_local.benchmark.protocols.history import paper_episodes
-from wtb_local.contract.run_dir import MANIFEST_NAME, ManifestError, load_manifest
+from wtb_local.contract.run_dir import ManifestError, RunDir
 
 
 @dataclass
@@ -89,12 +88,12 @@ class PaperSetup:
 
 def recorded_special_tokens(result_file: str) -> list[str]:
     """The special tokens a recorded paper run removed before parsing (its manifest), for its replay."""
+    found = RunDir.holding(result_file)
     try:
-        manifest = load_manifest(Path(result_file).resolve().parents[2] / MANIFEST_NAME)
-    except (OSError, IndexError, ManifestError):
-        return []
-    tokens = manifest.section("protocol").get("special_tokens") if manifest is not None else None
-    return [t for t in tokens if isinstance(t, str)] if isinstance(tokens, list) else []
+        manifest = found.manifest if found is not None else None
+    except ManifestError:
+        return []  # the replay itself refuses such a manifest in one line (contract/recorded.py)
+    return list(manifest.protocol.special_tokens or []) if manifest is not None else []
 
 
 def score_lenient(result_rows: list[dict[str, Any]], sessions: list[Any], model_name: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:

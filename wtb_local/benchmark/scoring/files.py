@@ -10,11 +10,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from wtb_local.contract.paths import model_dir_name
-from wtb_local.contract.run_dir import incomplete_last, incomplete_note, numbered_lines
+from wtb_local.contract.paths import METRIC_FILE_NAME, SCORE_DIR, SCORE_FILE_NAME, model_dir_name
+from wtb_local.contract.rows import RowError, read_rows
 
-SCORE_FILE_NAME = "Wild-Tool-Bench_score.jsonl"
-METRIC_FILE_NAME = "Wild-Tool-Bench_metric.json"
+__all__ = ["METRIC_FILE_NAME", "SCORE_FILE_NAME", "ScoringError", "append_result_row", "read_jsonl", "read_metric",
+           "read_result_rows", "score_dir", "write_result_rows", "write_score_files"]
 
 
 class ScoringError(ValueError):
@@ -22,34 +22,18 @@ class ScoringError(ValueError):
 
 
 def score_dir(out_dir: str | Path, model_name: str) -> Path:
-    return Path(out_dir) / "score" / model_dir_name(model_name)
+    return Path(out_dir) / SCORE_DIR / model_dir_name(model_name)
 
 
 def read_jsonl(path: str | Path, notes: list[str] | None = None) -> list[tuple[int, dict[str, Any]]]:
-    """(line number, object) for every non-blank line. An incomplete last line (an interrupted write) is
-    dropped, as the run drops it when it resumes, with the same note added to `notes`
-    (contract/run_dir.py); any other bad line raises ScoringError naming file and line."""
-    path = Path(path)
+    """(line number, row) of a result or score file by the one rule for damaged records
+    (contract/rows.py): an incomplete last line (an interrupted write, also one cut inside a UTF-8
+    character) dropped with the note `run` gives, added to `notes`; a foreign or duplicated line, or a
+    file that cannot be read, raises ScoringError naming file and line."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ScoringError(f"{path}: cannot read: {_one_line(exc)}") from None
-    numbered = list(numbered_lines(text))
-    last = incomplete_last(numbered)
-    if last is not None:
-        numbered.pop()
-        if notes is not None:
-            notes.append(incomplete_note(path))
-    rows: list[tuple[int, dict[str, Any]]] = []
-    for number, line in numbered:
-        try:
-            row = json.loads(line)
-        except ValueError as exc:
-            raise ScoringError(f"{path}:{number}: malformed JSON: {_one_line(exc)}") from None
-        if not isinstance(row, dict):
-            raise ScoringError(f"{path}:{number}: expected a JSON object, got {type(row).__name__}")
-        rows.append((number, row))
-    return rows
+        return read_rows(path, notes)
+    except RowError as exc:
+        raise ScoringError(str(exc)) from None
 
 
 def read_result_rows(path: str | Path, notes: list[str] | None = None) -> list[dict[str, Any]]:

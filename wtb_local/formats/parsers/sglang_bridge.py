@@ -19,7 +19,9 @@ def main() -> None:
     from importlib.metadata import version  # deferred: once stdout is the protocol's alone
 
     from sglang.srt.entrypoints.openai.protocol import Tool  # deferred: its imports print
-    from sglang.srt.function_call.function_call_parser import FunctionCallParser  # deferred: its imports print
+    from sglang.srt.function_call.function_call_parser import (
+        FunctionCallParser,  # deferred: its imports print
+    )
 
     def reply(message: dict) -> None:
         out.write(json.dumps(message, ensure_ascii=False) + "\n")

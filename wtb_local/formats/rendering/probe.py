@@ -316,7 +316,11 @@ def _parser_for(parser: str | None, model_id: str, template: str, metadata: Any 
     declares its reply format (`metadata`, its response_template) is read by it where no parser knows it."""
     from wtb_local.formats.parsers import get_parser, select_parser
     from wtb_local.formats.parsers.response_template import METADATA_PARSERS  # deferred: start-up
-    from wtb_local.formats.parsers.sglang_native import MIRRORS, is_sglang_parser, sglang_name  # deferred: start-up
+    from wtb_local.formats.parsers.sglang_native import (  # deferred: start-up
+        MIRRORS,
+        is_sglang_parser,
+        sglang_name,
+    )
     from wtb_local.formats.parsers.vllm_native import is_vllm_parser, vllm_name  # deferred: start-up
 
     if is_vllm_parser(parser) or is_sglang_parser(parser):  # an engine's own parser: the probe reads with ours

@@ -13,9 +13,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from wtb_local.contract.paths import INTERNAL_ERRORS_NAME
 from wtb_local.run.record.store import session_index
-
-INTERNAL_ERRORS_NAME = "internal_errors.jsonl"
 
 
 def read_rows(run_dir: Path) -> list[dict[str, Any]]:

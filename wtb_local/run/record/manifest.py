@@ -11,11 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from wtb_local.contract.run_dir import ManifestError, ManifestUnreadable, load_manifest_data, write_manifest
+from wtb_local.contract.paths import MANIFEST_NAME
+from wtb_local.contract.run_dir import ManifestError, check_manifest, load_manifest_data, write_manifest
 
-__all__ = ["MANIFEST_NAME", "ManifestError", "manifest_near", "read_manifest", "write_manifest"]
-
-MANIFEST_NAME = "manifest.json"
+__all__ = ["ManifestError", "read_manifest", "write_manifest"]
 
 
 def read_manifest(run_dir: str | Path) -> dict[str, Any] | None:
@@ -26,23 +25,6 @@ def read_manifest(run_dir: str | Path) -> dict[str, Any] | None:
         data = load_manifest_data(path)
     except ManifestError as exc:
         raise ManifestError(f"{exc}; use --overwrite to start afresh") from None
-    if data is not None and not isinstance(data.get("config"), dict):
+    if data is not None and not check_manifest(data, path).config:  # absent, null or empty
         raise ManifestError(f"{path}: field config: missing; use --overwrite to start afresh")
     return data
-
-
-def manifest_near(path: str | Path) -> dict[str, Any] | None:
-    """The manifest of the run a path belongs to: a run directory, or a file in its `result/<model>/` or
-    `score/<model>/`; None when there is none or it cannot be read (reports then fall back to flags)."""
-    path = Path(path).resolve()
-    candidates = [path / MANIFEST_NAME] if path.is_dir() else []
-    if len(path.parents) >= 3:
-        candidates.append(path.parents[2] / MANIFEST_NAME)
-    for candidate in candidates:
-        try:  # checked against its model: one that does not validate is refused, naming the field
-            data = load_manifest_data(candidate)
-        except ManifestUnreadable:
-            continue
-        if data is not None:
-            return data
-    return None

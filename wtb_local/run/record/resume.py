@@ -7,7 +7,8 @@ from typing import Any
 
 from wtb_local.contract.config_diff import config_diff
 from wtb_local.contract.errors import RunError
-from wtb_local.contract.run_dir import ManifestError, as_manifest, read_result_lines
+from wtb_local.contract.rows import read_result_lines
+from wtb_local.contract.run_dir import ManifestError, as_manifest
 from wtb_local.run.record.manifest import read_manifest
 from wtb_local.run.setup.config import config_hash
 from wtb_local.run.setup.paths import RunPaths
@@ -28,7 +29,7 @@ def check_resume(settings: Any, paths: RunPaths, config: dict[str, Any]) -> bool
         raise RunError(f"{paths.result_file}: results without a manifest (cannot check their configuration);"
                        " pass --no-resume or --overwrite to start afresh")
     if previous.config_hash != config_hash(config):
-        lines = config_diff(previous.config or {}, config)
+        lines = config_diff(previous.config.written(), config)
         raise RunError(
             f"{paths.run_dir}: the existing run was made with another configuration; pass --no-resume or "
             "--overwrite to start afresh, or --out DIR for a new run directory. Differences (old -> new):\n  "

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from wtb_local.contract.errors import RecordError
-from wtb_local.contract.run_dir import Dropped, read_result_lines, session_index
+from wtb_local.contract.rows import Dropped, read_result_lines, session_index
 
 Durable = Callable[[BaseException | None], None]  # called in the writer thread after the row's fsync
 _Item = tuple[dict[str, Any], str, Durable | None]  # a row, its line, its callback
@@ -74,7 +74,7 @@ class ResultStore:
             raise RecordError(self.path, exc) from exc
 
     def _load_existing(self) -> None:
-        # the one reader's rule (contract/run_dir.py), so every command reading the file keeps the same rows
+        # the one rule for damaged records (contract/rows.py), so every command reading the file keeps the same rows
         read = read_result_lines(self.path)
         self.dropped = read.dropped
         self.dropped_lines = len(read.dropped)

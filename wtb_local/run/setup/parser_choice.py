@@ -96,7 +96,11 @@ def _prefill_options(renderer: Any, parser_name: str, fallbacks: dict[str, str] 
 
     if renderer is None:
         return {}
-    from wtb_local.formats.parsers.sglang_native import MIRRORS, is_sglang_parser, sglang_name  # deferred: start-up
+    from wtb_local.formats.parsers.sglang_native import (  # deferred: start-up
+        MIRRORS,
+        is_sglang_parser,
+        sglang_name,
+    )
     from wtb_local.formats.parsers.vllm_native import vllm_name  # deferred: start-up
 
     ours = MIRRORS.get(sglang_name(parser_name), "") if is_sglang_parser(parser_name) else vllm_name(parser_name)
