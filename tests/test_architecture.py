@@ -418,7 +418,7 @@ DEFERRED_LEFT: dict[str, int] = {
     "wtb_local/cli/rescore.py": 3,
     "wtb_local/cli/score.py": 3,
     "wtb_local/analysis/commands/merge_runs.py": 6,
-    "wtb_local/analysis/commands/parser_comparison.py": 3,
+    "wtb_local/analysis/commands/parser_comparison.py": 2,
     "wtb_local/benchmark/dataset/loader.py": 2,
     "wtb_local/engines/doctor.py": 4,
     "wtb_local/analysis/explain/plan.py": 1,
