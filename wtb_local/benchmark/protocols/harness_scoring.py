@@ -24,6 +24,7 @@ from wtb_local.benchmark.evaluator.metrics import (
 )
 from wtb_local.benchmark.protocols.lenient import PASS_THRESHOLD, LenientCheckError, check_call
 from wtb_local.benchmark.scoring.taxonomy import HARNESS_LABELS, PAPER, action_category
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import PSEUDO_ACTIONS, Session
 
 CORRECT, ERROR = "correct", "error"
@@ -66,7 +67,7 @@ def predicted_steps(task: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def check_task_arguments(nodes: Sequence[dict[str, Any]], steps: Sequence[dict[str, Any]],
-                         tools: Sequence[dict[str, Any]]) -> tuple[bool, list[dict[str, Any]], list[dict[str, Any]]]:
+                         tools: Sequence[ToolSchema]) -> tuple[bool, list[dict[str, Any]], list[dict[str, Any]]]:
     """(all pairs pass, failing pairs, [{"idx": step, "error_type": [...]}]) for one task (§3.1 step 3).
     Raises LenientCheckError where the harness raises (the caller makes the task an action error)."""
     by_tool = {tool["function"]["name"]: tool for tool in tools}
@@ -141,7 +142,7 @@ def error_type(action_label: str, steps: Sequence[dict[str, Any]], nodes: Sequen
     return HARNESS_LABELS.get(label, "unclassified")  # unclassified: the harness asserts there
 
 
-def score_task(task: dict[str, Any], nodes: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def score_task(task: dict[str, Any], nodes: Sequence[dict[str, Any]], tools: Sequence[ToolSchema]) -> dict[str, Any]:
     """One task's lenient verdict: label, action label, argument label, optimal flag, structure, AP."""
     steps = predicted_steps(task)
     action = task.get("action_name_label")

@@ -14,6 +14,8 @@ import json
 import re
 from typing import Any
 
+from wtb_local.contract.messages import ToolSchema
+
 PASS_THRESHOLD = 0.7
 LATLON = re.compile(r"^\d+\.\d+,\d+\.\d+$")
 # error labels in the harness's precedence order (§3.2 B)
@@ -156,7 +158,7 @@ def call_arguments(arguments: Any) -> dict[str, Any]:
     return arguments
 
 
-def check_call(pred_arguments: Any, gold_arguments: Any, tool: dict[str, Any]) -> tuple[float, dict[str, float], list[str]]:
+def check_call(pred_arguments: Any, gold_arguments: Any, tool: ToolSchema) -> tuple[float, dict[str, float], list[str]]:
     """(call score, score per predicted argument, error labels) of one predicted call against one gold call."""
     pred = call_arguments(pred_arguments)
     gold = gold_arguments if isinstance(gold_arguments, dict) else call_arguments(gold_arguments)

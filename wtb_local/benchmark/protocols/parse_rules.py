@@ -13,6 +13,7 @@ import json
 import re
 from typing import Any
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers.base import ToolParser
 
@@ -228,7 +229,7 @@ class PaperParser(ToolParser):
             text = text.replace(token, "")
         return text
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         """A call written inside `<think>…</think>` is read like any other (the harness strips no think
         block) and counted in `calls_in_reasoning` (docs/parser-policies.md §1)."""

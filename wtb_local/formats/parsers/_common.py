@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers.base import dumps_arguments
 
@@ -233,7 +234,7 @@ def call_from_json_object(
 # --- schema-driven typing (XML-style formats) ---------------------------------------------------------------
 
 
-def tool_schemas(tools: list[dict[str, Any]] | None) -> dict[str, dict[str, Any]]:
+def tool_schemas(tools: list[ToolSchema] | None) -> dict[str, dict[str, Any]]:
     """name -> parameters schema, for OpenAI-wrapped ({"type": "function", "function": {...}}) or bare tools.
     A name defined twice keeps its last definition (as the checker does)."""
     out: dict[str, dict[str, Any]] = {}
@@ -319,7 +320,7 @@ def coerce_value(raw: str, schema: dict[str, Any] | None) -> Any:
 
 
 def coerce_arguments(
-    name: str, raw_values: dict[str, str], tools: list[dict[str, Any]] | None
+    name: str, raw_values: dict[str, str], tools: list[ToolSchema] | None
 ) -> dict[str, Any]:
     """All parameters of one call typed by that tool's schema (unknown tool or parameter: strings)."""
     props = tool_schemas(tools).get(name, {}).get("properties")

@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._common import (
     TRUNCATED,
@@ -77,7 +78,7 @@ def normalise_markers(text: str) -> str:
     return _MARKER.sub(lambda m: f"<{m.group(1)}{DSML}", text)
 
 
-def parse_dsml(text: str, dialect: Dialect, *, thinking: Any, tools: list[dict[str, Any]] | None,
+def parse_dsml(text: str, dialect: Dialect, *, thinking: Any, tools: list[ToolSchema] | None,
                finish_reason: str | None) -> ParseResult:
     """Reasoning (`…</think>`), content and the calls of `dialect`'s blocks."""
     text = normalise_markers(strip_end_tokens(text or ""))
@@ -117,7 +118,7 @@ def parse_dsml(text: str, dialect: Dialect, *, thinking: Any, tools: list[dict[s
     return ParseResult(reasoning=reasoning, content=join_content(pieces), tool_calls=calls, errors=errors)
 
 
-def _take_bare(text: str, dialect: Dialect, tools: list[dict[str, Any]] | None, calls: list[ParsedCall],
+def _take_bare(text: str, dialect: Dialect, tools: list[ToolSchema] | None, calls: list[ParsedCall],
                errors: list[str]) -> str:
     """Text outside blocks, minus invokes written without their block (a model that skipped the opener):
     those are read as calls, with an error."""
@@ -134,7 +135,7 @@ def _take_bare(text: str, dialect: Dialect, tools: list[dict[str, Any]] | None, 
     return text[:first.start()] + text[end:]
 
 
-def parse_invokes(block: str, tools: list[dict[str, Any]] | None, errors: list[str], *,
+def parse_invokes(block: str, tools: list[ToolSchema] | None, errors: list[str], *,
                   cut: bool) -> list[ParsedCall]:
     """The calls of a block's inside. `cut`: the block was cut at the token limit, so an invoke without its
     closing tag is dropped (reported once as truncated), never returned half-written."""

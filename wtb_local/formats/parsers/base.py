@@ -11,6 +11,7 @@ import json
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 
 
@@ -28,7 +29,7 @@ class ToolParser(ABC):
         self.options = options
 
     @abstractmethod
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         """Split `text` into reasoning, content and calls. `finish_reason == "length"` with an unclosed
         call is a parse error. `tools` lets schema-typed formats (XML parameters) type their values."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._common import (
     TRUNCATED,
@@ -109,7 +110,7 @@ class DeepSeekV3Parser(ToolParser):
     template_markers = ("tool['type'] + '<｜tool▁sep｜>'",)
     thinking: ClassVar[bool | None] = None  # V3 does not think; a block it writes anyway is still split off
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         reasoning, rest = split_reasoning(text, thinking=self.options.get("thinking", self.thinking),
                                           call_markers=(CALLS_BEGIN, CALL_BEGIN))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._common import TRUNCATED, decode_json_at, is_truncated, join_content
 from wtb_local.formats.parsers.base import ToolParser
@@ -120,7 +121,7 @@ class GptOssParser(ToolParser):
     model_patterns = (r"gpt-oss",)
     template_markers = ("<|channel|>",)
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         return parse_harmony(text, finish_reason)
 

@@ -10,6 +10,7 @@ import json
 import re
 from typing import Any, ClassVar
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.end_of_turn import END_OF_TURN, strip_end_of_turn
 from wtb_local.formats.parsers._common import (
@@ -90,7 +91,7 @@ class HermesParser(ToolParser):
     end_tokens: ClassVar[tuple[str, ...]] = END_OF_TURN
 
     def parse(
-        self, text: str, *, tools: list[dict[str, Any]] | None = None, finish_reason: str | None = None
+        self, text: str, *, tools: list[ToolSchema] | None = None, finish_reason: str | None = None
     ) -> ParseResult:
         text = strip_end_tokens(text or "", self.end_tokens)
         reasoning, rest = split_reasoning(

@@ -21,6 +21,7 @@ import math
 import re
 from typing import Any, ClassVar
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._common import (
     TRUNCATED,
@@ -52,7 +53,7 @@ class MiniMaxM3Parser(ToolParser):
     model_patterns = (r"minimax-m3",)
     template_markers = ("]<]minimax[>[",)
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         text = strip_end_tokens(text or "")
         reasoning, rest = split_reasoning(text, thinking=self.options.get("thinking"), open_tag=THINK_OPEN,
@@ -107,7 +108,7 @@ def _xml(value: Any) -> str:
 
 
 class _Reader:
-    def __init__(self, tools: list[dict[str, Any]] | None, truncated: bool) -> None:
+    def __init__(self, tools: list[ToolSchema] | None, truncated: bool) -> None:
         self.schemas = tool_schemas(tools)
         self.truncated = truncated
         self.calls: list[ParsedCall] = []

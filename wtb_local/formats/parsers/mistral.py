@@ -17,6 +17,7 @@ import re
 import string
 from typing import Any
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._common import (
     TRUNCATED,
@@ -101,7 +102,7 @@ class MistralParser(ToolParser):
     model_patterns = (r"mistral", r"mixtral", r"ministral")
     template_markers = ('"[TOOL_CALLS][', '"[TOOL_CALLS] [')
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         return parse_mistral(text, finish_reason)
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._common import arguments_object, join_content, split_reasoning
 from wtb_local.formats.parsers._xml_calls import XmlSyntax, format_value, parse_wrapped_calls
@@ -48,7 +49,7 @@ class Qwen3CoderParser(ToolParser):
     template_markers = ("<function=' + tool_call.name", "<function=' ~ tool_call.name")
     priority = 1  # Qwen3-Coder ids also match the generic Qwen3 (hermes) patterns
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         reasoning, rest = split_reasoning(text, thinking=self.options.get("thinking"),
                                           call_markers=("<tool_call>", "<function="))

@@ -12,6 +12,7 @@ import json
 import re
 from typing import Any, ClassVar
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._common import (
     TRUNCATED,
@@ -39,7 +40,7 @@ class XlamParser(ToolParser):
     fence: ClassVar[str] = ""  # how `format` wraps the list ("" = bare list)
 
     def parse(
-        self, text: str, *, tools: list[dict[str, Any]] | None = None, finish_reason: str | None = None
+        self, text: str, *, tools: list[ToolSchema] | None = None, finish_reason: str | None = None
     ) -> ParseResult:
         text = strip_end_tokens(text or "")
         reasoning, text = split_reasoning(text, thinking=False)
