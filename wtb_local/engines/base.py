@@ -20,10 +20,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+from typing_extensions import TypedDict
+
 from wtb_local.contract.faults import FaultLog
 from wtb_local.contract.schema import Completion, GenerationRequest
 from wtb_local.engines.errors import SetupError
 from wtb_local.engines.reproducibility import SERVER
+
+
+class RerunClaim(TypedDict):
+    """Whether a rerun with the same seed writes identical files (None: a server decides), and why: the
+    manifest's `rerun` (docs/reproducibility.md §1)."""
+
+    identical: bool | None
+    why: str
+
+
+class EngineIdentity(TypedDict):
+    """What generated the replies: the manifest's `versions.engine` (docs/reproducibility.md)."""
+
+    name: str | None
+    version: str | None
+    constrained_decoding: str | None
 
 
 @dataclass(frozen=True)
@@ -105,7 +123,7 @@ class Backend(ABC):
         return selected
 
     @classmethod
-    def engine(cls) -> dict[str, Any]:
+    def engine(cls) -> EngineIdentity:
         """What generated the replies and whether decoding was constrained: the manifest's
         `versions.engine` (docs/reproducibility.md). A backend that runs no model has no engine."""
         if cls.capabilities.remote:
@@ -121,7 +139,7 @@ class Backend(ABC):
         return None
 
     @classmethod
-    def rerun_claim(cls, described: dict[str, Any], scheduling: str | None) -> dict[str, Any]:
+    def rerun_claim(cls, described: dict[str, Any], scheduling: str | None) -> RerunClaim:
         """Whether a rerun with the same seed writes identical files, and why (docs/reproducibility.md §1);
         `described`: the run's `describe()`. A backend that does not sample gives fixed replies; a server
         decides for itself."""

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 from wtb_local.contract.faults import BadResponse
 from wtb_local.contract.schema import Completion, GenerationRequest
-from wtb_local.engines.base import Capabilities
+from wtb_local.engines.base import Capabilities, EngineIdentity
 from wtb_local.engines.completions import error_completion
 from wtb_local.engines.openai_server import OpenAIBackend, StepError, _clip, finish_reason
 
@@ -44,7 +44,7 @@ class OpenAIChatBackend(OpenAIBackend):
         self.template_kwargs = dict(template_kwargs or {})
 
     @classmethod
-    def engine(cls) -> dict[str, Any]:
+    def engine(cls) -> EngineIdentity:
         # the server parses tool calls with its own parser and may constrain decoding (vLLM's strict tool
         # calling): neither is reported in the reply
         return {"name": "a server", "version": "unknown (the server does not report it)",

@@ -35,7 +35,7 @@ from wtb_local.contract.faults import (
     context_overflow,
 )
 from wtb_local.contract.schema import Completion, GenerationRequest
-from wtb_local.engines.base import Backend, Capabilities, SetupError
+from wtb_local.engines.base import Backend, Capabilities, EngineIdentity, SetupError
 from wtb_local.engines.blocking import in_daemon_thread
 from wtb_local.engines.completions import error_completion, prompt_too_long
 from wtb_local.engines.config import OpenAIConfig
@@ -200,7 +200,7 @@ class OpenAIBackend(Backend):
         return payload
 
     @classmethod
-    def engine(cls) -> dict[str, Any]:
+    def engine(cls) -> EngineIdentity:
         # /completions carries no tools: the server has nothing to constrain decoding to
         return {**super().engine(), "constrained_decoding": "off (text completions carry no tools)"}
 

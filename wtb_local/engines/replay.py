@@ -29,7 +29,7 @@ from wtb_local.contract.recorded import (
 )
 from wtb_local.contract.run_dir import incomplete_last, numbered_lines
 from wtb_local.contract.schema import Completion, GenerationRequest
-from wtb_local.engines.base import Backend, Capabilities, SetupError, file_sha256
+from wtb_local.engines.base import Backend, Capabilities, RerunClaim, SetupError, file_sha256
 
 ReplayKey = tuple[str, int, int]  # (session id, task index, step)
 
@@ -267,7 +267,7 @@ class ReplayBackend(Backend):
         return effective if isinstance(effective, bool) else None
 
     @classmethod
-    def rerun_claim(cls, described: dict[str, Any], scheduling: str | None) -> dict[str, Any]:
+    def rerun_claim(cls, described: dict[str, Any], scheduling: str | None) -> RerunClaim:
         return {"identical": True, "why": "the recorded completions are parsed and judged again: the score and "
                                           "metric files are byte-identical, the result file differs only in "
                                           "each step's runner_ms"}

@@ -22,6 +22,7 @@ from typing import Any
 from wtb_local.contract import vllm_release
 from wtb_local.contract.faults import (
     BackendError,
+    Fault,
     InternalError,
     OutOfMemory,
     RequestRejected,
@@ -29,7 +30,7 @@ from wtb_local.contract.faults import (
     context_overflow,
 )
 from wtb_local.contract.schema import Completion, GenerationRequest
-from wtb_local.engines.base import Backend, Capabilities, SetupError
+from wtb_local.engines.base import Backend, Capabilities, EngineIdentity, RerunClaim, SetupError
 from wtb_local.engines.completions import error_completion, prompt_too_long
 from wtb_local.engines.config import VLLMConfig
 from wtb_local.engines.leaked_memory import release_leaked, segments
@@ -42,7 +43,7 @@ from wtb_local.engines.sampling_defaults import (
 )
 
 # --max-num-seqs and --gpu-memory-utilization are not hashed: a rerun with smaller ones resumes the run
-_ADVICE = {OutOfMemory: "rerun the same command with a smaller --max-num-seqs or --gpu-memory-utilization to resume"}
+_ADVICE: dict[type[Fault], str] = {OutOfMemory: "rerun the same command with a smaller --max-num-seqs or --gpu-memory-utilization to resume"}
 
 
 def _refuses_request(exc: BaseException) -> bool:
@@ -193,7 +194,7 @@ class VLLMBackend(Backend):
         return count
 
     @classmethod
-    def rerun_claim(cls, described: dict[str, Any], scheduling: str | None) -> dict[str, Any]:
+    def rerun_claim(cls, described: dict[str, Any], scheduling: str | None) -> RerunClaim:
         from wtb_local.engines.reproducibility import BATCH_INVARIANT, BATCHED, ONE_SEQUENCE
 
         scheduler = described.get("scheduler") or {}
@@ -204,7 +205,7 @@ class VLLMBackend(Backend):
         return {"identical": False, "why": BATCHED}
 
     @classmethod
-    def engine(cls) -> dict[str, Any]:
+    def engine(cls) -> EngineIdentity:
         # wtb_local asks for no structured outputs and no strict tool calling (docs/reproducibility.md)
         return {"name": "vllm", "version": vllm_release.installed_version(), "constrained_decoding": "off"}
 

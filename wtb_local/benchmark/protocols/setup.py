@@ -49,9 +49,10 @@ class PaperRenderer:
                  template_kwargs: dict[str, Any] | None = None, source: str = "tokenizer") -> None:
         self.tokenizer = tokenizer
         self.rule = rule
-        self.template = template or _own_template(tokenizer)
-        if not isinstance(self.template, str) or not self.template:
+        own = template or _own_template(tokenizer)
+        if not isinstance(own, str) or not own:
             raise ValueError("paper protocol: the tokenizer has no chat template; pass --chat-template NAME|PATH")
+        self.template: str = own
         self.template_kwargs = dict(template_kwargs or {})
         self.choice = PaperChoice(source, hashlib.sha256(self.template.encode("utf-8")).hexdigest(),
                                   f"paper protocol: the model's own template ({rule.name} prompt builder)")

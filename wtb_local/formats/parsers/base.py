@@ -24,6 +24,8 @@ class ToolParser(ABC):
     model_patterns: ClassVar[tuple[str, ...]] = ()  # regexes matched (re.search) against the lowercased model id
     template_markers: ClassVar[tuple[str, ...]] = ()  # substrings of a chat template that identify the format
     priority: ClassVar[int] = 0  # tie-break when several parsers match a model id: higher wins
+    # Set by `get_parser` from the `per_step` option (formats/parsers/prefill.py reads it).
+    per_step_prefill: bool = False
 
     def __init__(self, **options: Any) -> None:
         self.options = options

@@ -8,8 +8,6 @@ the parser is built with `thinking=True`.
 
 from __future__ import annotations
 
-from typing import Any
-
 from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._common import split_reasoning

@@ -8,7 +8,7 @@ Rendered with the `deepseek_v4` renderer (chat_templates/): thinking is on unles
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult

@@ -8,7 +8,7 @@ is on unless switched off, and a thinking prompt starts with the numeric reasoni
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult

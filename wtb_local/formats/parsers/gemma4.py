@@ -17,7 +17,6 @@ cannot be read keeps its raw arguments text with an error; the text after it is 
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult

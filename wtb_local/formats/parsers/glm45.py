@@ -38,10 +38,10 @@ _NAME_END = re.compile(r"\\n|\n|<arg_key>|$")
 
 class Glm45Parser(ToolParser):
     name = "glm45"
-    vllm_names = ("glm45",)
-    families = ("GLM-4.5", "GLM-4.5-Air", "GLM-4.6")
-    model_patterns = (r"glm-4\.[56]", r"glm-4\.\d-air", r"glm4\.[56]", r"glm-4-moe", r"glm4_moe")
-    template_markers = ("<arg_key>",)
+    vllm_names: ClassVar[tuple[str, ...]] = ("glm45",)
+    families: ClassVar[tuple[str, ...]] = ("GLM-4.5", "GLM-4.5-Air", "GLM-4.6")
+    model_patterns: ClassVar[tuple[str, ...]] = (r"glm-4\.[56]", r"glm-4\.\d-air", r"glm4\.[56]", r"glm-4-moe", r"glm4_moe")
+    template_markers: ClassVar[tuple[str, ...]] = ("<arg_key>",)
     priority = 5  # its template also mentions <tool_call>
     # what a function name may look like (anything else is a broken call, kept as text with an error)
     name_pattern: ClassVar[re.Pattern[str]] = re.compile(r"[^\s<>]+")

@@ -13,7 +13,6 @@ terminator (`<|end|>`, `<|call|>`, `<|return|>`), later ones opened by `<|start|
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult

@@ -9,7 +9,6 @@ mode writes an empty think block (no reasoning).
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult

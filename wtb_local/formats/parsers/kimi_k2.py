@@ -11,7 +11,6 @@ is kept as written; invalid JSON is passed through as raw text with an error (as
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult

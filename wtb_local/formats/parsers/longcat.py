@@ -10,7 +10,7 @@ object is kept with its raw text and an error.
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParseResult

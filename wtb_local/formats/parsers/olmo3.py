@@ -12,7 +12,6 @@ the block are kept (vLLM drops the bad sibling too, but silently). Reasoning (th
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult

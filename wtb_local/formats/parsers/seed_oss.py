@@ -14,8 +14,6 @@ so a completion with no thinking tags at all is an answer.
 
 from __future__ import annotations
 
-from typing import Any
-
 from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._common import join_content, split_reasoning

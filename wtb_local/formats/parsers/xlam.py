@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
@@ -31,10 +31,10 @@ _AFTER = re.compile(r"\s*(?:```|</tool_call>)")
 
 class XlamParser(ToolParser):
     name = "xlam"
-    vllm_names = ("xlam",)
-    families = ("xLAM-2 (Llama-xLAM-2-8b/70b-fc-r, xLAM-2-1b/3b/32b-fc-r)",)
-    model_patterns = (r"xlam",)
-    template_markers = ("make calls in a single JSON array", "Salesforce xLAM team")
+    vllm_names: ClassVar[tuple[str, ...]] = ("xlam",)
+    families: ClassVar[tuple[str, ...]] = ("xLAM-2 (Llama-xLAM-2-8b/70b-fc-r, xLAM-2-1b/3b/32b-fc-r)",)
+    model_patterns: ClassVar[tuple[str, ...]] = (r"xlam",)
+    template_markers: ClassVar[tuple[str, ...]] = ("make calls in a single JSON array", "Salesforce xLAM team")
     priority = 10  # Llama-xLAM ids also look like Llama ids
 
     fence: ClassVar[str] = ""  # how `format` wraps the list ("" = bare list)

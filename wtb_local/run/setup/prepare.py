@@ -140,7 +140,7 @@ def _field_type(name: str) -> TypeAdapter[Any]:
     info = model.model_fields[name]
     if not info.metadata:
         return TypeAdapter(info.annotation)
-    return TypeAdapter(Annotated[(info.annotation, *info.metadata)])  # type: ignore[valid-type]
+    return TypeAdapter(Annotated[(info.annotation, *info.metadata)])  # type: ignore[arg-type]
 
 
 def _fold(values: dict[str, Any], sources: dict[str, str], stage: _Stage) -> None:
