@@ -15,7 +15,10 @@ import json
 import time
 from typing import Any, ClassVar
 
+from typing_extensions import Required, TypedDict
+
 from wtb_local.contract.faults import BadResponse
+from wtb_local.contract.messages import ChatMessage, JSONObject, ToolSchema
 from wtb_local.contract.schema import Completion, GenerationRequest
 from wtb_local.engines.base import Capabilities, EngineIdentity
 from wtb_local.engines.completions import error_completion
@@ -24,6 +27,21 @@ from wtb_local.engines.openai_server import OpenAIBackend, StepError, _clip, fin
 # The server's finish reasons, as the runner records them.
 _FINISH = {"stop": "stop", "tool_calls": "stop", "function_call": "stop", "length": "length"}
 _PATH = "/chat/completions"
+
+
+class ChatBody(TypedDict, total=False):
+    """A `/chat/completions` request: the conversation and tools as the episode holds them, the sampling
+    values, and the chat template's switches."""
+
+    model: Required[str]
+    messages: Required[list[ChatMessage]]
+    max_tokens: Required[int]
+    seed: Required[int]
+    tools: list[ToolSchema]
+    tool_choice: str
+    temperature: float
+    top_p: float
+    chat_template_kwargs: dict[str, Any]  # the template's own keyword arguments (--template-kwarg)
 
 
 class OpenAIChatBackend(OpenAIBackend):
@@ -55,8 +73,8 @@ class OpenAIChatBackend(OpenAIBackend):
         # the server renders: the thinking switch goes as chat_template_kwargs
         return cls(cls.config_from_run(run), template_kwargs=run.template_kwargs)
 
-    def chat_body(self, request: GenerationRequest) -> dict[str, Any]:
-        body: dict[str, Any] = {
+    def chat_body(self, request: GenerationRequest) -> ChatBody:
+        body: ChatBody = {
             "model": self.config.request_model,
             "messages": request.messages,
             "max_tokens": request.sampling.max_new_tokens,
@@ -85,7 +103,7 @@ class OpenAIChatBackend(OpenAIBackend):
             return error_completion(request, str(exc), started)
 
 
-def chat_completion(request: GenerationRequest, reply: dict[str, Any], started: float) -> Completion:
+def chat_completion(request: GenerationRequest, reply: JSONObject, started: float) -> Completion:
     """The server's parsed message as a reply the episode judges. A message that cannot be judged (a call
     without a function name, content that is not text) is the step's error: the server parsed what the model
     wrote. An answer that holds no message at all is a machine fault (BadResponse)."""
