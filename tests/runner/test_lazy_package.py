@@ -26,6 +26,7 @@ def test_every_listed_name_is_its_modules_own_object() -> None:
     homes = {"RunError": "wtb_local.contract.errors", "config_diff": "wtb_local.contract.config_diff",
              "run_job": "wtb_local.run.job", "RunOptions": "wtb_local.run.setup.options",
              "StepDriver": "wtb_local.run.loop.steps", "PreparedRun": "wtb_local.run.setup.prepare"}
+    assert set(run_package.__all__) == set(run_package._EXPORTS)
     for name in run_package.__all__:
         assert getattr(run_package, name) is getattr(importlib.import_module(run_package._EXPORTS[name]), name)
     for name, module in homes.items():

@@ -8,10 +8,10 @@ tool-call arguments once decoded, a tool's parameter schema as the dataset gives
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NotRequired, Required
 
 # typing_extensions' TypedDict: pydantic builds models from it on Python 3.11 (contract/schema.py)
-from typing_extensions import NotRequired, Required, TypedDict
+from typing_extensions import TypedDict
 
 JSONObject = dict[str, Any]  # arbitrary JSON: decoded call arguments, a parameter schema as given
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Required
 
-from typing_extensions import Required, TypedDict
+from typing_extensions import TypedDict
 
 from wtb_local.contract.faults import BadResponse
 from wtb_local.contract.messages import ChatMessage, JSONObject, ToolSchema

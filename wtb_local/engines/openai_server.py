@@ -24,9 +24,9 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Required
 
-from typing_extensions import Required, TypedDict
+from typing_extensions import TypedDict
 
 from wtb_local.contract.faults import (
     BadResponse,

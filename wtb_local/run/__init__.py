@@ -59,7 +59,27 @@ _EXPORTS = {
     "ResolvedRun": "wtb_local.run.setup.resolved",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "PreparedRun",
+    "ResolvedRun",
+    "RunError",
+    "RunOptions",
+    "RunOutcome",
+    "RunPaths",
+    "SessionRunner",
+    "StepDriver",
+    "config_diff",
+    "config_hash",
+    "hashed_config",
+    "prepare",
+    "reply_from_parse",
+    "request_id",
+    "request_seed",
+    "resolve_scheduling",
+    "run_job",
+    "run_job_async",
+    "run_paths",
+]
 
 
 def __getattr__(name: str) -> object:

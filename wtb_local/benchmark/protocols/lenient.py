@@ -14,7 +14,7 @@ import json
 import re
 from typing import Any
 
-from wtb_local.contract.messages import ToolSchema
+from wtb_local.contract.messages import JSONObject, ToolSchema
 
 PASS_THRESHOLD = 0.7
 LATLON = re.compile(r"^\d+\.\d+,\d+\.\d+$")
@@ -65,7 +65,7 @@ def _free_extra(value: Any, description: str) -> bool:
     return text in description.lower() or (text == "none" and "null" in description.lower())
 
 
-def check_value(pred: Any, gold: Any, schema: dict[str, Any]) -> tuple[float, list[str]]:
+def check_value(pred: Any, gold: Any, schema: JSONObject) -> tuple[float, list[str]]:
     """(score in [0, 1], error labels) of one predicted value against the gold value."""
     pred, gold = _as_float(pred), _as_float(gold)
     if type(pred) is not type(gold):
@@ -92,7 +92,7 @@ def check_value(pred: Any, gold: Any, schema: dict[str, Any]) -> tuple[float, li
     raise LenientCheckError(f"unknown schema type {kind!r}")
 
 
-def _check_dict(pred: dict[str, Any], gold: dict[str, Any], schema: dict[str, Any]) -> tuple[float, list[str]]:
+def _check_dict(pred: JSONObject, gold: JSONObject, schema: JSONObject) -> tuple[float, list[str]]:
     if "items" in schema:
         fields = schema.get("items", {"type": "string"})
     elif "properties" in schema:
@@ -125,7 +125,7 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def _check_array(pred: Any, gold: Any, schema: dict[str, Any]) -> tuple[float, list[str]]:
+def _check_array(pred: Any, gold: Any, schema: JSONObject) -> tuple[float, list[str]]:
     if isinstance(pred, list):
         left, right = sorted(pred, key=_canonical), sorted(gold, key=_canonical)
     else:
@@ -146,7 +146,7 @@ def _check_array(pred: Any, gold: Any, schema: dict[str, Any]) -> tuple[float, l
     return sum(scores) / len(scores), errors
 
 
-def call_arguments(arguments: Any) -> dict[str, Any]:
+def call_arguments(arguments: Any) -> JSONObject:
     """A call's arguments as a dict: JSON text is decoded (a failure raises, as in the harness)."""
     if isinstance(arguments, str):
         try:

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from wtb_local.contract.messages import ToolSchema
+from wtb_local.contract.messages import JSONObject, ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._common import (
     TRUNCATED,
@@ -163,8 +163,8 @@ def parse_invokes(block: str, tools: list[ToolSchema] | None, errors: list[str],
     return calls
 
 
-def _parameters(name: str, body: str, props: dict[str, Any], errors: list[str]) -> dict[str, Any]:
-    args: dict[str, Any] = {}
+def _parameters(name: str, body: str, props: JSONObject, errors: list[str]) -> JSONObject:
+    args: JSONObject = {}
     heads = list(_PARAM_OPEN.finditer(body))
     for n, head in enumerate(heads):
         limit = heads[n + 1].start() if n + 1 < len(heads) else len(body)

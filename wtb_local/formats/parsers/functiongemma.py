@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from wtb_local.contract.messages import ToolSchema
+from wtb_local.contract.messages import JSONObject, ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.end_of_turn import strip_end_of_turn
 from wtb_local.formats.parsers._common import (
@@ -47,7 +47,7 @@ def _untyped(value: Any) -> Any:
     return value
 
 
-def typed_arguments(name: str, arguments: dict[str, Any], tools: list[ToolSchema] | None) -> dict[str, Any]:
+def typed_arguments(name: str, arguments: JSONObject, tools: list[ToolSchema] | None) -> JSONObject:
     props = tool_schemas(tools).get(name, {}).get("properties")
     props = props if isinstance(props, dict) else {}
     out = {}

@@ -17,7 +17,7 @@ import json
 import re
 from typing import Any, ClassVar
 
-from wtb_local.contract.messages import ToolSchema
+from wtb_local.contract.messages import JSONObject, ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._common import (
     TRUNCATED,
@@ -109,7 +109,7 @@ class Glm45Parser(ToolParser):
         return "".join(parts).rstrip("\n") if tool_calls else "".join(parts)
 
 
-def _typed(raw: str, schema: dict[str, Any] | None) -> Any:
+def _typed(raw: str, schema: JSONObject | None) -> Any:
     value = coerce_value(raw, schema)
     if isinstance(value, str) and schema and not _wants_string(schema) and '\\"' in raw:
         # GLM-4.6 sometimes escapes the quotes of a JSON value as if it sat inside a JSON string.
@@ -120,6 +120,6 @@ def _typed(raw: str, schema: dict[str, Any] | None) -> Any:
     return value
 
 
-def _wants_string(schema: dict[str, Any]) -> bool:
+def _wants_string(schema: JSONObject) -> bool:
     kinds = schema.get("type")
     return kinds == "string" or (isinstance(kinds, list) and "string" in kinds)

@@ -21,7 +21,7 @@ import math
 import re
 from typing import Any, ClassVar
 
-from wtb_local.contract.messages import ToolSchema
+from wtb_local.contract.messages import JSONObject, ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._common import (
     TRUNCATED,
@@ -198,7 +198,7 @@ class _Reader:
 # --- typing the tree by the schema --------------------------------------------------------------------
 
 
-def _branches(schema: Any) -> list[dict[str, Any]]:
+def _branches(schema: Any) -> list[JSONObject]:
     """The schema and its anyOf/oneOf alternatives (one level), as dicts."""
     if not isinstance(schema, dict):
         return []
@@ -220,12 +220,12 @@ def _items(schema: Any) -> Any:
     return next((b["items"] for b in _branches(schema) if isinstance(b.get("items"), dict)), None)
 
 
-def _object(children: list[tuple[str, Node]], schema: Any) -> dict[str, Any]:
+def _object(children: list[tuple[str, Node]], schema: Any) -> JSONObject:
     """Child elements as an object; a key repeated among siblings collects its values in an array."""
     grouped: dict[str, list[Node]] = {}
     for key, node in children:
         grouped.setdefault(key, []).append(node)
-    out: dict[str, Any] = {}
+    out: JSONObject = {}
     for key, nodes in grouped.items():
         sub = _property(schema, key)
         out[key] = _value(nodes[0], sub) if len(nodes) == 1 else [_value(n, _items(sub)) for n in nodes]
