@@ -97,7 +97,7 @@ def parse_dsml(text: str, dialect: Dialect, *, thinking: Any, tools: list[ToolSc
         close = re.compile(r"</" + DSML + r"\s*" + kind + r"\s*>").search(rest, block.end())
         nxt = blocks[n + 1].start() if n + 1 < len(blocks) else len(rest)
         closed = close is not None and close.start() < nxt
-        end, after = (close.start(), close.end()) if closed else (nxt, nxt)
+        end, after = (close.start(), close.end()) if closed and close is not None else (nxt, nxt)
         if kind != dialect.block:
             errors.append(f"a <{DSML}{kind}> block ({_GENERATIONS[kind]}'s) where this family writes "
                           f"{dialect.opener}: not read as calls")

@@ -77,7 +77,7 @@ def parse_deepseek(text: str, reasoning: str | None, finish_reason: str | None) 
     section = text[start:closed.start() if closed else len(text)]
     pieces = [text[:opened.start()], text[closed.end():] if closed else ""]
     calls: list[ParsedCall] = []
-    errors: list[str] = []
+    errors = []
     begins = list(_CALL_BEGIN.finditer(section))
     if not begins:
         return ParseResult(reasoning=reasoning, content=join_content([text]),

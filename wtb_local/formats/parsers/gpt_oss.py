@@ -87,7 +87,7 @@ def parse_harmony(text: str, finish_reason: str | None) -> ParseResult:
         end = _BODY_END.search(text, body_start)
         body = text[body_start:end.start() if end else len(text)]
         terminated = end is not None and end.group(0) in _TERMINATORS
-        pos = end.end() if terminated else end.start() if end else len(text)
+        pos = end.end() if end is not None and terminated else end.start() if end else len(text)
         channel = header.strip().split(" ", 1)[0].split("<|", 1)[0] if header.strip() else ""
         name = _recipient(header)
         name = pre_recipient if name is None else name

@@ -41,7 +41,7 @@ OPEN, CLOSE = f"{NS}<tool_call>", f"{NS}</tool_call>"
 THINK_OPEN, THINK_CLOSE = "<mm:think>", "</mm:think>"
 _TAG = re.compile(re.escape(NS) + r"<(/?)([^<>]+)>")
 _INVOKE = re.compile(r'invoke\s+name\s*=\s*"([^"]*)"\s*')
-_LITERALS = {"true": True, "false": False, "null": None, "{}": {}, "[]": []}
+_LITERALS: dict[str, object] = {"true": True, "false": False, "null": None, "{}": {}, "[]": []}
 
 Node = Any  # str (a leaf's text) or list[tuple[str, Node]] (child elements in order)
 

@@ -59,7 +59,7 @@ class XlamParser(ToolParser):
             found = (
                 json_block_calls(text[start : decoded[1]], missing_ok=text[start] == "[") if decoded else None
             )
-            if found:
+            if found and decoded:  # (found only where decoded)
                 content.append(_strip_suffix(text[pos:start]))
                 calls += found
                 pos = _skip_wrapper(text, decoded[1])

@@ -316,6 +316,7 @@ class RenderPool:
 
     def _read(self, worker: _Worker) -> None:
         started = time.perf_counter()
+        error: OSError | None
         try:
             data = os.read(worker.recv_fd, 1 << 20)
         except BlockingIOError:

@@ -92,7 +92,7 @@ def _prepare(options: RunOptions, renderer: Any, err: Any, engine: bool) -> Prep
     _fold(values, sources, template)
     reading = _parser_and_thinking(values, sources, backend, protocol, template.renderer)
     _fold(values, sources, reading)
-    if reading.sources.get("parser_options", "").startswith("per step: "):  # a fallback: said at start
+    if (reading.sources.get("parser_options") or "").startswith("per step: "):  # a fallback: said at start
         print(f"warning: parser options {reading.sources['parser_options']}", file=err)
     protocol.sampling(values, sources, options, err)
     _unused_options(options, backend, err)
@@ -179,7 +179,8 @@ class BackendChoice:
 
 
 def _backend_choice(options: RunOptions, err: Any) -> BackendChoice:
-    name, said = options.backend, {}
+    name = options.backend
+    said: _Sources = {}
     if name == "auto":
         name, said["backend"] = auto_backend(script=options.script, replay=options.replay)
         if not (options.script or options.replay):  # an engine: say which and why before it loads
