@@ -39,7 +39,7 @@ from wtb_local.contract.faults import (
 )
 from wtb_local.contract.messages import JSONObject
 from wtb_local.contract.schema import Completion, GenerationRequest
-from wtb_local.engines.base import Backend, Capabilities, EngineIdentity, SetupError
+from wtb_local.engines.base import Backend, BackendDescription, Capabilities, EngineIdentity, SetupError
 from wtb_local.engines.blocking import in_daemon_thread
 from wtb_local.engines.completions import error_completion, prompt_too_long
 from wtb_local.engines.config import OpenAIConfig
@@ -251,7 +251,7 @@ class OpenAIBackend(Backend):
     def from_run(cls, run: Any, *, parser: Any, renderer: Any) -> OpenAIBackend:
         return cls(cls.config_from_run(run))
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> BackendDescription:
         settings = self.config.model_dump(exclude={"api_key"})  # never record credentials
         settings["api_key_set"] = bool(self.config.api_key)
         return {"backend": self.name, "settings": settings, "server_models": self._server_models,

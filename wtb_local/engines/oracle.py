@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from wtb_local.contract.messages import ChatMessage, Reply, ToolCall, ToolSchema
 from wtb_local.contract.schema import Completion, GenerationRequest, ParsedCall
-from wtb_local.engines.base import Backend, Capabilities, SetupError
+from wtb_local.engines.base import Backend, BackendDescription, Capabilities, SetupError
 
 
 class OracleBackend(Backend):
@@ -109,7 +109,7 @@ class OracleBackend(Backend):
     def from_run(cls, run: Any, *, parser: Any, renderer: Any) -> OracleBackend:
         return cls(run.model, parser=parser, renderer=renderer)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> BackendDescription:
         return {"backend": self.name, "parser": self.parser.name,
                 "writer": "chat template cut, else parser format" if self.renderer else "parser format",
                 "template_cuts": self.template_cuts, "format_fallbacks": self.format_fallbacks}
