@@ -13,7 +13,7 @@ import functools
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -26,6 +26,10 @@ from wtb_local.engines.environment import resolved_revision, tokenizer_sha256
 from wtb_local.run.setup.options import RunOptions, cli_fields
 from wtb_local.run.setup.paths import RunPaths, run_paths
 from wtb_local.run.setup.resolved import ResolvedRun
+
+if TYPE_CHECKING:  # loaded by the stages that need them (start-up)
+    from wtb_local.run.setup.context_length import ContextRecord
+    from wtb_local.run.setup.shards import ShardRecord
 
 # The sampling values a backend that does not sample cannot honour.
 _SAMPLING_OPTIONS = ("temperature", "top_p")
@@ -44,11 +48,11 @@ class PreparedRun:
     parser: Any
     renderer_note: str | None
     thinking: Any  # thinking.ThinkingMode: the effective mode, decided by the prompt
-    shard: dict[str, Any] | None  # --shard: this shard's sessions and the selection they come from
+    shard: ShardRecord | None  # --shard: this shard's sessions and the selection they come from
     protocol: Protocol
     applied: ProtocolRun  # the protocol's renderer, parser, episodes and manifest section
     backend_class: type[Backend]
-    context_length: dict[str, Any] | None  # the window asked of an engine this run starts, and how
+    context_length: ContextRecord | None  # the window asked of an engine this run starts, and how
 
     def build_backend(self) -> Backend:
         try:
@@ -252,7 +256,7 @@ class DatasetSelection:
     dataset_sha256: str
     sessions: list[Any]
     selected: list[Any]
-    shard_record: dict[str, Any] | None  # --shard: this shard's sessions and the selection they come from
+    shard_record: ShardRecord | None  # --shard: this shard's sessions and the selection they come from
     sources: _Sources = field(default_factory=dict)
 
     def resolved(self) -> dict[str, Any]:
@@ -376,7 +380,7 @@ def _protocol_applied(values: dict[str, Any], protocol: Protocol, caps: Any, ren
 class EngineSettings:
     """The context window of an engine this run starts, the prompt checks and the render workers."""
 
-    context: dict[str, Any] | None  # the window asked of the engine, and how
+    context: ContextRecord | None  # the window asked of the engine, and how
     default_max_model_len: int | None
     verify_prompts: Any
     on_prompt_mismatch: Any
