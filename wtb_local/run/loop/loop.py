@@ -82,7 +82,7 @@ class SessionRunner:
         self.should_stop = should_stop  # checked before every step: no new work after a stop signal
         self.on_finished = on_finished  # called with a session id once its line is durable
         self._unwritten = 0  # sessions handed to the writer, not yet durable
-        self._written: asyncio.Event | None = None
+        self._written = asyncio.Event()  # a fresh one per run (run()); an Event binds no loop until used
         self._task: asyncio.Task[Any] | None = None
         self._failure: BaseException | None = None  # a callback's or the writer's error: the run stops
         self._cancelled = False  # whether `_fail` cancelled the run's task
