@@ -131,7 +131,9 @@ def chat_completion(request: GenerationRequest, reply: JSONObject, started: floa
             arguments = json.dumps(arguments, ensure_ascii=False)
         calls.append({"id": make_call_id(f"{request.request_id}/{i}"), "type": "function",
                       "function": {"name": function["name"], "arguments": arguments}})
-    usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
+    usage = reply.get("usage")
+    if not isinstance(usage, dict):
+        usage = {}
     return Completion(
         request_id=request.request_id,
         text=content or "",

@@ -293,7 +293,9 @@ def _completion(request: GenerationRequest, reply: JSONObject, started: float) -
     if not isinstance(text, str):
         raise BadResponse("bad response from /completions: choices[0].text is not a string")
     finish = finish_reason(choice.get("finish_reason"), "/completions", _TEXT_FINISH)
-    usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
+    usage = reply.get("usage")
+    if not isinstance(usage, dict):
+        usage = {}
     return Completion(
         request_id=request.request_id,
         text=text,

@@ -106,7 +106,9 @@ def gold_entries(session: Session) -> list[list[GoldNodeEntry]]:
 
 def predicted_steps(task: dict[str, Any]) -> list[PredictedStep]:
     """The harness's `predict_result` of a task: per step {content, tool_calls} in step order."""
-    log = task.get("inference_log") if isinstance(task.get("inference_log"), dict) else {}
+    log = task.get("inference_log")
+    if not isinstance(log, dict):
+        log = {}
     steps: list[PredictedStep] = []
     for key in sorted((k for k in log if k.startswith("step_")), key=lambda k: int(k.split("_")[1])):
         output = (log[key] or {}).get("inference_output") or {}
@@ -236,7 +238,9 @@ def score_rows_lenient(result_rows: Sequence[dict[str, Any]], sessions: Sequence
         session = by_index[session_index(row["id"])]
         tools = paper_tools(session)  # the harness checks against the dataset's own schemas (§3.1)
         answers = gold_entries(session)
-        tasks = row.get("result") if isinstance(row.get("result"), list) else []
+        tasks = row.get("result")
+        if not isinstance(tasks, list):
+            tasks = []
         results = [score_task(task, answers[i], tools) if isinstance(task, dict) else
                    {"label": ERROR, "structure": answer_structure(answers[i]), "progress": [0, len(answers[i])]}
                    for i, task in enumerate(tasks)]
@@ -282,7 +286,7 @@ def harness_metrics(score_rows: Sequence[dict[str, Any]], sessions: Sequence[Ses
         answers = gold_entries(session)
         all_correct = True
         for i, task_type in enumerate(types):
-            entry = results[i] if i < len(results) else {"label": ERROR}
+            entry: dict[str, Any] = results[i] if i < len(results) else {"label": ERROR}
             good = entry.get("label") == CORRECT
             all_correct = all_correct and good
             add("total", "task", good)
