@@ -10,7 +10,9 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SkipValidation
+
+from wtb_local.contract.messages import ChatMessage, Reply, ToolSchema
 
 # --- dataset (docs/evaluation.md §1) ------------------------------------------------------------------------
 
@@ -141,11 +143,13 @@ class GenerationRequest(BaseModel):
     step: int
     prompt: str = ""  # rendered with the model's chat template (empty for reply-level backends)
     prompt_token_ids: list[int] | None = None
-    messages: list[dict[str, Any]] = Field(default_factory=list)  # the conversation, OpenAI shape
-    tools: list[dict[str, Any]] = Field(default_factory=list)  # converted tools
+    # The conversation (OpenAI shape) and the converted tools: the episode's own dicts, passed on as they
+    # are (validating would rebuild them in the shapes' key order and drop keys the shapes do not name).
+    messages: SkipValidation[list[ChatMessage]] = Field(default_factory=list)
+    tools: SkipValidation[list[ToolSchema]] = Field(default_factory=list)
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
     seed: int = 0  # per request, derived with sha256 from (run seed, session, task, step)
-    gold_reply: dict[str, Any] | None = None  # filled only for the oracle backend
+    gold_reply: Reply | None = None  # filled only for the oracle backend (after construction: never validated)
 
 
 class Completion(BaseModel):

@@ -5,9 +5,10 @@ itself from the resolved run (`from_run`); everything outside this package asks 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from typing import Any
 
-from wtb_local.engines.base import Backend, Capabilities, SetupError
+from wtb_local.engines.base import Backend, Capabilities, RerunClaim, SetupError
 from wtb_local.engines.reproducibility import SERVER
 
 # name -> "module:class"; heavy modules are imported on first use only.
@@ -70,7 +71,7 @@ def engine_backends() -> list[str]:
             if (caps := backend_class(name).capabilities).samples and not caps.remote and caps.packages]
 
 
-def rerun_claim(backend: dict[str, Any], scheduling: str | None) -> dict[str, Any]:
+def rerun_claim(backend: Mapping[str, Any], scheduling: str | None) -> RerunClaim:
     """`{"identical": True | False | None, "why": ...}` for a run made with `backend` (its `describe()`):
     each backend states its own (`Backend.rerun_claim`)."""
     try:

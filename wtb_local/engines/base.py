@@ -16,14 +16,86 @@ from __future__ import annotations
 
 import hashlib
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Required
+
+from typing_extensions import TypedDict
 
 from wtb_local.contract.faults import FaultLog
+from wtb_local.contract.messages import JSONObject
 from wtb_local.contract.schema import Completion, GenerationRequest
 from wtb_local.engines.errors import SetupError
 from wtb_local.engines.reproducibility import SERVER
+
+
+class RerunClaim(TypedDict):
+    """Whether a rerun with the same seed writes identical files (None: a server decides), and why: the
+    manifest's `rerun` (docs/reproducibility.md §1)."""
+
+    identical: bool | None
+    why: str
+
+
+# The memory share vLLM took: its value and where it came from ("from" is a Python keyword).
+MemoryShare = TypedDict("MemoryShare", {"value": float | None, "from": str})
+
+
+class SchedulerSettings(TypedDict, total=False):
+    """The batch limits vLLM really runs with (empty when the engine does not say)."""
+
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    enable_chunked_prefill: bool
+    enable_prefix_caching: bool
+    block_size: int
+
+
+class BackendDescription(TypedDict, total=False):
+    """What a backend records of itself in the manifest (`describe()`): its name, then what each backend
+    knows (an engine's settings and versions, a writer's counts, a replay's or script's file)."""
+
+    backend: Required[str]
+    settings: JSONObject  # the engine config as dumped (secrets excluded)
+    # an engine in this process
+    vllm_version: str
+    transformers_version: str
+    torch_version: str
+    device: str
+    device_name: str
+    dtype: str
+    gpu_memory_utilization: MemoryShare
+    batch_invariant: bool
+    max_model_len: int | None
+    scheduler: SchedulerSettings
+    generation_defaults: JSONObject  # the checkpoint's sampling defaults, by name
+    # a server
+    server_models: list[str]
+    # the oracle and instant writers
+    parser: str
+    writer: str
+    replies: str
+    written: int
+    looked_up: int
+    template_cuts: int
+    format_fallbacks: int
+    # a replay, a script
+    replay: str
+    replay_sha256: str
+    recorded_steps: int
+    answered: int
+    unrecorded: int
+    script: str
+    script_sha256: str
+
+
+class EngineIdentity(TypedDict):
+    """What generated the replies: the manifest's `versions.engine` (docs/reproducibility.md)."""
+
+    name: str | None
+    version: str | None
+    constrained_decoding: str | None
 
 
 @dataclass(frozen=True)
@@ -68,7 +140,7 @@ class Backend(ABC):
     async def generate(self, request: GenerationRequest) -> Completion:
         """One completion for one request."""
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> BackendDescription:
         """Settings and versions recorded in the run manifest."""
         return {"backend": self.name}
 
@@ -105,7 +177,7 @@ class Backend(ABC):
         return selected
 
     @classmethod
-    def engine(cls) -> dict[str, Any]:
+    def engine(cls) -> EngineIdentity:
         """What generated the replies and whether decoding was constrained: the manifest's
         `versions.engine` (docs/reproducibility.md). A backend that runs no model has no engine."""
         if cls.capabilities.remote:
@@ -121,7 +193,7 @@ class Backend(ABC):
         return None
 
     @classmethod
-    def rerun_claim(cls, described: dict[str, Any], scheduling: str | None) -> dict[str, Any]:
+    def rerun_claim(cls, described: Mapping[str, Any], scheduling: str | None) -> RerunClaim:
         """Whether a rerun with the same seed writes identical files, and why (docs/reproducibility.md §1);
         `described`: the run's `describe()`. A backend that does not sample gives fixed replies; a server
         decides for itself."""

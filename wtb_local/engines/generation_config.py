@@ -26,8 +26,8 @@ def read_generation_config(model: str, revision: str | None = None) -> dict[str,
     if local.is_dir():
         path = local / FILE_NAME
         return _parse(path) if path.is_file() else {}
-    path = _hub_file(model, revision)
-    return _parse(path) if path is not None else {}
+    fetched = _hub_file(model, revision)
+    return _parse(fetched) if fetched is not None else {}
 
 
 def _hub_file(model: str, revision: str | None) -> Path | None:

@@ -15,13 +15,14 @@ import gc
 import hashlib
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from wtb_local.contract.faults import Fault, InternalError, OutOfMemory, classify
 from wtb_local.contract.schema import Completion, GenerationRequest
-from wtb_local.engines.base import Backend, Capabilities
+from wtb_local.engines.base import Backend, BackendDescription, Capabilities, EngineIdentity, RerunClaim
 from wtb_local.engines.completions import error_completion, prompt_too_long
 from wtb_local.engines.config import TransformersConfig
 from wtb_local.engines.sampling_defaults import ResolvedSampling, eos_ids, model_defaults, resolve
@@ -32,7 +33,7 @@ _DTYPE_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "fp3
 # from many coroutines, which all get to run within a few turns.
 _SETTLE_TURNS = 3
 # --batch-size is not hashed: a rerun with a smaller one resumes the same run directory
-_ADVICE = {OutOfMemory: "rerun the same command with a smaller --batch-size to resume"}
+_ADVICE: dict[type[Fault], str] = {OutOfMemory: "rerun the same command with a smaller --batch-size to resume"}
 
 
 @dataclass
@@ -76,7 +77,7 @@ class TransformersBackend(Backend):
         await asyncio.to_thread(self._load)
 
     @classmethod
-    def engine(cls) -> dict[str, Any]:
+    def engine(cls) -> EngineIdentity:
 
         try:
             installed = version("transformers")
@@ -250,7 +251,7 @@ class TransformersBackend(Backend):
         )
 
     @classmethod
-    def rerun_claim(cls, described: dict[str, Any], scheduling: str | None) -> dict[str, Any]:
+    def rerun_claim(cls, described: Mapping[str, Any], scheduling: str | None) -> RerunClaim:
         if scheduling == "waves":
             return {"identical": True, "why": "step-synchronous waves hold the same requests in every run (sorted "
                                               "ids, --batch-size at a time), each seeded from its request ids"}
@@ -261,8 +262,8 @@ class TransformersBackend(Backend):
     def from_run(cls, run: Any, *, parser: Any, renderer: Any) -> TransformersBackend:
         return cls(TransformersConfig(**run.engine_settings(TransformersConfig), dtype=run.resolved_dtype or run.dtype))
 
-    def describe(self) -> dict[str, Any]:
-        info: dict[str, Any] = {"backend": self.name, "settings": self.config.model_dump()}
+    def describe(self) -> BackendDescription:
+        info: BackendDescription = {"backend": self.name, "settings": self.config.model_dump()}
         try:
             import torch
             import transformers

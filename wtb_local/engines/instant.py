@@ -19,7 +19,7 @@ import time
 from typing import Any, ClassVar
 
 from wtb_local.contract.schema import Completion, GenerationRequest
-from wtb_local.engines.base import Backend, Capabilities
+from wtb_local.engines.base import Backend, BackendDescription, Capabilities
 
 
 class InstantBackend(Backend):
@@ -84,10 +84,11 @@ class InstantBackend(Backend):
     def prefilled_reasoning(self, request: GenerationRequest) -> bool | None:
         return None  # the step driver reads the pre-fill from the rendered prompt itself
 
-    def describe(self) -> dict[str, Any]:
-        info: dict[str, Any] = {"backend": self.name, "replies": "frozen table" if self.frozen_table else
+    def describe(self) -> BackendDescription:
+        info: BackendDescription = {"backend": self.name, "replies": "frozen table" if self.frozen_table else
                                 "oracle writer, memoised", "written": self.writes, "looked_up": self.lookups}
         if self.writer is not None:
-            info.update(parser=self.writer.parser.name, template_cuts=self.writer.template_cuts,
-                        format_fallbacks=self.writer.format_fallbacks)
+            info["parser"] = self.writer.parser.name
+            info["template_cuts"] = self.writer.template_cuts
+            info["format_fallbacks"] = self.writer.format_fallbacks
         return info

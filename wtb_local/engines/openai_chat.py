@@ -13,17 +13,35 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Required
+
+from typing_extensions import TypedDict
 
 from wtb_local.contract.faults import BadResponse
+from wtb_local.contract.messages import ChatMessage, JSONObject, ToolSchema
 from wtb_local.contract.schema import Completion, GenerationRequest
-from wtb_local.engines.base import Capabilities
+from wtb_local.engines.base import Capabilities, EngineIdentity
 from wtb_local.engines.completions import error_completion
 from wtb_local.engines.openai_server import OpenAIBackend, StepError, _clip, finish_reason
 
 # The server's finish reasons, as the runner records them.
 _FINISH = {"stop": "stop", "tool_calls": "stop", "function_call": "stop", "length": "length"}
 _PATH = "/chat/completions"
+
+
+class ChatBody(TypedDict, total=False):
+    """A `/chat/completions` request: the conversation and tools as the episode holds them, the sampling
+    values, and the chat template's switches."""
+
+    model: Required[str]
+    messages: Required[list[ChatMessage]]
+    max_tokens: Required[int]
+    seed: Required[int]
+    tools: list[ToolSchema]
+    tool_choice: str
+    temperature: float
+    top_p: float
+    chat_template_kwargs: dict[str, Any]  # the template's own keyword arguments (--template-kwarg)
 
 
 class OpenAIChatBackend(OpenAIBackend):
@@ -44,7 +62,7 @@ class OpenAIChatBackend(OpenAIBackend):
         self.template_kwargs = dict(template_kwargs or {})
 
     @classmethod
-    def engine(cls) -> dict[str, Any]:
+    def engine(cls) -> EngineIdentity:
         # the server parses tool calls with its own parser and may constrain decoding (vLLM's strict tool
         # calling): neither is reported in the reply
         return {"name": "a server", "version": "unknown (the server does not report it)",
@@ -55,8 +73,8 @@ class OpenAIChatBackend(OpenAIBackend):
         # the server renders: the thinking switch goes as chat_template_kwargs
         return cls(cls.config_from_run(run), template_kwargs=run.template_kwargs)
 
-    def chat_body(self, request: GenerationRequest) -> dict[str, Any]:
-        body: dict[str, Any] = {
+    def chat_body(self, request: GenerationRequest) -> ChatBody:
+        body: ChatBody = {
             "model": self.config.request_model,
             "messages": request.messages,
             "max_tokens": request.sampling.max_new_tokens,
@@ -85,7 +103,7 @@ class OpenAIChatBackend(OpenAIBackend):
             return error_completion(request, str(exc), started)
 
 
-def chat_completion(request: GenerationRequest, reply: dict[str, Any], started: float) -> Completion:
+def chat_completion(request: GenerationRequest, reply: JSONObject, started: float) -> Completion:
     """The server's parsed message as a reply the episode judges. A message that cannot be judged (a call
     without a function name, content that is not text) is the step's error: the server parsed what the model
     wrote. An answer that holds no message at all is a machine fault (BadResponse)."""
@@ -113,7 +131,9 @@ def chat_completion(request: GenerationRequest, reply: dict[str, Any], started: 
             arguments = json.dumps(arguments, ensure_ascii=False)
         calls.append({"id": make_call_id(f"{request.request_id}/{i}"), "type": "function",
                       "function": {"name": function["name"], "arguments": arguments}})
-    usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
+    usage = reply.get("usage")
+    if not isinstance(usage, dict):
+        usage = {}
     return Completion(
         request_id=request.request_id,
         text=content or "",

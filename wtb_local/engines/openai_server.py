@@ -23,7 +23,10 @@ import json
 import time
 import urllib.error
 import urllib.request
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Required
+
+from typing_extensions import TypedDict
 
 from wtb_local.contract.faults import (
     BadResponse,
@@ -34,14 +37,33 @@ from wtb_local.contract.faults import (
     Timeout,
     context_overflow,
 )
+from wtb_local.contract.messages import JSONObject
 from wtb_local.contract.schema import Completion, GenerationRequest
-from wtb_local.engines.base import Backend, Capabilities, SetupError
+from wtb_local.engines.base import Backend, BackendDescription, Capabilities, EngineIdentity, SetupError
 from wtb_local.engines.blocking import in_daemon_thread
 from wtb_local.engines.completions import error_completion, prompt_too_long
 from wtb_local.engines.config import OpenAIConfig
 from wtb_local.engines.sampling_defaults import ResolvedSampling, model_defaults, resolve
 
 _DETAIL_CHARS = 300
+
+
+class CompletionBody(TypedDict, total=False):
+    """A `/completions` request: the rendered prompt (text or token ids) and the sampling values, with
+    vLLM's extensions (ignored elsewhere)."""
+
+    model: Required[str]
+    prompt: Required[str | list[int]]
+    add_special_tokens: bool
+    max_tokens: int
+    seed: int
+    temperature: float
+    top_p: float
+    top_k: int
+    min_p: float
+    repetition_penalty: float
+    skip_special_tokens: bool
+    spaces_between_special_tokens: bool
 
 
 class StepError(Exception):
@@ -106,26 +128,22 @@ class OpenAIBackend(Backend):
     async def close(self) -> None:
         self._started = False  # calls still in flight run out in their daemon threads
 
-    def _body(self, request: GenerationRequest, sampling: ResolvedSampling) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.config.request_model}
+    def _body(self, request: GenerationRequest, sampling: ResolvedSampling) -> CompletionBody:
         if self.config.prompt_format == "token-ids" and request.prompt_token_ids is not None:
-            body["prompt"] = list(request.prompt_token_ids)
+            body: CompletionBody = {"model": self.config.request_model, "prompt": list(request.prompt_token_ids)}
         else:
             # The chat template already wrote BOS and every marker: the server must add nothing.
-            body["prompt"] = request.prompt
-            body["add_special_tokens"] = False
-        body.update(
-            max_tokens=sampling.max_new_tokens,
-            seed=request.seed,
-            temperature=sampling.temperature,  # 0 = greedy
-            top_p=sampling.top_p,
-            top_k=sampling.top_k if sampling.top_k > 0 else -1,  # -1 = off, as the vllm backend sends it
-            min_p=sampling.min_p,
-            repetition_penalty=sampling.repetition_penalty,
-            # vLLM extensions (ignored elsewhere): keep tool-call markers, decode exactly.
-            skip_special_tokens=False,
-            spaces_between_special_tokens=False,
-        )
+            body = {"model": self.config.request_model, "prompt": request.prompt, "add_special_tokens": False}
+        body["max_tokens"] = sampling.max_new_tokens
+        body["seed"] = request.seed
+        body["temperature"] = sampling.temperature  # 0 = greedy
+        body["top_p"] = sampling.top_p
+        body["top_k"] = sampling.top_k if sampling.top_k > 0 else -1  # -1 = off, as the vllm backend sends it
+        body["min_p"] = sampling.min_p
+        body["repetition_penalty"] = sampling.repetition_penalty
+        # vLLM extensions (ignored elsewhere): keep tool-call markers, decode exactly.
+        body["skip_special_tokens"] = False
+        body["spaces_between_special_tokens"] = False
         return body
 
     async def generate(self, request: GenerationRequest) -> Completion:
@@ -146,7 +164,7 @@ class OpenAIBackend(Backend):
         except StepError as exc:
             return error_completion(request, str(exc), started)
 
-    async def _with_retries(self, attempt: Any, retries: int | None = None) -> dict[str, Any]:
+    async def _with_retries(self, attempt: Any, retries: int | None = None) -> JSONObject:
         """`attempt`'s answer; a fault that allows a retry is retried `retries` times with exponential backoff
         (each one counted in the fault log), then raised."""
         assert self._semaphore is not None
@@ -169,8 +187,8 @@ class OpenAIBackend(Backend):
             await asyncio.sleep(self.config.retry_backoff_s * 2**n)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
-    def _call(self, method: str, path: str, body: dict[str, Any] | None) -> dict[str, Any]:
-        """One blocking HTTP exchange (runs in the pool). Returns the decoded JSON object."""
+    def _call(self, method: str, path: str, body: Mapping[str, object] | None) -> JSONObject:
+        """One blocking HTTP exchange (runs in the pool). Returns the decoded JSON object, as the server sent it."""
         headers = {"Accept": "application/json"}
         data = None
         if body is not None:
@@ -200,7 +218,7 @@ class OpenAIBackend(Backend):
         return payload
 
     @classmethod
-    def engine(cls) -> dict[str, Any]:
+    def engine(cls) -> EngineIdentity:
         # /completions carries no tools: the server has nothing to constrain decoding to
         return {**super().engine(), "constrained_decoding": "off (text completions carry no tools)"}
 
@@ -233,7 +251,7 @@ class OpenAIBackend(Backend):
     def from_run(cls, run: Any, *, parser: Any, renderer: Any) -> OpenAIBackend:
         return cls(cls.config_from_run(run))
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> BackendDescription:
         settings = self.config.model_dump(exclude={"api_key"})  # never record credentials
         settings["api_key_set"] = bool(self.config.api_key)
         return {"backend": self.name, "settings": settings, "server_models": self._server_models,
@@ -266,7 +284,7 @@ def finish_reason(value: Any, path: str, known: dict[str, str]) -> str:
 _TEXT_FINISH = {"stop": "stop", "length": "length"}
 
 
-def _completion(request: GenerationRequest, reply: dict[str, Any], started: float) -> Completion:
+def _completion(request: GenerationRequest, reply: JSONObject, started: float) -> Completion:
     choices = reply.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise BadResponse(f"bad response from /completions: no choices: {_clip(json.dumps(reply))}")
@@ -275,7 +293,9 @@ def _completion(request: GenerationRequest, reply: dict[str, Any], started: floa
     if not isinstance(text, str):
         raise BadResponse("bad response from /completions: choices[0].text is not a string")
     finish = finish_reason(choice.get("finish_reason"), "/completions", _TEXT_FINISH)
-    usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
+    usage = reply.get("usage")
+    if not isinstance(usage, dict):
+        usage = {}
     return Completion(
         request_id=request.request_id,
         text=text,

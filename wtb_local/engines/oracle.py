@@ -12,8 +12,9 @@ import json
 import time
 from typing import Any, ClassVar
 
+from wtb_local.contract.messages import ChatMessage, Reply, ToolCall, ToolSchema
 from wtb_local.contract.schema import Completion, GenerationRequest, ParsedCall
-from wtb_local.engines.base import Backend, Capabilities, SetupError
+from wtb_local.engines.base import Backend, BackendDescription, Capabilities, SetupError
 
 
 class OracleBackend(Backend):
@@ -53,7 +54,7 @@ class OracleBackend(Backend):
                           completion_tokens=tokens, finish_reason="stop",
                           latency_s=time.perf_counter() - started)
 
-    def write(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], gold: dict[str, Any]) -> str:
+    def write(self, messages: list[ChatMessage], tools: list[ToolSchema], gold: Reply) -> str:
         """The raw completion for `gold`; the template's cut is used only when it parses back to `gold`."""
         from wtb_local.formats.parsers.prefill import step_parser  # deferred: start-up
 
@@ -75,7 +76,7 @@ class OracleBackend(Backend):
         """Whether this step's generation prompt opens a reasoning block (the run parses by it)."""
         return self._prefilled(request.messages, request.tools)
 
-    def _prefilled(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> bool | None:
+    def _prefilled(self, messages: list[ChatMessage], tools: list[ToolSchema]) -> bool | None:
         from wtb_local.formats.parsers.prefill import decides_per_step, prompt_prefills  # deferred: start-up
 
         if self.renderer is None or not decides_per_step(self.parser):
@@ -85,7 +86,7 @@ class OracleBackend(Backend):
         except Exception:  # noqa: BLE001 - an unrenderable step is parsed as the run decided once
             return None
 
-    def _reads_back(self, text: str, tools: list[dict[str, Any]], content: Any,
+    def _reads_back(self, text: str, tools: list[ToolSchema], content: Any,
                     calls: list[ParsedCall], prefilled: bool | None = None) -> bool:
         from wtb_local.formats.parsers import parse_completion  # deferred: start-up
         from wtb_local.formats.parsers.prefill import step_parser  # deferred: start-up
@@ -108,13 +109,13 @@ class OracleBackend(Backend):
     def from_run(cls, run: Any, *, parser: Any, renderer: Any) -> OracleBackend:
         return cls(run.model, parser=parser, renderer=renderer)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> BackendDescription:
         return {"backend": self.name, "parser": self.parser.name,
                 "writer": "chat template cut, else parser format" if self.renderer else "parser format",
                 "template_cuts": self.template_cuts, "format_fallbacks": self.format_fallbacks}
 
 
-def _parsed_calls(tool_calls: list[dict[str, Any]]) -> list[ParsedCall]:
+def _parsed_calls(tool_calls: list[ToolCall]) -> list[ParsedCall]:
     calls = []
     for call in tool_calls:
         function = call.get("function") or {}

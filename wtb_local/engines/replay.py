@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -28,7 +29,14 @@ from wtb_local.contract.recorded import (
 )
 from wtb_local.contract.rows import RESULT_KEYS, RowError, read_rows
 from wtb_local.contract.schema import Completion, GenerationRequest
-from wtb_local.engines.base import Backend, Capabilities, SetupError, file_sha256
+from wtb_local.engines.base import (
+    Backend,
+    BackendDescription,
+    Capabilities,
+    RerunClaim,
+    SetupError,
+    file_sha256,
+)
 
 ReplayKey = tuple[str, int, int]  # (session id, task index, step)
 
@@ -258,7 +266,7 @@ class ReplayBackend(Backend):
         return manifest.thinking.effective if manifest is not None else None
 
     @classmethod
-    def rerun_claim(cls, described: dict[str, Any], scheduling: str | None) -> dict[str, Any]:
+    def rerun_claim(cls, described: Mapping[str, Any], scheduling: str | None) -> RerunClaim:
         return {"identical": True, "why": "the recorded completions are parsed and judged again: the score and "
                                           "metric files are byte-identical, the result file differs only in "
                                           "each step's runner_ms"}
@@ -270,6 +278,6 @@ class ReplayBackend(Backend):
         except ValueError as exc:
             raise SetupError(f"--replay: {exc}") from None
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> BackendDescription:
         return {"backend": self.name, "replay": str(self.result_file), "replay_sha256": self.sha256,
                 "recorded_steps": len(self.steps), "answered": self.answered, "unrecorded": self.unrecorded}

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 from wtb_local.contract.jsonl import json_lines
 from wtb_local.contract.schema import Completion, GenerationRequest
-from wtb_local.engines.base import Backend, Capabilities, SetupError, file_sha256
+from wtb_local.engines.base import Backend, BackendDescription, Capabilities, SetupError, file_sha256
 
 ScriptKey = tuple[str, int, int]
 
@@ -126,6 +126,6 @@ class ScriptedBackend(Backend):
         reply = self.reply_for(request.session_id, request.task_idx, request.step)
         return Completion(request_id=request.request_id, reply=reply, finish_reason="stop")
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> BackendDescription:
         digest = hashlib.sha256(self.script_path.read_bytes()).hexdigest()
         return {"backend": self.name, "script": str(self.script_path), "script_sha256": digest}

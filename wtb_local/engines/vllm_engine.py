@@ -17,11 +17,13 @@ import itertools
 import logging
 import os
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from wtb_local.contract import vllm_release
 from wtb_local.contract.faults import (
     BackendError,
+    Fault,
     InternalError,
     OutOfMemory,
     RequestRejected,
@@ -29,7 +31,16 @@ from wtb_local.contract.faults import (
     context_overflow,
 )
 from wtb_local.contract.schema import Completion, GenerationRequest
-from wtb_local.engines.base import Backend, Capabilities, SetupError
+from wtb_local.engines.base import (
+    Backend,
+    BackendDescription,
+    Capabilities,
+    EngineIdentity,
+    MemoryShare,
+    RerunClaim,
+    SchedulerSettings,
+    SetupError,
+)
 from wtb_local.engines.completions import error_completion, prompt_too_long
 from wtb_local.engines.config import VLLMConfig
 from wtb_local.engines.leaked_memory import release_leaked, segments
@@ -42,7 +53,7 @@ from wtb_local.engines.sampling_defaults import (
 )
 
 # --max-num-seqs and --gpu-memory-utilization are not hashed: a rerun with smaller ones resumes the run
-_ADVICE = {OutOfMemory: "rerun the same command with a smaller --max-num-seqs or --gpu-memory-utilization to resume"}
+_ADVICE: dict[type[Fault], str] = {OutOfMemory: "rerun the same command with a smaller --max-num-seqs or --gpu-memory-utilization to resume"}
 
 
 def _refuses_request(exc: BaseException) -> bool:
@@ -72,7 +83,7 @@ class VLLMBackend(Backend):
         self._eos_text: list[str] = []
         self._eos_ids: frozenset[int] = frozenset()
         self._max_model_len = 0
-        self._scheduler: dict[str, Any] = {}
+        self._scheduler: SchedulerSettings = {}
         self._counter = itertools.count()
         self._segments_before: set[str] = set()
 
@@ -182,7 +193,7 @@ class VLLMBackend(Backend):
         return count
 
     @classmethod
-    def rerun_claim(cls, described: dict[str, Any], scheduling: str | None) -> dict[str, Any]:
+    def rerun_claim(cls, described: Mapping[str, Any], scheduling: str | None) -> RerunClaim:
         from wtb_local.engines.reproducibility import BATCH_INVARIANT, BATCHED, ONE_SEQUENCE
 
         scheduler = described.get("scheduler") or {}
@@ -193,7 +204,7 @@ class VLLMBackend(Backend):
         return {"identical": False, "why": BATCHED}
 
     @classmethod
-    def engine(cls) -> dict[str, Any]:
+    def engine(cls) -> EngineIdentity:
         # wtb_local asks for no structured outputs and no strict tool calling (docs/reproducibility.md)
         return {"name": "vllm", "version": vllm_release.installed_version(), "constrained_decoding": "off"}
 
@@ -218,8 +229,8 @@ class VLLMBackend(Backend):
             **run.engine_settings(VLLMConfig), "dtype": run.resolved_dtype or run.dtype,
             "max_model_len": run.max_model_len or run.default_max_model_len, "seed": run.seed}))
 
-    def describe(self) -> dict[str, Any]:
-        info: dict[str, Any] = {"backend": self.name, "settings": self.config.model_dump()}
+    def describe(self) -> BackendDescription:
+        info: BackendDescription = {"backend": self.name, "settings": self.config.model_dump()}
         try:
             import vllm
             from vllm.platforms import current_platform
@@ -255,7 +266,7 @@ def batch_usage_context() -> Any:
     return UsageContext.LLM_CLASS
 
 
-def scheduler_settings(engine: Any) -> dict[str, Any]:
+def scheduler_settings(engine: Any) -> SchedulerSettings:
     """The batch limits the engine really runs with (recorded in the manifest)."""
     try:
         scheduler = engine.vllm_config.scheduler_config
@@ -289,7 +300,7 @@ def unsupported_engine_args(args: dict[str, Any], engine_args_class: Any) -> lis
     return sorted(name for name in args if name not in known)
 
 
-def memory_share(config: VLLMConfig, version: str, device: str) -> dict[str, Any]:
+def memory_share(config: VLLMConfig, version: str, device: str) -> MemoryShare:
     """The memory share the engine took and where it came from (the manifest's record of it)."""
     if config.gpu_memory_utilization is not None:
         return {"value": config.gpu_memory_utilization, "from": "given"}

@@ -63,7 +63,7 @@ def is_closed_block(text: str) -> bool:
         if stripped.startswith(opener) and stripped.endswith(closer) and len(stripped) >= len(opener + closer):
             return True
     tag = _TAG.match(stripped)
-    return bool(tag) and stripped.endswith(f"</{tag.group('tag')}>")
+    return tag is not None and stripped.endswith(f"</{tag.group('tag')}>")
 
 
 def ends_in_open_reasoning(prompt: str) -> bool:

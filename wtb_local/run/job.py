@@ -24,6 +24,7 @@ from wtb_local.contract.errors import RecordError, RunError, one_line
 from wtb_local.contract.faults import INTERNAL_EXIT_CODE, Fault, FaultLog, InternalError, stop_line
 from wtb_local.contract.lock_file import RunLock, locked
 from wtb_local.contract.manifest import SCHEMA_VERSION, Manifest
+from wtb_local.contract.messages import SessionResult
 from wtb_local.contract.paths import MANIFEST_NAME
 from wtb_local.contract.rows import ResultLines
 from wtb_local.contract.run_dir import as_manifest, check_manifest
@@ -67,7 +68,7 @@ class RunOutcome:
         return check_manifest(self.manifest, self.paths.run_dir / MANIFEST_NAME)
 
 
-def _label_counts(row: dict[str, Any], _session: Any) -> tuple[int, int]:
+def _label_counts(row: SessionResult, _session: Any) -> tuple[int, int]:
     from wtb_local.benchmark.evaluator.judge import score_session
 
     results = score_session(row).get("results")

@@ -15,6 +15,7 @@ from typing import Any
 
 from wtb_local.benchmark.evaluator.ids import make_call_id
 from wtb_local.benchmark.evaluator.paths import TaskGraph
+from wtb_local.contract.messages import ChatMessage, ToolCall
 from wtb_local.contract.schema import ASK_ACTION, PREPARE_ACTION
 
 
@@ -62,11 +63,11 @@ def gold_nodes(nodes: Sequence[Any]) -> list[GoldNode]:
     return result
 
 
-def system_message(env_info: str) -> dict[str, Any]:
+def system_message(env_info: str) -> ChatMessage:
     return {"role": "system", "content": "Current Date: " + env_info}
 
 
-def user_message(task: str) -> dict[str, Any]:
+def user_message(task: str) -> ChatMessage:
     return {"role": "user", "content": task}
 
 
@@ -77,12 +78,12 @@ def history_call_key(session_id: str, task_idx: int, step: int, k: int) -> str:
 
 def gold_path_steps(
     nodes: Sequence[GoldNode], path: Sequence[Sequence[int]]
-) -> Iterator[tuple[list[dict[str, Any]], list[GoldNode]]]:
+) -> Iterator[tuple[list[ChatMessage], list[GoldNode]]]:
     """Per step of a gold path: the messages its pseudo-actions say (an ask: the question and the user's
     answer; a prepare: its text), and its tool-call nodes, in order. The one walk of a gold path that both
     the release's history (`gold_path_messages`) and the paper harness's (benchmark/protocols/history.py) format."""
     for step in path:
-        said: list[dict[str, Any]] = []
+        said: list[ChatMessage] = []
         called: list[GoldNode] = []
         for position in step:
             node = nodes[position]
@@ -103,12 +104,12 @@ def gold_path_messages(
     session_id: str,
     task_idx: int,
     id_style: str = "openai",
-) -> list[dict[str, Any]]:
+) -> list[ChatMessage]:
     """The assistant/user/tool messages replaying one gold path as history (docs/evaluation.md §3 step 2)."""
-    messages: list[dict[str, Any]] = []
+    messages: list[ChatMessage] = []
     for step_idx, (said, called) in enumerate(gold_path_steps(nodes, path)):
         messages.extend(said)
-        calls: list[dict[str, Any]] = []
+        calls: list[ToolCall] = []
         for node in called:
             arguments = node.arguments
             if isinstance(arguments, dict):
@@ -137,13 +138,13 @@ def session_prefixes(
     graphs: Sequence[TaskGraph],
     *,
     id_style: str = "openai",
-) -> list[list[dict[str, Any]]]:
+) -> list[list[ChatMessage]]:
     """For each task i, the conversation sent at its first step: system, gold history of tasks < i, user i.
 
     The history grows once per session; each returned list is independent (fresh dicts).
     """
-    history: list[dict[str, Any]] = [system_message(env_info)]
-    prefixes: list[list[dict[str, Any]]] = []
+    history: list[ChatMessage] = [system_message(env_info)]
+    prefixes: list[list[ChatMessage]] = []
     for task_idx, task in enumerate(tasks):
         prefixes.append(copy.deepcopy([*history, user_message(task)]))
         history.append(user_message(task))

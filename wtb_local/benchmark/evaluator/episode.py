@@ -10,11 +10,21 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from wtb_local.benchmark.evaluator.conversation import GoldNode, gold_nodes, session_prefixes
 from wtb_local.benchmark.evaluator.paths import Step, TaskGraph
 from wtb_local.benchmark.evaluator.tools import convert_tools
+from wtb_local.contract.messages import (
+    CandidateAnswer,
+    ChatMessage,
+    Reply,
+    SessionResult,
+    StepOutput,
+    StepRecord,
+    TaskResult,
+    ToolSchema,
+)
 from wtb_local.contract.schema import ASK_ACTION, PREPARE_ACTION, Session
 
 ERROR_EMPTY = "tool_calls and content are None or empty"
@@ -24,7 +34,7 @@ ERROR_BEYOND = "current step: {}, idx_list is None"
 
 # docs/evaluation.md §7 [defined here]: a step that had no candidates to compare still carries a readable
 # answer.
-_EMPTY_ANSWER = {"candidate_0_answer_function_list": {"action": []}}
+_EMPTY_ANSWER: dict[str, CandidateAnswer] = {"candidate_0_answer_function_list": {"action": []}}
 
 
 class Episode:
@@ -35,8 +45,8 @@ class Episode:
         session_id: str,
         task_idx: int,
         nodes: Sequence[Any],
-        messages: Sequence[dict[str, Any]],
-        tools: list[dict[str, Any]],
+        messages: Sequence[ChatMessage],
+        tools: list[ToolSchema],
         *,
         graph: TaskGraph | None = None,
         id_style: str = "openai",
@@ -55,7 +65,7 @@ class Episode:
         self.tools = tools
         self.done = False
         self.step = 0
-        self._messages: list[dict[str, Any]] = list(messages) if owned else copy.deepcopy(list(messages))
+        self._messages: list[ChatMessage] = list(messages) if owned else copy.deepcopy(list(messages))
         self._label = "error"
         self._accepted: dict[int, Step] = {}  # tool steps: they narrow the paths
         # text steps taken as ask: they do not narrow (docs/evaluation.md §4)
@@ -70,11 +80,11 @@ class Episode:
 
     # --- driving ----------------------------------------------------------------------------------------
 
-    def request(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    def request(self) -> tuple[list[ChatMessage], list[ToolSchema]]:
         """(messages, tools) to send now: fresh message dicts, the same converted tools every step."""
         return copy.deepcopy(self._messages), self.tools
 
-    def conversation(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    def conversation(self) -> tuple[list[ChatMessage], list[ToolSchema]]:
         """`request()` without the copy, for a caller that only reads it (the runner renders it): a fresh
         list of the episode's own message dicts, which must not be changed. Message dicts are never
         changed once appended, so this is the conversation of the current step (docs/runner-speed.md §2)."""
@@ -96,12 +106,12 @@ class Episode:
         content = reply.get("content")
         tool_calls = copy.deepcopy(reply.get("tool_calls"))
         reasoning = reply.get("reasoning_content")
-        output: dict[str, Any] = {
+        output: StepOutput = {
             "reasoning_content": reasoning,
             "content": content,
             "tool_calls": copy.deepcopy(tool_calls),
         }
-        record: dict[str, Any] = {
+        record: StepRecord = {
             # The step's input shares the message dicts (never changed once appended); `result()` copies.
             "inference_input": {"messages": list(self._messages), "tools": self.tools},
             "inference_output": output,
@@ -118,17 +128,18 @@ class Episode:
         else:
             self._judge_calls(record, reasoning, content, tool_calls)
 
+        extras = cast("dict[str, object]", output)  # runner facts: keys beyond the reference's
         for key, value in (extra or {}).items():
-            output.setdefault(key, value)  # reference keys win; extras follow them
+            extras.setdefault(key, value)  # reference keys win; extras follow them
 
     def annotate(self, step: int, fields: Mapping[str, Any]) -> None:
         """Add facts measured after judging (the runner's own time for the step) to an accepted step's
         output; like `extra`, they follow the reference keys and never replace one."""
-        output = self._log[f"step_{step}"]["inference_output"]
+        output: dict[str, object] = self._log[f"step_{step}"]["inference_output"]
         for key, value in fields.items():
             output.setdefault(key, value)
 
-    def _judge_text(self, record: dict[str, Any], content: Any) -> None:
+    def _judge_text(self, record: StepRecord, content: Any) -> None:
         if content is None or content == "":
             self._fail(record, ERROR_EMPTY, None)
             return
@@ -157,7 +168,7 @@ class Episode:
                 return
         self._fail(record, ERROR_NO_CANDIDATE, candidates)
 
-    def _judge_calls(self, record: dict[str, Any], reasoning: Any, content: Any, tool_calls: Any) -> None:
+    def _judge_calls(self, record: StepRecord, reasoning: Any, content: Any, tool_calls: Any) -> None:
         ids: list[Any] = []
         names: list[Any] = []
         try:
@@ -186,7 +197,7 @@ class Episode:
         for candidate in candidates:
             if [self.nodes[i].name for i in candidate] != predicted:
                 continue
-            message: dict[str, Any] = {"role": "assistant"}
+            message: ChatMessage = {"role": "assistant"}
             if reasoning is not None:
                 message["reasoning_content"] = reasoning
             message["content"] = content
@@ -205,14 +216,14 @@ class Episode:
             return
         self._fail(record, ERROR_NO_CANDIDATE, candidates)
 
-    def _answer(self, candidate: Step) -> dict[str, Any]:
+    def _answer(self, candidate: Step) -> CandidateAnswer:
         return {
             "action": [
                 {"arguments": self.nodes[i].gold_text, "name": self.nodes[i].name} for i in candidate
             ]
         }
 
-    def _listing(self, candidate: Step) -> dict[str, Any]:
+    def _listing(self, candidate: Step) -> CandidateAnswer:
         """An error step's view of one compared candidate (pseudo-actions show their observation)."""
         answer = self._answer(candidate)
         for i in candidate:
@@ -224,7 +235,7 @@ class Episode:
                 answer["observation"] = node.observation
         return answer
 
-    def _pass(self, record: dict[str, Any], answer: dict[str, Any], *, finished: bool) -> None:
+    def _pass(self, record: StepRecord, answer: CandidateAnswer, *, finished: bool) -> None:
         record["inference_output"]["current_action_name_label"] = "correct"
         record["inference_answer"] = {"candidate_0_answer_function_list": answer}
         if finished:
@@ -233,7 +244,7 @@ class Episode:
         else:
             self.step += 1
 
-    def _fail(self, record: dict[str, Any], reason: str, candidates: Sequence[Step] | None) -> None:
+    def _fail(self, record: StepRecord, reason: str, candidates: Sequence[Step] | None) -> None:
         record["inference_output"]["current_action_name_label"] = "error"
         record["inference_output"]["error_reason"] = reason
         if candidates:
@@ -253,7 +264,7 @@ class Episode:
 
         return gold_path(self)
 
-    def gold_reply(self) -> dict[str, Any]:
+    def gold_reply(self) -> Reply:
         """The oracle's reply now (kept for callers of the Episode API): see
         `wtb_local.benchmark.evaluator.gold_replies`, which plans it; the evaluator only judges."""
         from wtb_local.benchmark.evaluator.gold_replies import gold_reply  # deferred: start-up
@@ -283,7 +294,7 @@ class Episode:
     def is_optimal(self) -> bool:
         return self._label == "correct" and self.step == self.graph.min_length - 1
 
-    def result(self, *, fresh: bool = True) -> dict[str, Any]:
+    def result(self, *, fresh: bool = True) -> TaskResult:
         """The task's result-file entry (docs/evaluation.md §7), as fresh dicts; `fresh=False` shares the
         episode's own (for a finished episode whose entry is only serialised, docs/runner-speed.md §2)."""
         return {
@@ -320,7 +331,7 @@ def session_episodes(session: Session, *, id_style: str = "openai") -> list[Epis
 
 
 def session_result(session: Session, episodes: Sequence[Episode], model_name: str, *,
-                   fresh: bool = True) -> dict[str, Any]:
+                   fresh: bool = True) -> SessionResult:
     """One result-file line: {"id", "model_name", "result": [task results in task order]} (`fresh`: see
     `Episode.result`)."""
     ordered = sorted(episodes, key=lambda episode: episode.task_idx)

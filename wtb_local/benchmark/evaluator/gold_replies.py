@@ -16,6 +16,7 @@ from typing import Any
 from wtb_local.benchmark.evaluator.conversation import GoldNode
 from wtb_local.benchmark.evaluator.ids import make_call_id
 from wtb_local.benchmark.evaluator.paths import Step, TaskGraph
+from wtb_local.contract.messages import Reply, ToolCall
 from wtb_local.contract.schema import ASK_ACTION, PREPARE_ACTION, PSEUDO_ACTIONS
 
 # Bounds the oracle's look-ahead; beyond it the shortest-path bound is trusted (never hit by real tasks).
@@ -34,7 +35,7 @@ def gold_path(episode: Any) -> tuple[Step, ...]:
     return path if path is not None else episode.graph.first_optimal_path
 
 
-def gold_reply(episode: Any) -> dict[str, Any]:
+def gold_reply(episode: Any) -> Reply:
     """The reply an oracle gives to the episode's current step: the next gold step as tool calls
     (node-position order, deterministic ids) or, where a pseudo-action alone is due, its observation as
     text (normally simply the next step of `gold_path`)."""
@@ -56,7 +57,7 @@ def gold_reply(episode: Any) -> dict[str, Any]:
             text = json.dumps(text, ensure_ascii=False)
         return {"content": text, "reasoning_content": None, "tool_calls": None}
     # A pseudo-action sharing a step with calls can only be matched as a call (names are compared).
-    calls = []
+    calls: list[ToolCall] = []
     for k, position in enumerate(sorted(step)):
         node = nodes[position]
         call_id = make_call_id(f"{episode.session_id}/{episode.task_idx}/{episode.step}/{k}", episode.id_style)

@@ -9,6 +9,7 @@ is rewritten to `correct`; `action_arguments_label` is written only for tasks wh
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from wtb_local.benchmark.evaluator.checker import CORRECT, check_arguments
@@ -18,7 +19,7 @@ ERROR = "error"
 EMPTY_CANDIDATE_KEY = "candidate_0_answer_function_list"
 
 
-def score_session(result_row: dict[str, Any]) -> dict[str, Any]:
+def score_session(result_row: Mapping[str, object]) -> dict[str, Any]:
     """One result-file line -> one score-file line `{"id", "results"}`. The input is not modified.
 
     A session whose `result` is an error string (the reference's record of a crashed session) keeps it

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from wtb_local.contract.messages import ToolSchema
 
-def convert_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+
+def convert_tools(tools: Sequence[Mapping[str, Any]]) -> list[ToolSchema]:
     """Every `"type": "float"` becomes `"type": "number"`.
 
     Done the reference's way, on the serialized text, so that it also rewrites the pattern wherever it
@@ -14,10 +17,11 @@ def convert_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     Returns a fresh deep copy; the input is not modified.
     """
     text = json.dumps(tools, ensure_ascii=False).replace('"type": "float"', '"type": "number"')
-    return json.loads(text)
+    converted: list[ToolSchema] = json.loads(text)
+    return converted
 
 
-def tool_names(tools: list[dict[str, Any]]) -> list[str]:
+def tool_names(tools: Sequence[Mapping[str, Any]]) -> list[str]:
     """The function names of OpenAI-style tools, in tool order (entries without a name are skipped)."""
     names: list[str] = []
     for tool in tools:

@@ -17,10 +17,13 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, cast
+
+from typing_extensions import TypedDict
 
 from wtb_local.benchmark.protocols.dates import DATE_MARKER, with_date
 from wtb_local.benchmark.protocols.history import CURRENT_TASK_KEY
+from wtb_local.contract.messages import ChatMessage, FunctionSchema, ToolCall, ToolSchema
 
 QWEN_SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
 # The ToolACE / watt-tool model-card prompt (§2.4): its structure, the Python repr of the functions and the
@@ -109,8 +112,9 @@ def family_for(model_id: str) -> FamilyRule:
 
 # --- message shaping ------------------------------------------------------------------------------------
 
-def _unwrapped(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [tool.get("function", tool) for tool in tools]
+def _unwrapped(tools: list[ToolSchema]) -> list[FunctionSchema]:
+    # a tool given without its wrapper passes as it is
+    return [tool["function"] if "function" in tool else cast(FunctionSchema, tool) for tool in tools]
 
 
 def _dict_arguments(arguments: Any) -> Any:
@@ -122,32 +126,44 @@ def _dict_arguments(arguments: Any) -> Any:
     return arguments
 
 
-def _date_of(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+def _with_dict_arguments(call: ToolCall) -> ToolCall:
+    """A call with its arguments decoded (the handles keep dict arguments), its id kept when it has one."""
+    function = call["function"]
+    shaped: ToolCall = {"type": "function",
+                        "function": {"name": function["name"], "arguments": _dict_arguments(function["arguments"])}}
+    if "id" in call:
+        shaped["id"] = call["id"]
+    return shaped
+
+
+def _date_of(messages: list[ChatMessage]) -> tuple[str, list[ChatMessage]]:
     """The date carried by the canonical system message, and the messages after it."""
-    first = messages[0] if messages else {}
+    first: ChatMessage = messages[0] if messages else {"role": ""}
     if first.get("role") == "system" and str(first.get("content", "")).startswith(DATE_MARKER):
         return first["content"][len(DATE_MARKER):], messages[1:]
     raise ValueError("paper protocol: the conversation does not start with its Current Date system message")
 
 
-def _clean(message: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in message.items() if k != CURRENT_TASK_KEY}
+def _clean(message: ChatMessage) -> ChatMessage:
+    clean = message.copy()
+    clean.pop(CURRENT_TASK_KEY, None)
+    return clean
 
 
-def _append_date_to_task(messages: list[dict[str, Any]], date: str) -> None:
+def _append_date_to_task(messages: list[ChatMessage], date: str) -> None:
     for message in messages:
         if message.get(CURRENT_TASK_KEY):
             message["content"] = f"{message['content']}\n\n{DATE_MARKER}{date}"
 
 
-def _call_names(message: dict[str, Any]) -> dict[Any, str]:
+def _call_names(message: ChatMessage) -> dict[Any, str]:
     return {call.get("id"): call["function"]["name"] for call in message.get("tool_calls") or []}
 
 
-def _tool_runs(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _tool_runs(messages: list[ChatMessage]) -> list[ChatMessage]:
     """Consecutive live tool messages after an assistant call turn are reversed and named by id lookup
     (§2: the id-lookup handles walk backwards from the end; the name is the model's call with that id)."""
-    out: list[dict[str, Any]] = []
+    out: list[ChatMessage] = []
     i = 0
     while i < len(messages):
         message = messages[i]
@@ -169,7 +185,14 @@ def _tool_runs(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _named_results(observations: list[Any], calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+class _NamedResult(TypedDict):
+    """A live result named by its call, as the hammer and toolace handles list them."""
+
+    name: Any
+    results: Any
+
+
+def _named_results(observations: list[Any], calls: list[ToolCall]) -> list[_NamedResult]:
     return [{"name": call["function"]["name"], "results": obs} for call, obs in zip(calls, observations)]
 
 
@@ -181,7 +204,7 @@ def _python_value(value: Any) -> str:
     return repr(value)  # bools print True/False (§2.4)
 
 
-def python_calls(calls: list[dict[str, Any]]) -> str:
+def python_calls(calls: list[ToolCall]) -> str:
     """`[fn(a="x", n=3, flag=True)]` for ToolACE/watt histories (§2.4)."""
     parts = []
     for call in calls:
@@ -191,38 +214,37 @@ def python_calls(calls: list[dict[str, Any]]) -> str:
     return "[" + ", ".join(parts) + "]"
 
 
-def toolace_system(tools: list[dict[str, Any]], *, indent: bool) -> str:
+def toolace_system(tools: list[ToolSchema], *, indent: bool) -> str:
     lines = [line.replace("{functions}", str(_unwrapped(tools))) for line in _TOOLACE_LINES]
     head, rest = lines[0], lines[1:]
     pad = " " * 8 if indent else ""
     return "\n".join([head, *(pad + line if line else line for line in rest)])
 
 
-Built = tuple[list[dict[str, Any]], list[dict[str, Any]] | None, dict[str, Any]]
+# (messages, the tools the template gets: wrapped, unwrapped or none, the template keyword arguments)
+Built = tuple[list[ChatMessage], list[ToolSchema] | list[FunctionSchema] | None, dict[str, str]]
 
 
-def build_qwen(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Built:
+def build_qwen(messages: list[ChatMessage], tools: list[ToolSchema]) -> Built:
     date, rest = _date_of(messages)
     body = [_clean(m) for m in rest]
     for m in body:
         if m.get("tool_calls"):
-            m["tool_calls"] = [{"type": "function", "function": {"name": c["function"]["name"],
-                                "arguments": _dict_arguments(c["function"]["arguments"])}} | ({"id": c["id"]} if "id" in c else {})
-                               for c in m["tool_calls"]]
-    system = {"role": "system", "content": with_date(QWEN_SYSTEM, date)}
+            m["tool_calls"] = [_with_dict_arguments(c) for c in m["tool_calls"]]
+    system: ChatMessage = {"role": "system", "content": with_date(QWEN_SYSTEM, date)}
     return [system, *_tool_runs(body)], tools, {}
 
 
-def build_llama(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Built:
+def build_llama(messages: list[ChatMessage], tools: list[ToolSchema]) -> Built:
     date, rest = _date_of(messages)
     body = _tool_runs([_clean(m) for m in rest])
     return body, _unwrapped(tools), {"date_string": date}
 
 
-def build_hammer(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Built:
+def build_hammer(messages: list[ChatMessage], tools: list[ToolSchema]) -> Built:
     date, rest = _date_of(messages)
-    out: list[dict[str, Any]] = [{"role": "system", "content": DATE_MARKER + date}]
-    last_calls: list[dict[str, Any]] = []
+    out: list[ChatMessage] = [{"role": "system", "content": DATE_MARKER + date}]
+    last_calls: list[ToolCall] = []
     for message in (_clean(m) for m in rest):
         if message.get("role") == "assistant" and message.get("tool_calls"):
             last_calls = message["tool_calls"]
@@ -240,9 +262,9 @@ def build_hammer(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) ->
     return out, _unwrapped(tools), {}
 
 
-def _pythonic_history(rest: list[dict[str, Any]], *, split_results: bool) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    last_calls: list[dict[str, Any]] = []
+def _pythonic_history(rest: list[ChatMessage], *, split_results: bool) -> list[ChatMessage]:
+    out: list[ChatMessage] = []
+    last_calls: list[ToolCall] = []
     for message in rest:
         if message.get("role") == "assistant" and message.get("tool_calls"):
             last_calls = message["tool_calls"]
@@ -260,34 +282,32 @@ def _pythonic_history(rest: list[dict[str, Any]], *, split_results: bool) -> lis
     return out
 
 
-def build_toolace(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Built:
+def build_toolace(messages: list[ChatMessage], tools: list[ToolSchema]) -> Built:
     date, rest = _date_of(messages)
-    body = [dict(m) for m in rest]
+    body = [m.copy() for m in rest]
     _append_date_to_task(body, date)
     body = [_clean(m) for m in body]
-    system = {"role": "system", "content": toolace_system(tools, indent=True)}
+    system: ChatMessage = {"role": "system", "content": toolace_system(tools, indent=True)}
     return [system, *_pythonic_history(body, split_results=False)], None, {}
 
 
-def build_watt(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Built:
+def build_watt(messages: list[ChatMessage], tools: list[ToolSchema]) -> Built:
     date, rest = _date_of(messages)
     # live results are named from the model's calls before those become Python text
     body = _pythonic_history(_tool_runs([_clean(m) for m in rest]), split_results=True)
     system_text = (DATE_MARKER + date).replace("\n", "")
-    system = {"role": "system", "content": toolace_system(tools, indent=False) + system_text}
+    system: ChatMessage = {"role": "system", "content": toolace_system(tools, indent=False) + system_text}
     return [system, *body], None, {"date_string": date}
 
 
-def build_xlam2(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Built:
+def build_xlam2(messages: list[ChatMessage], tools: list[ToolSchema]) -> Built:
     date, rest = _date_of(messages)
-    body = [dict(m) for m in rest]
+    body = [m.copy() for m in rest]
     _append_date_to_task(body, date)
     out = []
     for message in (_clean(m) for m in body):
         if message.get("role") == "assistant" and message.get("tool_calls"):
-            calls = [{"type": "function", "function": {"name": c["function"]["name"],
-                      "arguments": _dict_arguments(c["function"]["arguments"])}} | ({"id": c["id"]} if "id" in c else {})
-                     for c in message["tool_calls"]]
+            calls = [_with_dict_arguments(c) for c in message["tool_calls"]]
             content = message.get("content") or ""
             if "id" in message["tool_calls"][0]:  # the model's own turn (§2.7)
                 content = "use {} to solve user problem".format(", ".join(c["function"]["name"] for c in calls))
@@ -296,19 +316,19 @@ def build_xlam2(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> 
     return out, tools, {}
 
 
-def _function_tags(calls: list[dict[str, Any]]) -> str:
+def _function_tags(calls: list[ToolCall]) -> str:
     return "".join(f"<function={c['function']['name']}>"
                    f"{json.dumps(_dict_arguments(c['function']['arguments']), ensure_ascii=False)}</function>"
                    for c in calls)
 
 
-def build_fcm(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Built:
+def build_fcm(messages: list[ChatMessage], tools: list[ToolSchema]) -> Built:
     """§2.11: system `Current Date:<date>`, wrapped tools; the model's own turns as its raw text (written
     back in its `<function=name>{...}</function>` form), gold history calls as given; live results one per
     call, reversed, named by id."""
     date, rest = _date_of(messages)
     body = _tool_runs([_clean(m) for m in rest])
-    out: list[dict[str, Any]] = [{"role": "system", "content": DATE_MARKER + date}]
+    out: list[ChatMessage] = [{"role": "system", "content": DATE_MARKER + date}]
     for message in body:
         calls = message.get("tool_calls") if message.get("role") == "assistant" else None
         if calls and "id" in calls[0]:  # the model's own turn: raw text, no tool_calls field
@@ -318,7 +338,7 @@ def build_fcm(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Bu
     return out, tools, {}
 
 
-def build_gorilla(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Built:
+def build_gorilla(messages: list[ChatMessage], tools: list[ToolSchema]) -> Built:
     """§2.10: one user message built by the client; with a date, `<sys>` is just the date (the Gorilla
     system sentence is replaced); the history is every non-system message as `<<role>>content<<role>>`
     (gold calls have empty content, so they are lost); the tools as ASCII-escaped JSON."""
@@ -337,18 +357,18 @@ def build_gorilla(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -
     return [{"role": "user", "content": prompt}], None, {}
 
 
-def build_generic(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Built:
+def build_generic(messages: list[ChatMessage], tools: list[ToolSchema]) -> Built:
     """The harness's default handle: system `Current Date:<date>`, own template with the wrapped tools."""
     return [_clean(m) for m in messages], tools, {}
 
 
-BUILDERS: dict[str, Callable[[list[dict[str, Any]], list[dict[str, Any]]], Built]] = {
+BUILDERS: dict[str, Callable[[list[ChatMessage], list[ToolSchema]], Built]] = {
     "qwen": build_qwen, "qwen3": build_qwen, "llama": build_llama, "hammer": build_hammer,
     "toolace": build_toolace, "watt": build_watt, "xlam2": build_xlam2, "generic": build_generic,
     "fcm": build_fcm, "gorilla": build_gorilla,
 }
 
 
-def build_prompt(family: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Built:
+def build_prompt(family: str, messages: list[ChatMessage], tools: list[ToolSchema]) -> Built:
     """(messages, tools for the template or None, template kwargs) of one step for a family."""
-    return BUILDERS[family]([dict(m) for m in messages], tools)
+    return BUILDERS[family]([m.copy() for m in messages], tools)

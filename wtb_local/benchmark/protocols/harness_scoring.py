@@ -12,7 +12,9 @@ The metric dict has the release metric's shape (so `report` reads both), plus a 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
+
+from typing_extensions import TypedDict
 
 from wtb_local.benchmark.evaluator.metrics import (
     FIRST_TURN,
@@ -24,6 +26,7 @@ from wtb_local.benchmark.evaluator.metrics import (
 )
 from wtb_local.benchmark.protocols.lenient import PASS_THRESHOLD, LenientCheckError, check_call
 from wtb_local.benchmark.scoring.taxonomy import HARNESS_LABELS, PAPER, action_category
+from wtb_local.contract.messages import CallFunction, ToolSchema
 from wtb_local.contract.schema import PSEUDO_ACTIONS, Session
 
 CORRECT, ERROR = "correct", "error"
@@ -31,7 +34,47 @@ CORRECT, ERROR = "correct", "error"
 STRUCTURE_TYPES = {"combine": "Parallel Multi-Tool", "serial": "Sequential Multi-Tool", "cs": "Mixed Multi-Tool"}
 
 
-def answer_structure(nodes: Sequence[dict[str, Any]]) -> str | None:
+class GoldAction(TypedDict):
+    """A gold node's action as the dataset gives it (`Node.model_dump(mode="json")`)."""
+
+    name: str
+    arguments: Any
+
+
+class GoldNodeEntry(TypedDict, total=False):
+    """A gold node as the harness reads it: a release node dumped to JSON."""
+
+    action: GoldAction
+    observation: Any
+    dependency_list: list[int]
+    user_input: str | None
+
+
+class PredictedStep(TypedDict):
+    """One step of the harness's `predict_result`: what the model answered, as the result file has it."""
+
+    content: Any
+    tool_calls: Any
+
+
+class FailingPair(TypedDict):
+    """A predicted call whose best gold pairing scored under the threshold (§3.1 step 3)."""
+
+    step: int
+    name: str
+    score: float
+    scores: dict[str, float]
+    gold_arguments: Any
+
+
+class ArgumentErrors(TypedDict):
+    """The argument error labels of one step (the harness's `{"idx", "error_type"}`)."""
+
+    idx: int
+    error_type: list[str]
+
+
+def answer_structure(nodes: Sequence[GoldNodeEntry]) -> str | None:
     """`combine` (parallel), `serial`, `cs` (both) or None, from the non-pseudo nodes' dependencies read
     in node order: a node depending on the current group starts a new group (§3.4
     `analysis_answer_type`; node `idx` values are compared with `dependency_list` as the harness does)."""
@@ -55,35 +98,43 @@ def answer_structure(nodes: Sequence[dict[str, Any]]) -> str | None:
     return "serial" if serial else "combine" if combine else None
 
 
-def predicted_steps(task: dict[str, Any]) -> list[dict[str, Any]]:
+def gold_entries(session: Session) -> list[list[GoldNodeEntry]]:
+    """Each task's gold nodes as JSON, the form the harness reads."""
+    return [[cast(GoldNodeEntry, node.model_dump(mode="json")) for node in nodes]
+            for nodes in session.english_answer_list]
+
+
+def predicted_steps(task: dict[str, Any]) -> list[PredictedStep]:
     """The harness's `predict_result` of a task: per step {content, tool_calls} in step order."""
-    log = task.get("inference_log") if isinstance(task.get("inference_log"), dict) else {}
-    steps = []
+    log = task.get("inference_log")
+    if not isinstance(log, dict):
+        log = {}
+    steps: list[PredictedStep] = []
     for key in sorted((k for k in log if k.startswith("step_")), key=lambda k: int(k.split("_")[1])):
         output = (log[key] or {}).get("inference_output") or {}
         steps.append({"content": output.get("content"), "tool_calls": output.get("tool_calls")})
     return steps
 
 
-def check_task_arguments(nodes: Sequence[dict[str, Any]], steps: Sequence[dict[str, Any]],
-                         tools: Sequence[dict[str, Any]]) -> tuple[bool, list[dict[str, Any]], list[dict[str, Any]]]:
+def check_task_arguments(nodes: Sequence[GoldNodeEntry], steps: Sequence[PredictedStep],
+                         tools: Sequence[ToolSchema]) -> tuple[bool, list[FailingPair], list[ArgumentErrors]]:
     """(all pairs pass, failing pairs, [{"idx": step, "error_type": [...]}]) for one task (§3.1 step 3).
     Raises LenientCheckError where the harness raises (the caller makes the task an action error)."""
     by_tool = {tool["function"]["name"]: tool for tool in tools}
-    gold: dict[str, list[dict[str, Any]]] = {}
+    gold: dict[str, list[GoldAction]] = {}
     for node in nodes:
         name = node["action"]["name"]
         if name not in PSEUDO_ACTIONS:
             gold.setdefault(name, []).append(node["action"])
-    predicted: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    predicted: dict[str, list[tuple[int, CallFunction]]] = {}
     for idx, step in enumerate(steps):
         for call in step.get("tool_calls") or []:
             function = call["function"]
             predicted.setdefault(function["name"], []).append((idx, function))
     if set(predicted) != set(gold) or any(len(predicted[n]) != len(gold[n]) for n in predicted):
         raise LenientCheckError("predicted and gold calls differ by name or count")
-    failing: list[dict[str, Any]] = []
-    errors: list[dict[str, Any]] = []
+    failing: list[FailingPair] = []
+    errors: list[ArgumentErrors] = []
     passed = True
     for name, calls in predicted.items():
         paired: list[int] = []
@@ -91,7 +142,7 @@ def check_task_arguments(nodes: Sequence[dict[str, Any]], steps: Sequence[dict[s
             best, best_id = -1.0, -1
             last_errors: list[str] = []
             last_scores: dict[str, float] = {}
-            last_gold: dict[str, Any] = {}
+            last_gold: GoldAction | None = None
             for gold_id, action in enumerate(gold[name]):
                 if gold_id in paired:
                     continue
@@ -104,13 +155,13 @@ def check_task_arguments(nodes: Sequence[dict[str, Any]], steps: Sequence[dict[s
             if best < PASS_THRESHOLD:
                 passed = False
                 failing.append({"step": idx, "name": name, "score": best, "scores": last_scores,
-                                "gold_arguments": last_gold.get("arguments")})
+                                "gold_arguments": last_gold["arguments"] if last_gold is not None else None})
                 errors.append({"idx": idx, "error_type": last_errors})
             paired.append(best_id)
     return passed, failing, errors
 
 
-def progress_calls(label: str, steps: Sequence[dict[str, Any]], node_count: int, failing: Sequence[Any]) -> int:
+def progress_calls(label: str, steps: Sequence[PredictedStep], node_count: int, failing: Sequence[Any]) -> int:
     """The AP numerator of one task (§3.4 `calculate_predict_result_steps`): all nodes when correct;
     otherwise the calls of every step but the last (1 for a text step), plus the last step's calls when
     argument pairs failed."""
@@ -130,8 +181,8 @@ def progress_calls(label: str, steps: Sequence[dict[str, Any]], node_count: int,
 ERROR_TYPES = tuple(HARNESS_LABELS.values())
 
 
-def error_type(action_label: str, steps: Sequence[dict[str, Any]], nodes: Sequence[dict[str, Any]],
-               tool_names: set[str], argument_errors: Sequence[dict[str, Any]]) -> str:
+def error_type(action_label: str, steps: Sequence[PredictedStep], nodes: Sequence[GoldNodeEntry],
+               tool_names: set[str], argument_errors: Sequence[ArgumentErrors]) -> str:
     """The one failure category of a failed task in the harness's words (§3.2 `check_error_type`): the
     shared taxonomy (benchmark/scoring/taxonomy.py) with the paper scorer's rules."""
     if action_label == ERROR:
@@ -141,13 +192,13 @@ def error_type(action_label: str, steps: Sequence[dict[str, Any]], nodes: Sequen
     return HARNESS_LABELS.get(label, "unclassified")  # unclassified: the harness asserts there
 
 
-def score_task(task: dict[str, Any], nodes: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def score_task(task: dict[str, Any], nodes: Sequence[GoldNodeEntry], tools: Sequence[ToolSchema]) -> dict[str, Any]:
     """One task's lenient verdict: label, action label, argument label, optimal flag, structure, AP."""
     steps = predicted_steps(task)
     action = task.get("action_name_label")
     arguments = action
-    failing: list[dict[str, Any]] = []
-    errors: list[dict[str, Any]] = []
+    failing: list[FailingPair] = []
+    errors: list[ArgumentErrors] = []
     check_error = None
     if action == CORRECT:
         try:
@@ -186,8 +237,10 @@ def score_rows_lenient(result_rows: Sequence[dict[str, Any]], sessions: Sequence
     for row in sorted(result_rows, key=lambda r: session_index(r["id"])):
         session = by_index[session_index(row["id"])]
         tools = paper_tools(session)  # the harness checks against the dataset's own schemas (§3.1)
-        answers = [[node.model_dump(mode="json") for node in nodes] for nodes in session.english_answer_list]
-        tasks = row.get("result") if isinstance(row.get("result"), list) else []
+        answers = gold_entries(session)
+        tasks = row.get("result")
+        if not isinstance(tasks, list):
+            tasks = []
         results = [score_task(task, answers[i], tools) if isinstance(task, dict) else
                    {"label": ERROR, "structure": answer_structure(answers[i]), "progress": [0, len(answers[i])]}
                    for i, task in enumerate(tasks)]
@@ -230,10 +283,10 @@ def harness_metrics(score_rows: Sequence[dict[str, Any]], sessions: Sequence[Ses
         results = row.get("results") or []
         types = [t.value if hasattr(t, "value") else str(t) for t in session.english_task_types]
         subtypes = [t.value if hasattr(t, "value") else str(t) for t in session.english_turn_subtypes]
-        answers = [[node.model_dump(mode="json") for node in nodes] for nodes in session.english_answer_list]
+        answers = gold_entries(session)
         all_correct = True
         for i, task_type in enumerate(types):
-            entry = results[i] if i < len(results) else {"label": ERROR}
+            entry: dict[str, Any] = results[i] if i < len(results) else {"label": ERROR}
             good = entry.get("label") == CORRECT
             all_correct = all_correct and good
             add("total", "task", good)

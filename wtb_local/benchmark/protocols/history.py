@@ -19,19 +19,20 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final, cast
 
 from wtb_local.benchmark.evaluator.conversation import GoldNode, gold_nodes, gold_path_steps
 from wtb_local.benchmark.evaluator.episode import Episode
 from wtb_local.benchmark.evaluator.paths import Step, TaskGraph
 from wtb_local.benchmark.protocols.dates import DATE_MARKER
+from wtb_local.contract.messages import ChatMessage, StepRecord, ToolSchema
 from wtb_local.contract.schema import Session
 
 ROLE_PREFIXES_EN = ("ai", "ai agent", "user", "ai agent assistant")
 ROLE_PREFIXES_ZH = ("用户", "AI Agent助手", "AI Agent")
 TASK_SEPARATOR = "====="
 # marks the current task's user message for builders that append the date to it; removed before rendering
-CURRENT_TASK_KEY = "wtb_current_task"
+CURRENT_TASK_KEY: Final = "wtb_current_task"
 
 
 def strip_role(text: str, english: bool = True) -> str:
@@ -80,10 +81,10 @@ def task_texts(session: Session) -> tuple[list[str], str]:
             "english_tasks, role prefixes stripped (inferred: english_messages/task_ids absent or not matching)")
 
 
-def history_messages(nodes: Sequence[GoldNode], path: Sequence[Step]) -> list[dict[str, Any]]:
+def history_messages(nodes: Sequence[GoldNode], path: Sequence[Step]) -> list[ChatMessage]:
     """One task's first optimal path as history (§1.3 step 2): the harness's format of the gold walk
     (arguments as given, no call ids, one tool message holding every observation of a step)."""
-    messages: list[dict[str, Any]] = []
+    messages: list[ChatMessage] = []
     for said, called in gold_path_steps(nodes, path):
         messages.extend(said)
         if called:
@@ -95,13 +96,13 @@ def history_messages(nodes: Sequence[GoldNode], path: Sequence[Step]) -> list[di
 
 
 def session_prefixes(session: Session, dates: Sequence[str], texts: Sequence[str],
-                     nodes_per_task: Sequence[Sequence[GoldNode]], graphs: Sequence[TaskGraph]) -> list[list[dict[str, Any]]]:
+                     nodes_per_task: Sequence[Sequence[GoldNode]], graphs: Sequence[TaskGraph]) -> list[list[ChatMessage]]:
     """For each task, the canonical conversation at its first step (task i carries date i)."""
-    history: list[dict[str, Any]] = []
-    prefixes = []
+    history: list[ChatMessage] = []
+    prefixes: list[list[ChatMessage]] = []
     for i, text in enumerate(texts):
-        system = {"role": "system", "content": DATE_MARKER + dates[i]}
-        current = {"role": "user", "content": text, CURRENT_TASK_KEY: True}
+        system: ChatMessage = {"role": "system", "content": DATE_MARKER + dates[i]}
+        current: ChatMessage = {"role": "user", "content": text, CURRENT_TASK_KEY: True}
         prefixes.append(copy.deepcopy([system, *history, current]))
         history.append({"role": "user", "content": text})
         history.extend(history_messages(nodes_per_task[i], graphs[i].first_optimal_path))
@@ -116,7 +117,7 @@ class PaperEpisode(Episode):
         super().__init__(*args, **kwargs)
         self.tool_results = tool_results
 
-    def _judge_calls(self, record: dict[str, Any], reasoning: Any, content: Any, tool_calls: Any) -> None:
+    def _judge_calls(self, record: StepRecord, reasoning: Any, content: Any, tool_calls: Any) -> None:
         before = len(self._messages)
         super()._judge_calls(record, reasoning, content, tool_calls)
         added = self._messages[before:]
@@ -134,16 +135,16 @@ class PaperEpisode(Episode):
         if self.tool_results == "array":
             candidate = self._accepted[max(self._accepted)]  # the step just accepted
             observations = [self.nodes[i].observation for i in candidate]
-            shaped = [{"role": "tool", "content": json.dumps(observations, ensure_ascii=False),
+            shaped: list[ChatMessage] = [{"role": "tool", "content": json.dumps(observations, ensure_ascii=False),
                        "tool_call_id": results[0]["tool_call_id"]}]
             self._messages[before + 1:] = shaped
 
 
-def paper_tools(session: Session) -> list[dict[str, Any]]:
+def paper_tools(session: Session) -> list[ToolSchema]:
     """The tools a local model's template is handed under the paper protocol: the dataset's own schemas,
     unconverted. Turning `"float"` into `"number"` (and the like) is the API handlers' step
     (docs/reference/paper-harness.md §2.12), the release evaluator's, never the local models' (§2.1-§2.11)."""
-    return copy.deepcopy(session.english_tools)
+    return cast("list[ToolSchema]", copy.deepcopy(session.english_tools))  # the release wraps every tool
 
 
 def paper_episodes(session: Session, *, dates: Sequence[str], texts: Sequence[str], tool_results: str,

@@ -14,6 +14,8 @@ import json
 import re
 from typing import Any
 
+from wtb_local.contract.messages import JSONObject, ToolSchema
+
 PASS_THRESHOLD = 0.7
 LATLON = re.compile(r"^\d+\.\d+,\d+\.\d+$")
 # error labels in the harness's precedence order (§3.2 B)
@@ -63,7 +65,7 @@ def _free_extra(value: Any, description: str) -> bool:
     return text in description.lower() or (text == "none" and "null" in description.lower())
 
 
-def check_value(pred: Any, gold: Any, schema: dict[str, Any]) -> tuple[float, list[str]]:
+def check_value(pred: Any, gold: Any, schema: JSONObject) -> tuple[float, list[str]]:
     """(score in [0, 1], error labels) of one predicted value against the gold value."""
     pred, gold = _as_float(pred), _as_float(gold)
     if type(pred) is not type(gold):
@@ -90,7 +92,7 @@ def check_value(pred: Any, gold: Any, schema: dict[str, Any]) -> tuple[float, li
     raise LenientCheckError(f"unknown schema type {kind!r}")
 
 
-def _check_dict(pred: dict[str, Any], gold: dict[str, Any], schema: dict[str, Any]) -> tuple[float, list[str]]:
+def _check_dict(pred: JSONObject, gold: JSONObject, schema: JSONObject) -> tuple[float, list[str]]:
     if "items" in schema:
         fields = schema.get("items", {"type": "string"})
     elif "properties" in schema:
@@ -123,7 +125,7 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def _check_array(pred: Any, gold: Any, schema: dict[str, Any]) -> tuple[float, list[str]]:
+def _check_array(pred: Any, gold: Any, schema: JSONObject) -> tuple[float, list[str]]:
     if isinstance(pred, list):
         left, right = sorted(pred, key=_canonical), sorted(gold, key=_canonical)
     else:
@@ -144,7 +146,7 @@ def _check_array(pred: Any, gold: Any, schema: dict[str, Any]) -> tuple[float, l
     return sum(scores) / len(scores), errors
 
 
-def call_arguments(arguments: Any) -> dict[str, Any]:
+def call_arguments(arguments: Any) -> JSONObject:
     """A call's arguments as a dict: JSON text is decoded (a failure raises, as in the harness)."""
     if isinstance(arguments, str):
         try:
@@ -156,7 +158,7 @@ def call_arguments(arguments: Any) -> dict[str, Any]:
     return arguments
 
 
-def check_call(pred_arguments: Any, gold_arguments: Any, tool: dict[str, Any]) -> tuple[float, dict[str, float], list[str]]:
+def check_call(pred_arguments: Any, gold_arguments: Any, tool: ToolSchema) -> tuple[float, dict[str, float], list[str]]:
     """(call score, score per predicted argument, error labels) of one predicted call against one gold call."""
     pred = call_arguments(pred_arguments)
     gold = gold_arguments if isinstance(gold_arguments, dict) else call_arguments(gold_arguments)

@@ -13,6 +13,7 @@ import json
 import re
 from typing import Any
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers.base import ToolParser
 
@@ -218,7 +219,9 @@ class PaperParser(ToolParser):
         if rule == "native" and native is None:
             raise ValueError("the native paper rule needs the family's parser")
         self.rule = rule
-        self.name = f"paper:{rule}" if rule != "native" else f"paper:native:{native.name}"
+        # each rule is its own parser name, kept on the instance
+        native_name = native.name if rule == "native" and native is not None else None  # (None: refused above)
+        self.name = f"paper:{rule}" if native_name is None else f"paper:native:{native_name}"  # type: ignore[misc]
         self.native = native
         # longest first, so a token containing another is removed whole
         self.special_tokens = sorted({t for t in (special_tokens or []) if t}, key=len, reverse=True)
@@ -228,7 +231,7 @@ class PaperParser(ToolParser):
             text = text.replace(token, "")
         return text
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         """A call written inside `<think>…</think>` is read like any other (the harness strips no think
         block) and counted in `calls_in_reasoning` (docs/parser-policies.md §1)."""
@@ -237,13 +240,14 @@ class PaperParser(ToolParser):
             result = RULES[self.rule](text)
             close = text.find("</think>")
             if result.tool_calls and close > 0:  # the calls the same rule reads before the block closes
-                inside = len(RULES[self.rule](text[:close]).tool_calls)
-                result = result.model_copy(update={"calls_in_reasoning": inside})
+                before_close = len(RULES[self.rule](text[:close]).tool_calls)
+                result = result.model_copy(update={"calls_in_reasoning": before_close})
             return result
         from wtb_local.formats.parsers import reasoning_calls
 
-        parsed = self.native.parse(text, tools=tools, finish_reason=finish_reason)
-        inside = reasoning_calls(self.native, parsed.reasoning, tools)
+        native = self._native()
+        parsed = native.parse(text, tools=tools, finish_reason=finish_reason)
+        inside = reasoning_calls(native, parsed.reasoning, tools)
         calls = inside + parsed.tool_calls
         if not calls or parsed.errors:
             return ParseResult(content=text, calls_in_reasoning=len(inside))  # think text and broken calls stay as text
@@ -274,4 +278,10 @@ class PaperParser(ToolParser):
 
             return "".join("<<function>>" + python_calls([{"function": {"name": c.name, "arguments": c.arguments}}])[1:-1]
                            for c in tool_calls)
-        return self.native.format(content, tool_calls, reasoning)
+        return self._native().format(content, tool_calls, reasoning)
+
+    def _native(self) -> ToolParser:
+        """The family's parser of the native rule (the constructor refuses that rule without one)."""
+        if self.native is None:
+            raise RuntimeError(f"paper rule {self.rule!r} has no native parser")
+        return self.native

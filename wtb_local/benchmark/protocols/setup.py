@@ -9,6 +9,7 @@ from typing import Any
 
 from wtb_local.benchmark.protocols.families import FamilyRule, build_prompt
 from wtb_local.benchmark.protocols.history import paper_episodes
+from wtb_local.contract.messages import ChatMessage, ToolSchema
 from wtb_local.contract.run_dir import ManifestError, RunDir
 
 
@@ -47,14 +48,15 @@ class PaperRenderer:
                  template_kwargs: dict[str, Any] | None = None, source: str = "tokenizer") -> None:
         self.tokenizer = tokenizer
         self.rule = rule
-        self.template = template or _own_template(tokenizer)
-        if not isinstance(self.template, str) or not self.template:
+        own = template or _own_template(tokenizer)
+        if not isinstance(own, str) or not own:
             raise ValueError("paper protocol: the tokenizer has no chat template; pass --chat-template NAME|PATH")
+        self.template: str = own
         self.template_kwargs = dict(template_kwargs or {})
         self.choice = PaperChoice(source, hashlib.sha256(self.template.encode("utf-8")).hexdigest(),
                                   f"paper protocol: the model's own template ({rule.name} prompt builder)")
 
-    def render_text(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
+    def render_text(self, messages: list[ChatMessage], tools: list[ToolSchema] | None) -> str:
         from wtb_local.formats.rendering.clock import conversation_date, render_chat  # deferred: start-up
 
         shaped, family_tools, kwargs = build_prompt(self.rule.name, messages, tools or [])
@@ -62,7 +64,7 @@ class PaperRenderer:
         return render_chat(self.tokenizer, self.template, shaped, family_tools, add_generation_prompt=True,
                            when=conversation_date(messages), **{**self.template_kwargs, **kwargs})
 
-    def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> RenderedText:
+    def render(self, messages: list[ChatMessage], tools: list[ToolSchema] | None) -> RenderedText:
         text = self.render_text(messages, tools)
         return RenderedText(text, self.encode(text))
 

@@ -11,7 +11,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from typing_extensions import TypedDict
+
 WARN_SHARE = 0.05
+
+
+class LengthCuts(TypedDict):
+    """The run's cuts, as the manifest's `summary.length_cuts` records them."""
+
+    steps: int  # generated steps (those with a finish_reason)
+    length: int  # steps cut at the token limit
+    length_in_reasoning: int  # those cut inside reasoning
+    share: float  # length / steps (0 when no step)
 
 
 def _outputs(result_rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
@@ -31,9 +42,8 @@ def cut_in_reasoning(output: dict[str, Any]) -> bool:
             and not output.get("content") and not output.get("tool_calls") and not output.get("parse_errors"))
 
 
-def length_cuts(result_rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    """{"steps": generated steps (those with a finish_reason), "length": steps cut at the token limit,
-    "length_in_reasoning": those cut inside reasoning, "share": length / steps (0 when no step)}."""
+def length_cuts(result_rows: Iterable[dict[str, Any]]) -> LengthCuts:
+    """How many generated steps of the result rows ended at the token limit (`LengthCuts`)."""
     steps = length = in_reasoning = 0
     for output in _outputs(result_rows):
         if "finish_reason" not in output:  # reply-level backends (scripted) generate nothing
@@ -46,13 +56,13 @@ def length_cuts(result_rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
     return {"steps": steps, "length": length, "length_in_reasoning": in_reasoning, "share": share}
 
 
-def cuts_line(cuts: dict[str, Any]) -> str:
+def cuts_line(cuts: LengthCuts) -> str:
     """`3 of 40 (7.50%), 2 inside reasoning`."""
     return (f"{cuts['length']} of {cuts['steps']} ({100 * cuts['share']:.2f}%), "
             f"{cuts['length_in_reasoning']} inside reasoning")
 
 
-def cuts_warning(cuts: dict[str, Any], max_new_tokens: int | None) -> str | None:
+def cuts_warning(cuts: LengthCuts, max_new_tokens: int | None) -> str | None:
     """The warning for a run with more than WARN_SHARE of its steps cut, or None."""
     if not cuts.get("steps") or cuts["length"] / cuts["steps"] <= WARN_SHARE:
         return None

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -134,7 +134,7 @@ def _output(step: dict[str, Any]) -> dict[str, Any]:
     return output if isinstance(output, dict) else {}
 
 
-def _valid_calls(output: dict[str, Any]) -> list[dict[str, Any]] | None:
+def _valid_calls(output: Mapping[str, Any]) -> list[Any] | None:
     """The script's `check_toolcalls`: a non-empty list whose first call has `function.name`."""
     calls = output.get("tool_calls")
     if not isinstance(calls, list) or not calls:
@@ -220,7 +220,7 @@ def classify_task(task: Any, gold_names: Sequence[str], offered: Iterable[str], 
     return action_category([_output(step) for step in steps], list(gold_names), set(offered))
 
 
-def action_category(outputs: Sequence[dict[str, Any]], gold: Sequence[str], offered: set[str]) -> str:
+def action_category(outputs: Sequence[Mapping[str, Any]], gold: Sequence[str], offered: set[str]) -> str:
     """§3.2 A (`check_error_type`, action branch) over the steps' outputs (`tool_calls` read); the
     first rule that fires wins."""
     gold = list(gold)

@@ -14,6 +14,7 @@ import traceback
 from functools import cache
 from typing import Any
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParseResult
 from wtb_local.formats.model_ids import normalize_model_id
 from wtb_local.formats.parsers.base import ToolParser
@@ -214,7 +215,7 @@ def select_parser(
 
 
 def reasoning_calls(parser: ToolParser, reasoning: str | None,
-                    tools: list[dict[str, Any]] | None = None) -> list[Any]:
+                    tools: list[ToolSchema] | None = None) -> list[Any]:
     """The tool calls written inside a reasoning block (docs/parser-policies.md §1): the block's text read
     by the same parser with thinking off. Empty for parsers not built from options alone (the paper
     protocol's rules count their own)."""
@@ -231,7 +232,7 @@ def parse_reply(
     parser: ToolParser,
     text: str,
     *,
-    tools: list[dict[str, Any]] | None = None,
+    tools: list[ToolSchema] | None = None,
     finish_reason: str | None = None,
 ) -> ParseResult:
     """`parser.parse`, with the calls written inside the reasoning block and in a foreign wrapper counted on
@@ -256,7 +257,7 @@ def parse_completion(
     parser: ToolParser,
     text: str,
     *,
-    tools: list[dict[str, Any]] | None = None,
+    tools: list[ToolSchema] | None = None,
     finish_reason: str | None = None,
 ) -> ParseResult:
     """`parse_reply`, with an exception turned into an error result, for the readers that compare or probe

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from wtb_local.contract.messages import JSONObject, ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers.base import dumps_arguments
 
@@ -190,7 +191,7 @@ def iter_json_values(text: str, openers: str = "{[", start: int = 0) -> Iterator
         i = end
 
 
-def arguments_object(arguments: str) -> dict[str, Any] | None:
+def arguments_object(arguments: str) -> JSONObject | None:
     """The arguments text as a JSON object, None when it is not one."""
     try:
         value = json.loads(arguments)
@@ -234,10 +235,10 @@ def call_from_json_object(
 # --- schema-driven typing (XML-style formats) ---------------------------------------------------------------
 
 
-def tool_schemas(tools: list[dict[str, Any]] | None) -> dict[str, dict[str, Any]]:
+def tool_schemas(tools: list[ToolSchema] | None) -> dict[str, JSONObject]:
     """name -> parameters schema, for OpenAI-wrapped ({"type": "function", "function": {...}}) or bare tools.
     A name defined twice keeps its last definition (as the checker does)."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, JSONObject] = {}
     for tool in tools or []:
         if not isinstance(tool, dict):
             continue
@@ -249,7 +250,7 @@ def tool_schemas(tools: list[dict[str, Any]] | None) -> dict[str, dict[str, Any]
     return out
 
 
-def _schema_types(schema: dict[str, Any] | None) -> list[str]:
+def _schema_types(schema: JSONObject | None) -> list[str]:
     if not isinstance(schema, dict):
         return []
     types: list[str] = []
@@ -306,7 +307,7 @@ def _convert(raw: str, kind: str) -> tuple[bool, Any]:
     return False, None
 
 
-def coerce_value(raw: str, schema: dict[str, Any] | None) -> Any:
+def coerce_value(raw: str, schema: JSONObject | None) -> Any:
     """Type one raw-text parameter value by its JSON schema (XML-style formats write values as text).
 
     Strings stay exactly as written; other types are tried in the schema's order (anyOf/oneOf/type lists,
@@ -325,8 +326,8 @@ def coerce_value(raw: str, schema: dict[str, Any] | None) -> Any:
 
 
 def coerce_arguments(
-    name: str, raw_values: dict[str, str], tools: list[dict[str, Any]] | None
-) -> dict[str, Any]:
+    name: str, raw_values: dict[str, str], tools: list[ToolSchema] | None
+) -> JSONObject:
     """All parameters of one call typed by that tool's schema (unknown tool or parameter: strings)."""
     props = tool_schemas(tools).get(name, {}).get("properties")
     props = props if isinstance(props, dict) else {}
@@ -414,7 +415,7 @@ def _call_name(func: ast.AST) -> str:
     raise ValueError("call target is not a name")
 
 
-def parse_pythonic_calls(source: str) -> list[tuple[str, dict[str, Any]]]:
+def parse_pythonic_calls(source: str) -> list[tuple[str, JSONObject]]:
     """`[f(a=1), g.h(b='x')]` (or a single bare call) -> [(name, arguments)], read with `ast` (never eval).
     Raises ValueError with a short reason when the text is not such a list."""
     try:
@@ -423,13 +424,13 @@ def parse_pythonic_calls(source: str) -> list[tuple[str, dict[str, Any]]]:
         raise ValueError(f"not a Python call list ({type(exc).__name__})") from None
     body = tree.body
     nodes = body.elts if isinstance(body, (ast.List, ast.Tuple)) else [body]
-    calls: list[tuple[str, dict[str, Any]]] = []
+    calls: list[tuple[str, JSONObject]] = []
     for node in nodes:
         if not isinstance(node, ast.Call):
             raise ValueError("list item is not a function call")  # noqa: TRY004 - a parse error, not a type error
         if node.args:
             raise ValueError(f"positional arguments in call to {_call_name(node.func)}")
-        args: dict[str, Any] = {}
+        args: JSONObject = {}
         for kw in node.keywords:
             if kw.arg is None:
                 raise ValueError("keyword unpacking (**) in a call")
@@ -441,7 +442,7 @@ def parse_pythonic_calls(source: str) -> list[tuple[str, dict[str, Any]]]:
     return calls
 
 
-def pythonic_call_text(name: str, arguments: dict[str, Any]) -> str:
+def pythonic_call_text(name: str, arguments: JSONObject) -> str:
     """`name(k=<python literal>, ...)`: how pythonic models write a call (repr gives True/None and quotes)."""
     return f"{name}({', '.join(f'{k}={v!r}' for k, v in arguments.items())})"
 

@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from wtb_local.contract.messages import JSONObject, ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._common import (
     TRUNCATED,
@@ -78,7 +79,7 @@ def normalise_markers(text: str) -> str:
     return _MARKER.sub(lambda m: f"<{m.group(1)}{DSML}", text)
 
 
-def parse_dsml(text: str, dialect: Dialect, *, thinking: Any, tools: list[dict[str, Any]] | None,
+def parse_dsml(text: str, dialect: Dialect, *, thinking: Any, tools: list[ToolSchema] | None,
                finish_reason: str | None) -> ParseResult:
     """Reasoning (`…</think>`), content and the calls of `dialect`'s blocks."""
     text = normalise_markers(strip_end_tokens(text or ""))
@@ -97,7 +98,7 @@ def parse_dsml(text: str, dialect: Dialect, *, thinking: Any, tools: list[dict[s
         close = re.compile(r"</" + DSML + r"\s*" + kind + r"\s*>").search(rest, block.end())
         nxt = blocks[n + 1].start() if n + 1 < len(blocks) else len(rest)
         closed = close is not None and close.start() < nxt
-        end, after = (close.start(), close.end()) if closed else (nxt, nxt)
+        end, after = (close.start(), close.end()) if closed and close is not None else (nxt, nxt)
         if kind != dialect.block and not _own_variant(dialect, block.group(0)):
             errors.append(f"a <{DSML}{kind}> block ({_GENERATIONS[kind]}'s) where this family writes "
                           f"{dialect.opener}: not read as calls")
@@ -124,7 +125,7 @@ def _own_variant(dialect: Dialect, opener: str) -> bool:
     return dialect.space and opener == f"<{DSML} tool_calls>"
 
 
-def _take_bare(text: str, dialect: Dialect, tools: list[dict[str, Any]] | None, calls: list[ParsedCall],
+def _take_bare(text: str, dialect: Dialect, tools: list[ToolSchema] | None, calls: list[ParsedCall],
                errors: list[str]) -> str:
     """Text outside blocks, minus invokes written without their block (a model that skipped the opener):
     those are read as calls, with an error."""
@@ -141,7 +142,7 @@ def _take_bare(text: str, dialect: Dialect, tools: list[dict[str, Any]] | None, 
     return text[:first.start()] + text[end:]
 
 
-def parse_invokes(block: str, tools: list[dict[str, Any]] | None, errors: list[str], *,
+def parse_invokes(block: str, tools: list[ToolSchema] | None, errors: list[str], *,
                   cut: bool) -> list[ParsedCall]:
     """The calls of a block's inside. `cut`: the block was cut at the token limit, so an invoke without its
     closing tag is dropped (reported once as truncated), never returned half-written."""
@@ -169,8 +170,8 @@ def parse_invokes(block: str, tools: list[dict[str, Any]] | None, errors: list[s
     return calls
 
 
-def _parameters(name: str, body: str, props: dict[str, Any], errors: list[str]) -> dict[str, Any]:
-    args: dict[str, Any] = {}
+def _parameters(name: str, body: str, props: JSONObject, errors: list[str]) -> JSONObject:
+    args: JSONObject = {}
     heads = list(_PARAM_OPEN.finditer(body))
     for n, head in enumerate(heads):
         limit = heads[n + 1].start() if n + 1 < len(heads) else len(body)

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from wtb_local.contract.messages import JSONObject
+
 _NAME = re.compile(r"[A-Za-z_][\w.\-]*")
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _LITERALS = {"true": True, "false": False, "null": None, "none": None}
@@ -38,7 +40,7 @@ class CallRead:
     """One call read at a position: its name, arguments, where it ended, and what was off about it."""
 
     name: str
-    arguments: dict[str, Any]
+    arguments: JSONObject
     end: int
     errors: list[str] = field(default_factory=list)
 
@@ -121,9 +123,9 @@ class _Reader:
             raise Unreadable("a quoted string is not valid", cut='"' not in self.text[i + 1:]) from None
         return value, end
 
-    def mapping(self, i: int, close: str) -> tuple[dict[str, Any], int]:
+    def mapping(self, i: int, close: str) -> tuple[JSONObject, int]:
         """The object opened at `text[i]`, up to `close`."""
-        out: dict[str, Any] = {}
+        out: JSONObject = {}
         j = _skip(self.text, i + 1)
         while True:
             if j >= len(self.text):

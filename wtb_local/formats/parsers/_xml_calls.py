@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall
 from wtb_local.formats.parsers._common import TRUNCATED, coerce_arguments, dumps_arguments
 
@@ -44,7 +45,7 @@ def _unwrap(value: str, strip_one_newline: bool) -> str:
     return value
 
 
-def parse_functions(block: str, syntax: XmlSyntax, tools: list[dict[str, Any]] | None, *,
+def parse_functions(block: str, syntax: XmlSyntax, tools: list[ToolSchema] | None, *,
                     block_closed: bool, truncated: bool) -> XmlScan:
     """Every function element in `block` (the inside of one call wrapper) as calls.
 
@@ -122,7 +123,7 @@ def iter_blocks(text: str, open_tag: str, close_tag: str, bare_open: str | None 
     return blocks
 
 
-def parse_wrapped_calls(text: str, tools: list[dict[str, Any]] | None, finish_reason: str | None, *,
+def parse_wrapped_calls(text: str, tools: list[ToolSchema] | None, finish_reason: str | None, *,
                         open_tag: str, close_tag: str, syntax: XmlSyntax, bare_open: str | None = None,
                         bare_close: str | None = None,
                         json_fallback: Callable[[str], list[ParsedCall] | None] | None = None,

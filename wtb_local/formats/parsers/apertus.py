@@ -14,6 +14,7 @@ import json
 import re
 from typing import Any
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.end_of_turn import strip_end_of_turn
 from wtb_local.formats.parsers._common import (
@@ -110,7 +111,7 @@ class ApertusParser(ToolParser):
     model_patterns = (r"apertus",)
     template_markers = ("<|tools_prefix|>",)
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         text = strip_end_of_turn(text or "")
         reasoning, rest = split_reasoning(text, thinking=self.options.get("thinking"), open_tag=THINK_OPEN,

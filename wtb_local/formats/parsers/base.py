@@ -11,6 +11,7 @@ import json
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 
 
@@ -23,12 +24,14 @@ class ToolParser(ABC):
     model_patterns: ClassVar[tuple[str, ...]] = ()  # regexes matched (re.search) against the lowercased model id
     template_markers: ClassVar[tuple[str, ...]] = ()  # substrings of a chat template that identify the format
     priority: ClassVar[int] = 0  # tie-break when several parsers match a model id: higher wins
+    # Set by `get_parser` from the `per_step` option (formats/parsers/prefill.py reads it).
+    per_step_prefill: bool = False
 
     def __init__(self, **options: Any) -> None:
         self.options = options
 
     @abstractmethod
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         """Split `text` into reasoning, content and calls. `finish_reason == "length"` with an unclosed
         call is a parse error. `tools` lets schema-typed formats (XML parameters) type their values."""

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._common import (
     TRUNCATED,
@@ -52,7 +53,7 @@ class CohereCommandParser(ToolParser):
     model_patterns = (r"command-a", r"command-r7b", r"cohere2", r"north-(?:mini-)?code")
     template_markers = ("<|START_ACTION|>",)
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         text = strip_end_tokens(text or "")
         reasoning, rest = split_reasoning(text, thinking=self.options.get("thinking"), open_tag=THINK_OPEN,

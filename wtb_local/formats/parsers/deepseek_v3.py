@@ -9,8 +9,9 @@ them. R1's template pre-fills `<think>\n`, so its completions start inside the r
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._common import (
     TRUNCATED,
@@ -76,7 +77,7 @@ def parse_deepseek(text: str, reasoning: str | None, finish_reason: str | None) 
     section = text[start:closed.start() if closed else len(text)]
     pieces = [text[:opened.start()], text[closed.end():] if closed else ""]
     calls: list[ParsedCall] = []
-    errors: list[str] = []
+    errors = []
     begins = list(_CALL_BEGIN.finditer(section))
     if not begins:
         return ParseResult(reasoning=reasoning, content=join_content([text]),
@@ -103,13 +104,13 @@ def parse_deepseek(text: str, reasoning: str | None, finish_reason: str | None) 
 
 class DeepSeekV3Parser(ToolParser):
     name = "deepseek_v3"
-    vllm_names = ("deepseek_v3",)
-    families = ("DeepSeek-V3", "DeepSeek-V3-0324")
-    model_patterns = (r"deepseek-v3(?!\.\d)",)
-    template_markers = ("tool['type'] + '<｜tool▁sep｜>'",)
+    vllm_names: ClassVar[tuple[str, ...]] = ("deepseek_v3",)
+    families: ClassVar[tuple[str, ...]] = ("DeepSeek-V3", "DeepSeek-V3-0324")
+    model_patterns: ClassVar[tuple[str, ...]] = (r"deepseek-v3(?!\.\d)",)
+    template_markers: ClassVar[tuple[str, ...]] = ("tool['type'] + '<｜tool▁sep｜>'",)
     thinking: ClassVar[bool | None] = None  # V3 does not think; a block it writes anyway is still split off
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         reasoning, rest = split_reasoning(text, thinking=self.options.get("thinking", self.thinking),
                                           call_markers=(CALLS_BEGIN, CALL_BEGIN))

@@ -8,8 +8,7 @@ the parser is built with `thinking=True`.
 
 from __future__ import annotations
 
-from typing import Any
-
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._common import split_reasoning
 from wtb_local.formats.parsers.base import ToolParser
@@ -30,7 +29,7 @@ class DeepSeekV31Parser(ToolParser):
     model_patterns = (r"deepseek-v3\.1",)
     template_markers = ("tool['function']['name'] + '<｜tool▁sep｜>'",)
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         thinking = self.options.get("thinking")
         reasoning, rest = split_reasoning(text, thinking=True if thinking else None,

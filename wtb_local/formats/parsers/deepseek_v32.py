@@ -10,8 +10,9 @@ built with `thinking=True`.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._dsml import V32, format_dsml, parse_dsml
 from wtb_local.formats.parsers.base import ToolParser
@@ -24,7 +25,7 @@ class DeepSeekV32Parser(ToolParser):
     model_patterns = (r"deepseek-v3\.2", r"deepseek-v32")
     template_markers = ("<｜DSML｜function_calls>",)
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         return parse_dsml(text, V32, thinking=self.options.get("thinking"), tools=tools,
                           finish_reason=finish_reason)

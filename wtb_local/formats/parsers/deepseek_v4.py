@@ -8,8 +8,9 @@ Rendered with the `deepseek_v4` renderer (chat_templates/): thinking is on unles
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._dsml import V4, format_dsml, parse_dsml
 from wtb_local.formats.parsers.base import ToolParser
@@ -22,7 +23,7 @@ class DeepSeekV4Parser(ToolParser):
     model_patterns = (r"deepseek-v4(?!\.[1-9])",)
     template_markers = ("<｜DSML｜tool_calls>",)
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         return parse_dsml(text, V4, thinking=self.options.get("thinking"), tools=tools,
                           finish_reason=finish_reason)

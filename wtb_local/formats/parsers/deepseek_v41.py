@@ -8,8 +8,9 @@ is on unless switched off, and a thinking prompt starts with the numeric reasoni
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._dsml import V41, format_dsml, parse_dsml
 from wtb_local.formats.parsers.base import ToolParser
@@ -22,7 +23,7 @@ class DeepSeekV41Parser(ToolParser):
     model_patterns = (r"deepseek-v4\.[1-9]",)
     template_markers = ("<｜DSML｜ calls>",)
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         return parse_dsml(text, V41, thinking=self.options.get("thinking"), tools=tools,
                           finish_reason=finish_reason)

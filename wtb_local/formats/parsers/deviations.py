@@ -29,11 +29,12 @@ import json
 import re
 import weakref
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import FormatDeviation, ParsedCall, ParseResult
 from wtb_local.formats.parsers.registry import parser_classes
 
@@ -275,12 +276,13 @@ def _key(call: ParsedCall) -> CallKey:
         return call.name, call.arguments
 
 
-def _tool_names(tools: list[dict[str, Any]] | None) -> set[str] | None:
+def _tool_names(tools: list[ToolSchema] | None) -> set[str] | None:
     if not tools:
         return None
     names = set()
     for tool in tools:
-        entry = tool.get("function") if isinstance(tool, dict) and isinstance(tool.get("function"), dict) else tool
+        # a bare function description, as some sources write tools, counts too
+        entry: Mapping[str, Any] = tool.get("function") if isinstance(tool, dict) and isinstance(tool.get("function"), dict) else tool
         if isinstance(entry, dict) and isinstance(entry.get("name"), str):
             names.add(entry["name"])
     return names or None
@@ -300,7 +302,7 @@ def _squeezed(text: str) -> str:
     return "".join(text.split())
 
 
-def _parse(parser: Any, text: str, tools: list[dict[str, Any]] | None) -> list[ParsedCall]:
+def _parse(parser: Any, text: str, tools: list[ToolSchema] | None) -> list[ParsedCall]:
     try:
         return list(parser.parse(text, tools=tools, finish_reason="stop").tool_calls)
     except Exception:  # noqa: BLE001 - a parser that cannot read it does not read it
@@ -320,7 +322,7 @@ def _written_so(parser: Any, calls: list[ParsedCall], text: str) -> tuple[int, i
         return 0, 0
 
 
-def _foreign(text: str, candidates: Iterable[tuple[Shape, Any]], tools: list[dict[str, Any]] | None,
+def _foreign(text: str, candidates: Iterable[tuple[Shape, Any]], tools: list[ToolSchema] | None,
              offered: Callable[[str], bool], fresh: Callable[[list[CallKey]], int]) -> FormatDeviation | None:
     """The registered format that reads the most new calls from the text; ties: the parser whose own
     rendering of them is in the text (byte for byte before whitespace aside), then the lowest priority (a higher one marks a specialisation of
@@ -341,7 +343,7 @@ def _foreign(text: str, candidates: Iterable[tuple[Shape, Any]], tools: list[dic
 
 
 def _detect(parser: Any, text: str, result: ParseResult,
-            tools: list[dict[str, Any]] | None) -> FormatDeviation | None:
+            tools: list[ToolSchema] | None) -> FormatDeviation | None:
     examined = _examined(text, result)[:_MAX_TEXT]
     plan = _plan(parser)
     if not ('"name"' in examined or "" in plan.markers or any(m in examined for m in plan.markers)
@@ -380,7 +382,7 @@ def _detect(parser: Any, text: str, result: ParseResult,
 
 
 def format_deviation(parser: Any, text: str, result: ParseResult,
-                     tools: list[dict[str, Any]] | None = None) -> FormatDeviation | None:
+                     tools: list[ToolSchema] | None = None) -> FormatDeviation | None:
     """The foreign wrapper this reply wrote tool calls in that `parser` (which gave `result`) did not read,
     None when there is none (module docstring). Raises only what the run's own parser raised (`_plan`); an
     error of the other parsers or of the detection is a count not made, not a reason for a step to fail."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from wtb_local.contract.messages import JSONObject, ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.end_of_turn import strip_end_of_turn
 from wtb_local.formats.parsers._common import (
@@ -46,7 +47,7 @@ def _untyped(value: Any) -> Any:
     return value
 
 
-def typed_arguments(name: str, arguments: dict[str, Any], tools: list[dict[str, Any]] | None) -> dict[str, Any]:
+def typed_arguments(name: str, arguments: JSONObject, tools: list[ToolSchema] | None) -> JSONObject:
     props = tool_schemas(tools).get(name, {}).get("properties")
     props = props if isinstance(props, dict) else {}
     out = {}
@@ -66,7 +67,7 @@ class FunctionGemmaParser(ToolParser):
     model_patterns = (r"functiongemma", r"function-gemma")
     template_markers = ("<start_function_call>",)
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         text = strip_end_of_turn(text or "")
         pieces: list[str] = []

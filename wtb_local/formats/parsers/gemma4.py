@@ -17,8 +17,8 @@ cannot be read keeps its raw arguments text with an error; the text after it is 
 from __future__ import annotations
 
 import re
-from typing import Any
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.end_of_turn import strip_end_of_turn
 from wtb_local.formats.parsers._common import (
@@ -156,7 +156,7 @@ class Gemma4Parser(ToolParser):
     model_patterns = (r"gemma-?4",)
     template_markers = ("<|tool_call>call:",)
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         text = strip_end_of_turn(text or "")
         reasoning, rest = split_channels(text, self.options.get("thinking"))

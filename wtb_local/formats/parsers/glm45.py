@@ -17,6 +17,7 @@ import json
 import re
 from typing import Any, ClassVar
 
+from wtb_local.contract.messages import JSONObject, ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._common import (
     TRUNCATED,
@@ -37,10 +38,10 @@ _NAME_END = re.compile(r"\\n|\n|<arg_key>|$")
 
 class Glm45Parser(ToolParser):
     name = "glm45"
-    vllm_names = ("glm45",)
-    families = ("GLM-4.5", "GLM-4.5-Air", "GLM-4.6")
-    model_patterns = (r"glm-4\.[56]", r"glm-4\.\d-air", r"glm4\.[56]", r"glm-4-moe", r"glm4_moe")
-    template_markers = ("<arg_key>",)
+    vllm_names: ClassVar[tuple[str, ...]] = ("glm45",)
+    families: ClassVar[tuple[str, ...]] = ("GLM-4.5", "GLM-4.5-Air", "GLM-4.6")
+    model_patterns: ClassVar[tuple[str, ...]] = (r"glm-4\.[56]", r"glm-4\.\d-air", r"glm4\.[56]", r"glm-4-moe", r"glm4_moe")
+    template_markers: ClassVar[tuple[str, ...]] = ("<arg_key>",)
     priority = 5  # its template also mentions <tool_call>
     # what a function name may look like (anything else is a broken call, kept as text with an error)
     name_pattern: ClassVar[re.Pattern[str]] = re.compile(r"[^\s<>]+")
@@ -52,7 +53,7 @@ class Glm45Parser(ToolParser):
     unbalanced_is_text: ClassVar[bool] = False
 
     def parse(
-        self, text: str, *, tools: list[dict[str, Any]] | None = None, finish_reason: str | None = None
+        self, text: str, *, tools: list[ToolSchema] | None = None, finish_reason: str | None = None
     ) -> ParseResult:
         text = strip_end_tokens(text or "")
         reasoning, rest = split_reasoning(text, thinking=self.options.get("thinking", getattr(self, "thinking", None)),
@@ -123,7 +124,7 @@ class Glm45Parser(ToolParser):
         return "".join(parts).rstrip("\n") if tool_calls else "".join(parts)
 
 
-def _typed(raw: str, schema: dict[str, Any] | None) -> Any:
+def _typed(raw: str, schema: JSONObject | None) -> Any:
     value = coerce_value(raw, schema)
     if isinstance(value, str) and schema and not _wants_string(schema) and '\\"' in raw:
         # GLM-4.6 sometimes escapes the quotes of a JSON value as if it sat inside a JSON string.
@@ -134,6 +135,6 @@ def _typed(raw: str, schema: dict[str, Any] | None) -> Any:
     return value
 
 
-def _wants_string(schema: dict[str, Any]) -> bool:
+def _wants_string(schema: JSONObject) -> bool:
     kinds = schema.get("type")
     return kinds == "string" or (isinstance(kinds, list) and "string" in kinds)

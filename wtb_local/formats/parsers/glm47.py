@@ -32,10 +32,10 @@ def arg_pairs(arguments: str, separator: str = "") -> str:
 class Glm47Parser(Glm45Parser):
     name = "glm47"
     vllm_names: ClassVar[tuple[str, ...]] = ("glm47",)
-    families = ("GLM-4.7", "GLM-4.7-Flash", "GLM-5", "GLM-5.1", "GLM-5.2")
-    model_patterns = (r"glm-4\.7", r"glm4\.7", r"glm-5", r"glm5")
+    families: ClassVar[tuple[str, ...]] = ("GLM-4.7", "GLM-4.7-Flash", "GLM-5", "GLM-5.1", "GLM-5.2")
+    model_patterns: ClassVar[tuple[str, ...]] = (r"glm-4\.7", r"glm4\.7", r"glm-5", r"glm5")
     # its template shows the call layout with no newline after the name (GLM-4.5/4.6's has one)
-    template_markers = ("<tool_call>{function-name}<arg_key>",)
+    template_markers: ClassVar[tuple[str, ...]] = ("<tool_call>{function-name}<arg_key>",)
 
     def format(self, content: str | None, tool_calls: list[ParsedCall], reasoning: str | None = None) -> str:
         head = f"<think>{reasoning}</think>" if reasoning is not None else ""

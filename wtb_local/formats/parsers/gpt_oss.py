@@ -13,8 +13,8 @@ terminator (`<|end|>`, `<|call|>`, `<|return|>`), later ones opened by `<|start|
 from __future__ import annotations
 
 import re
-from typing import Any
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._common import TRUNCATED, decode_json_at, is_truncated, join_content
 from wtb_local.formats.parsers.base import ToolParser
@@ -87,7 +87,7 @@ def parse_harmony(text: str, finish_reason: str | None) -> ParseResult:
         end = _BODY_END.search(text, body_start)
         body = text[body_start:end.start() if end else len(text)]
         terminated = end is not None and end.group(0) in _TERMINATORS
-        pos = end.end() if terminated else end.start() if end else len(text)
+        pos = end.end() if end is not None and terminated else end.start() if end else len(text)
         channel = header.strip().split(" ", 1)[0].split("<|", 1)[0] if header.strip() else ""
         name = _recipient(header)
         name = pre_recipient if name is None else name
@@ -120,7 +120,7 @@ class GptOssParser(ToolParser):
     model_patterns = (r"gpt-oss",)
     template_markers = ("<|channel|>",)
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         return parse_harmony(text, finish_reason)
 

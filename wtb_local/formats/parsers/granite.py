@@ -11,8 +11,8 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.end_of_turn import strip_end_of_turn
 from wtb_local.formats.parsers._common import join_content, split_reasoning
@@ -42,7 +42,7 @@ class GraniteParser(ToolParser):
     model_patterns = (r"granite-3",)
     template_markers = ("<|tool_call|>",)
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         text = strip_end_of_turn(text)
         reasoning, rest = _split_thoughts(text)

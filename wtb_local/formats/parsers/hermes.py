@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.end_of_turn import END_OF_TURN, strip_end_of_turn
 from wtb_local.formats.parsers._common import (
@@ -75,12 +76,12 @@ def json_block_calls(body: str, *, missing_ok: bool = True) -> list[ParsedCall] 
 
 class HermesParser(ToolParser):
     name = "hermes"
-    vllm_names = ("hermes",)
-    families = ("Qwen2.5-Instruct", "Qwen3 (thinking on/off)", "QwQ", "Hermes-2-Pro", "Hermes-3")
+    vllm_names: ClassVar[tuple[str, ...]] = ("hermes",)
+    families: ClassVar[tuple[str, ...]] = ("Qwen2.5-Instruct", "Qwen3 (thinking on/off)", "QwQ", "Hermes-2-Pro", "Hermes-3")
     # Qwen3-Coder and Qwen3.5 write XML calls (qwen3_coder), so "qwen3-" must not swallow them.
-    model_patterns = (r"qwen2\.5", r"qwen2-", r"qwen3-(?!coder)", r"qwq", r"hermes-[23]", r"hermes-2-pro")
+    model_patterns: ClassVar[tuple[str, ...]] = (r"qwen2\.5", r"qwen2-", r"qwen3-(?!coder)", r"qwq", r"hermes-[23]", r"hermes-2-pro")
     # Qwen templates escape the quotes inside a Jinja string; Hermes-2-Pro writes them plain.
-    template_markers = ('{\\"name\\": <function-name>', '{"name": <function-name>')
+    template_markers: ClassVar[tuple[str, ...]] = ('{\\"name\\": <function-name>', '{"name": <function-name>')
     priority = 0
 
     open_tag: ClassVar[str] = "<tool_call>"
@@ -90,7 +91,7 @@ class HermesParser(ToolParser):
     end_tokens: ClassVar[tuple[str, ...]] = END_OF_TURN
 
     def parse(
-        self, text: str, *, tools: list[dict[str, Any]] | None = None, finish_reason: str | None = None
+        self, text: str, *, tools: list[ToolSchema] | None = None, finish_reason: str | None = None
     ) -> ParseResult:
         text = strip_end_tokens(text or "", self.end_tokens)
         reasoning, rest = split_reasoning(

@@ -9,8 +9,8 @@ mode writes an empty think block (no reasoning).
 from __future__ import annotations
 
 import re
-from typing import Any
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._common import join_content, split_reasoning
 from wtb_local.formats.parsers._json_calls import parse_marked_calls
@@ -30,7 +30,7 @@ class HunyuanParser(ToolParser):
     model_patterns = (r"hunyuan",)
     template_markers = ("<tool_calls>",)
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         reasoning, rest = split_reasoning(text, thinking=self.options.get("thinking"),
                                           call_markers=(OPEN, "<answer>"))

@@ -17,8 +17,9 @@ empty block for `no_think` (the default).
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.end_of_turn import END_OF_TURN
 from wtb_local.formats.parsers.glm45 import CLOSE, OPEN, Glm45Parser
@@ -39,7 +40,7 @@ class HyV3Parser(Glm45Parser):
     template_markers = ("<tool_sep",)
     priority = 6  # the template also carries GLM-style <arg_key> markup
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         text = _SUFFIXED.sub(r"<\1\2>", strip_end_tokens(text or "", END_OF_TURN))
         unterminated = text.count(WRAP_OPEN) > text.count(WRAP_CLOSE)

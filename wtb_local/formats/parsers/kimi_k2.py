@@ -11,8 +11,8 @@ is kept as written; invalid JSON is passed through as raw text with an error (as
 from __future__ import annotations
 
 import re
-from typing import Any
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._common import (
     TRUNCATED,
@@ -42,7 +42,7 @@ class KimiK2Parser(ToolParser):
     priority = 0
 
     def parse(
-        self, text: str, *, tools: list[dict[str, Any]] | None = None, finish_reason: str | None = None
+        self, text: str, *, tools: list[ToolSchema] | None = None, finish_reason: str | None = None
     ) -> ParseResult:
         text = strip_end_tokens(text or "")
         reasoning, rest = split_reasoning(

@@ -22,6 +22,7 @@ import json
 import re
 from typing import Any, ClassVar
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._common import (
     TRUNCATED,
@@ -63,7 +64,7 @@ class KimiK3Parser(ToolParser):
     model_patterns = (r"kimi-k3", r"kimi_k3")
     template_markers = ("<|open|>",)
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         text = _strip_message_end(strip_end_tokens(text or "", (END_OF_MSG,)))
         state = _Reader(text, tools, is_truncated(finish_reason))
@@ -134,7 +135,7 @@ def _strip_message_end(text: str) -> str:
 class _Reader:
     """One pass over the channels of a completion."""
 
-    def __init__(self, text: str, tools: list[dict[str, Any]] | None, truncated: bool) -> None:
+    def __init__(self, text: str, tools: list[ToolSchema] | None, truncated: bool) -> None:
         self.text = text
         self.schemas = tool_schemas(tools)
         self.truncated = truncated

@@ -11,8 +11,8 @@ Reasoning (LFM2.5 thinking models): `<think>…</think>`.
 from __future__ import annotations
 
 import re
-from typing import Any
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.end_of_turn import strip_end_of_turn
 from wtb_local.formats.parsers._common import (
@@ -89,7 +89,7 @@ class Lfm2Parser(ToolParser):
     model_patterns = (r"lfm-?2",)
     template_markers = ("<|tool_call_start|>", "<|tool_list_start|>", "List of tools: [")
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         text = strip_end_of_turn(text or "")
         reasoning, rest = split_reasoning(text, thinking=self.options.get("thinking"), call_markers=(OPEN,))

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._common import TRUNCATED, decode_json_at, is_truncated, join_content
 from wtb_local.formats.parsers.base import ToolParser
@@ -29,7 +29,7 @@ class Llama3JsonParser(ToolParser):
     priority = -1  # fine-tunes with their own formats (Hermes-3, xLAM, ToolACE) carry "llama-3" in their ids
 
     def parse(
-        self, text: str, *, tools: list[dict[str, Any]] | None = None, finish_reason: str | None = None
+        self, text: str, *, tools: list[ToolSchema] | None = None, finish_reason: str | None = None
     ) -> ParseResult:
         text = strip_end_tokens(text or "")
         content: list[str] = []

@@ -10,8 +10,9 @@ object is kept with its raw text and an error.
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParseResult
 from wtb_local.formats.parsers._common import decode_json_at
 from wtb_local.formats.parsers.hermes import HermesParser
@@ -32,7 +33,7 @@ class LongcatParser(HermesParser):
     think_open: ClassVar[str] = "<longcat_think>"
     think_close: ClassVar[str] = "</longcat_think>"
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         result = super().parse(text, tools=tools, finish_reason=finish_reason)
         # a well-formed call object whose arguments are not an object (a string, a list): kept, named

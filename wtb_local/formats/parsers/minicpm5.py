@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.end_of_turn import strip_end_of_turn
 from wtb_local.formats.parsers._common import (
@@ -83,7 +84,7 @@ class MiniCpm5Parser(ToolParser):
     # its template also splits content on `<tool_sep>`, Hy3's marker: `<param name="` is MiniCPM5's alone
     priority = 7
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         text = strip_end_of_turn(text or "")
         reasoning, rest = split_reasoning(text, thinking=self.options.get("thinking"),

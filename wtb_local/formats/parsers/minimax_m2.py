@@ -16,8 +16,8 @@ before it is visible content.
 from __future__ import annotations
 
 import re
-from typing import Any
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._common import arguments_object, join_content, split_reasoning
 from wtb_local.formats.parsers._xml_calls import XmlSyntax, format_value, parse_wrapped_calls
@@ -37,7 +37,7 @@ class MiniMaxM2Parser(ToolParser):
     model_patterns = (r"minimax-m2",)
     template_markers = ("<minimax:tool_call>",)
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         thinking = self.options.get("thinking", True)
         if thinking and "</think>" not in text and OPEN in text and not text.lstrip().startswith("<think>"):

@@ -21,6 +21,7 @@ import math
 import re
 from typing import Any, ClassVar
 
+from wtb_local.contract.messages import JSONObject, ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._common import (
     TRUNCATED,
@@ -40,7 +41,7 @@ OPEN, CLOSE = f"{NS}<tool_call>", f"{NS}</tool_call>"
 THINK_OPEN, THINK_CLOSE = "<mm:think>", "</mm:think>"
 _TAG = re.compile(re.escape(NS) + r"<(/?)([^<>]+)>")
 _INVOKE = re.compile(r'invoke\s+name\s*=\s*"([^"]*)"\s*')
-_LITERALS = {"true": True, "false": False, "null": None, "{}": {}, "[]": []}
+_LITERALS: dict[str, object] = {"true": True, "false": False, "null": None, "{}": {}, "[]": []}
 
 Node = Any  # str (a leaf's text) or list[tuple[str, Node]] (child elements in order)
 
@@ -52,7 +53,7 @@ class MiniMaxM3Parser(ToolParser):
     model_patterns = (r"minimax-m3",)
     template_markers = ("]<]minimax[>[",)
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         text = strip_end_tokens(text or "")
         reasoning, rest = split_reasoning(text, thinking=self.options.get("thinking"), open_tag=THINK_OPEN,
@@ -107,7 +108,7 @@ def _xml(value: Any) -> str:
 
 
 class _Reader:
-    def __init__(self, tools: list[dict[str, Any]] | None, truncated: bool) -> None:
+    def __init__(self, tools: list[ToolSchema] | None, truncated: bool) -> None:
         self.schemas = tool_schemas(tools)
         self.truncated = truncated
         self.calls: list[ParsedCall] = []
@@ -197,7 +198,7 @@ class _Reader:
 # --- typing the tree by the schema --------------------------------------------------------------------
 
 
-def _branches(schema: Any) -> list[dict[str, Any]]:
+def _branches(schema: Any) -> list[JSONObject]:
     """The schema and its anyOf/oneOf alternatives (one level), as dicts."""
     if not isinstance(schema, dict):
         return []
@@ -219,12 +220,12 @@ def _items(schema: Any) -> Any:
     return next((b["items"] for b in _branches(schema) if isinstance(b.get("items"), dict)), None)
 
 
-def _object(children: list[tuple[str, Node]], schema: Any) -> dict[str, Any]:
+def _object(children: list[tuple[str, Node]], schema: Any) -> JSONObject:
     """Child elements as an object; a key repeated among siblings collects its values in an array."""
     grouped: dict[str, list[Node]] = {}
     for key, node in children:
         grouped.setdefault(key, []).append(node)
-    out: dict[str, Any] = {}
+    out: JSONObject = {}
     for key, nodes in grouped.items():
         sub = _property(schema, key)
         out[key] = _value(nodes[0], sub) if len(nodes) == 1 else [_value(n, _items(sub)) for n in nodes]

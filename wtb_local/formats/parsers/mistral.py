@@ -15,8 +15,9 @@ import hashlib
 import json
 import re
 import string
-from typing import Any
+from typing import ClassVar
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._common import (
     TRUNCATED,
@@ -96,12 +97,12 @@ def parse_mistral(text: str, finish_reason: str | None) -> ParseResult:
 
 class MistralParser(ToolParser):
     name = "mistral"
-    vllm_names = ("mistral",)
-    families = ("Mistral-7B-Instruct-v0.3", "Mistral-Nemo", "Mixtral", "Mistral-Small ≤ 3.1")
-    model_patterns = (r"mistral", r"mixtral", r"ministral")
-    template_markers = ('"[TOOL_CALLS][', '"[TOOL_CALLS] [')
+    vllm_names: ClassVar[tuple[str, ...]] = ("mistral",)
+    families: ClassVar[tuple[str, ...]] = ("Mistral-7B-Instruct-v0.3", "Mistral-Nemo", "Mixtral", "Mistral-Small ≤ 3.1")
+    model_patterns: ClassVar[tuple[str, ...]] = (r"mistral", r"mixtral", r"ministral")
+    template_markers: ClassVar[tuple[str, ...]] = ('"[TOOL_CALLS][', '"[TOOL_CALLS] [')
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         return parse_mistral(text, finish_reason)
 

@@ -12,8 +12,8 @@ the block are kept (vLLM drops the bad sibling too, but silently). Reasoning (th
 from __future__ import annotations
 
 import re
-from typing import Any
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.end_of_turn import strip_end_of_turn
 from wtb_local.formats.parsers._common import (
@@ -87,7 +87,7 @@ class Olmo3Parser(ToolParser):
     model_patterns = (r"olmo-?3",)
     template_markers = ("<function_calls>",)
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         text = strip_end_of_turn(text or "")
         reasoning, rest = split_reasoning(text, thinking=self.options.get("thinking"), call_markers=(OPEN,))

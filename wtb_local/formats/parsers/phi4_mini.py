@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._common import join_content
 from wtb_local.formats.parsers._json_calls import parse_marked_calls
@@ -32,7 +32,7 @@ class Phi4MiniParser(ToolParser):
     model_patterns = (r"phi-4-mini",)
     template_markers = ("functools[",)
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         pieces, calls, errors = parse_marked_calls(text, _MARKER, finish_reason)
         return ParseResult(content=join_content(pieces), tool_calls=calls, errors=errors)

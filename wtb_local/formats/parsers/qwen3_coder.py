@@ -19,8 +19,9 @@ a call written before `</think>` is part of the reasoning (docs/parser-policies.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import ClassVar
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._common import arguments_object, join_content, split_reasoning
 from wtb_local.formats.parsers._xml_calls import XmlSyntax, format_value, parse_wrapped_calls
@@ -41,15 +42,16 @@ def function_text(call: ParsedCall, *, value_newlines: bool) -> str:
 
 class Qwen3CoderParser(ToolParser):
     name = "qwen3_coder"
-    vllm_names = ("qwen3_coder",)
-    families = ("Qwen3-Coder", "Qwen3.5", "Qwen3.6", "Qwen3.8", "Nemotron 3 Nano/Ultra/Omni", "Nanbeige4.2")
-    model_patterns = (r"qwen3-coder", r"qwen3\.[5-9]", r"nemotron-3-(?:nano|ultra|omni)",
-                      r"nanbeige")  # Nanbeige: SGLang serves it with the Qwen3-Coder detector
+    vllm_names: ClassVar[tuple[str, ...]] = ("qwen3_coder",)
+    families: ClassVar[tuple[str, ...]] = ("Qwen3-Coder", "Qwen3.5", "Qwen3.6", "Qwen3.8", "Nemotron 3 Nano/Ultra/Omni",
+                                           "Nanbeige4.2")
+    model_patterns: ClassVar[tuple[str, ...]] = (r"qwen3-coder", r"qwen3\.[5-9]", r"nemotron-3-(?:nano|ultra|omni)",
+                                                 r"nanbeige")  # Nanbeige: SGLang serves it with the Qwen3-Coder detector
     # Qwen's templates join strings with +, Nemotron 3's with ~
-    template_markers = ("<function=' + tool_call.name", "<function=' ~ tool_call.name")
+    template_markers: ClassVar[tuple[str, ...]] = ("<function=' + tool_call.name", "<function=' ~ tool_call.name")
     priority = 1  # Qwen3-Coder ids also match the generic Qwen3 (hermes) patterns
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         reasoning, rest = split_reasoning(text, thinking=self.options.get("thinking"),
                                           call_markers=("<tool_call>", "<function="))

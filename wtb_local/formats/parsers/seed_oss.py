@@ -14,8 +14,7 @@ so a completion with no thinking tags at all is an answer.
 
 from __future__ import annotations
 
-from typing import Any
-
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._common import join_content, split_reasoning
 from wtb_local.formats.parsers._xml_calls import parse_wrapped_calls
@@ -32,7 +31,7 @@ class SeedOssParser(ToolParser):
     model_patterns = (r"seed-oss",)
     template_markers = ("<seed:tool_call>",)
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         reasoning, rest = split_reasoning(text, thinking=self.options.get("thinking"), open_tag="<seed:think>",
                                           close_tag="</seed:think>", call_markers=(OPEN,))

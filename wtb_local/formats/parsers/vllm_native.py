@@ -31,8 +31,9 @@ import inspect
 import json
 from functools import cache
 from importlib.util import find_spec
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
+from wtb_local.contract.messages import FunctionSchema, ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.end_of_turn import strip_end_of_turn
 from wtb_local.formats.parsers import gemma4, kimi_k3, minimax_m3, seed_oss
@@ -180,11 +181,11 @@ def decoded(text: str, request: Any, tokenizer: Any) -> str:
     return text
 
 
-def _openai_tool(tool: dict[str, Any]) -> dict[str, Any]:
+def _openai_tool(tool: ToolSchema | FunctionSchema) -> ToolSchema:
     """A tool in the chat API's shape, `{"type": "function", "function": {...}}` (a bare function
     description, as some sources write tools, is wrapped)."""
     if "function" in tool or "name" not in tool:
-        return tool
+        return cast(ToolSchema, tool)
     return {"type": "function", "function": tool}
 
 
@@ -237,7 +238,7 @@ class VllmToolParser(ToolParser):
         takes_tools = "tools" in inspect.signature(cls.__init__).parameters
         return cls(self.tokenizer, tools=tools) if takes_tools else cls(self.tokenizer)
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         text = strip_end_of_turn(text or "")
         try:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._common import (
     TRUNCATED,
@@ -30,16 +31,16 @@ _AFTER = re.compile(r"\s*(?:```|</tool_call>)")
 
 class XlamParser(ToolParser):
     name = "xlam"
-    vllm_names = ("xlam",)
-    families = ("xLAM-2 (Llama-xLAM-2-8b/70b-fc-r, xLAM-2-1b/3b/32b-fc-r)",)
-    model_patterns = (r"xlam",)
-    template_markers = ("make calls in a single JSON array", "Salesforce xLAM team")
+    vllm_names: ClassVar[tuple[str, ...]] = ("xlam",)
+    families: ClassVar[tuple[str, ...]] = ("xLAM-2 (Llama-xLAM-2-8b/70b-fc-r, xLAM-2-1b/3b/32b-fc-r)",)
+    model_patterns: ClassVar[tuple[str, ...]] = (r"xlam",)
+    template_markers: ClassVar[tuple[str, ...]] = ("make calls in a single JSON array", "Salesforce xLAM team")
     priority = 10  # Llama-xLAM ids also look like Llama ids
 
     fence: ClassVar[str] = ""  # how `format` wraps the list ("" = bare list)
 
     def parse(
-        self, text: str, *, tools: list[dict[str, Any]] | None = None, finish_reason: str | None = None
+        self, text: str, *, tools: list[ToolSchema] | None = None, finish_reason: str | None = None
     ) -> ParseResult:
         text = strip_end_tokens(text or "")
         reasoning, text = split_reasoning(text, thinking=False)
@@ -58,7 +59,7 @@ class XlamParser(ToolParser):
             found = (
                 json_block_calls(text[start : decoded[1]], missing_ok=text[start] == "[") if decoded else None
             )
-            if found:
+            if found and decoded:  # (found only where decoded)
                 content.append(_strip_suffix(text[pos:start]))
                 calls += found
                 pos = _skip_wrapper(text, decoded[1])

@@ -12,9 +12,12 @@ import copy
 import hashlib
 import json
 import string
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict
+
+from wtb_local.contract.messages import CallFunction, ChatMessage, ToolCall
 
 IdStyle = Literal["keep", "mistral", "kimi"]
 
@@ -42,7 +45,7 @@ def mistral_id(original: str) -> str:
     return "".join(_ALNUM[b % len(_ALNUM)] for b in digest[:9])
 
 
-def adapt_messages(messages: list[dict[str, Any]], adaptation: Adaptation) -> list[dict[str, Any]]:
+def adapt_messages(messages: list[ChatMessage], adaptation: Adaptation) -> list[ChatMessage]:
     """A new message list shaped by `adaptation`; the input is left untouched."""
     ids = _id_map(messages, adaptation.ids)
     out = [_adapt_one(message, adaptation, ids) for message in messages]
@@ -62,12 +65,12 @@ class GrowingAdapter:
 
     def __init__(self, adaptation: Adaptation) -> None:
         self.adaptation = adaptation
-        self._memo: dict[int, tuple[dict[str, Any], Any, dict[str, Any]]] = {}
+        self._memo: dict[int, tuple[ChatMessage, Any, ChatMessage]] = {}
 
-    def __call__(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def __call__(self, messages: list[ChatMessage]) -> list[ChatMessage]:
         adaptation, memo = self.adaptation, self._memo
         ids = _id_map(messages, adaptation.ids)
-        out = []
+        out: list[ChatMessage] = []
         for message in messages:
             used = _ids_used(message, ids) if ids else None
             known = memo.get(id(message))
@@ -79,25 +82,25 @@ class GrowingAdapter:
         return _split_parallel(out) if adaptation.split_parallel else out
 
 
-def _ids_used(message: dict[str, Any], ids: dict[str, str]) -> Any:
+def _ids_used(message: ChatMessage, ids: dict[Any, str]) -> Any:
     if message.get("role") == "tool":
-        return ids.get(message.get("tool_call_id"))  # type: ignore[arg-type]
+        return ids.get(message.get("tool_call_id"))
     return tuple(ids.get(call.get("id")) for call in message.get("tool_calls") or ())
 
 
-def _light_copy(message: dict[str, Any]) -> dict[str, Any]:
+def _light_copy(message: ChatMessage) -> ChatMessage:
     """A new dict whose plain values (text, numbers, None) and call list are the message's own: enough
     where neither the message nor its reshaping is ever changed (GrowingAdapter); `tool_calls` is
     rebuilt by the reshaping, anything else nested is copied."""
-    return {key: value if key == "tool_calls" or isinstance(value, _PLAIN) else copy.deepcopy(value)
-            for key, value in message.items()}
+    return cast(ChatMessage, {key: value if key == "tool_calls" or isinstance(value, _PLAIN) else copy.deepcopy(value)
+                              for key, value in message.items()})
 
 
 _PLAIN = (str, int, float, bool, type(None))
 
 
-def _adapt_one(message: dict[str, Any], adaptation: Adaptation, ids: dict[str, str],
-               copier: Any = copy.deepcopy) -> dict[str, Any]:
+def _adapt_one(message: ChatMessage, adaptation: Adaptation, ids: dict[str, str],
+               copier: Callable[[ChatMessage], ChatMessage] = copy.deepcopy) -> ChatMessage:
     message = copier(message)
     if message.get("role") == "assistant" and message.get("tool_calls"):
         message["tool_calls"] = [_adapt_call(call, adaptation, ids) for call in message["tool_calls"]]
@@ -110,8 +113,8 @@ def _adapt_one(message: dict[str, Any], adaptation: Adaptation, ids: dict[str, s
     return message
 
 
-def _adapt_call(call: dict[str, Any], adaptation: Adaptation, ids: dict[str, str]) -> dict[str, Any]:
-    function = dict(call.get("function") or {})
+def _adapt_call(call: ToolCall, adaptation: Adaptation, ids: dict[str, str]) -> ToolCall:
+    function = cast(CallFunction, dict(call.get("function") or {}))
     function["arguments"] = _arguments(function.get("arguments"), adaptation.arguments)
     call = {**call, "function": function}
     call.setdefault("type", "function")
@@ -133,7 +136,7 @@ def _arguments(value: Any, shape: str) -> Any:
     return value
 
 
-def _id_map(messages: list[dict[str, Any]], style: IdStyle) -> dict[str, str]:
+def _id_map(messages: list[ChatMessage], style: IdStyle) -> dict[str, str]:
     """Original id -> reshaped id, so calls and their tool results stay paired."""
     mapping: dict[str, str] = {}
     if style == "keep":
@@ -155,13 +158,13 @@ def _id_map(messages: list[dict[str, Any]], style: IdStyle) -> dict[str, str]:
     return mapping
 
 
-def _split_parallel(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _split_parallel(messages: list[ChatMessage]) -> list[ChatMessage]:
     """Turn assistant(c1..cn) + tool(r1..rn) into assistant(c1) tool(r1) ... assistant(cn) tool(rn).
 
     Results are paired with calls by `tool_call_id` when present, else by position; results that match no
     call stay after the last pair, so nothing is dropped.
     """
-    out: list[dict[str, Any]] = []
+    out: list[ChatMessage] = []
     i = 0
     while i < len(messages):
         message = messages[i]
@@ -185,13 +188,13 @@ def _split_parallel(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _empty(message: dict[str, Any]) -> str | None:
+def _empty(message: ChatMessage) -> str | None:
     return None if message.get("content") is None else ""
 
 
-def _pair_results(calls: list[dict[str, Any]],
-                  results: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    groups: list[list[dict[str, Any]]] = [[] for _ in range(len(calls) + 1)]
+def _pair_results(calls: list[ToolCall],
+                  results: list[ChatMessage]) -> list[list[ChatMessage]]:
+    groups: list[list[ChatMessage]] = [[] for _ in range(len(calls) + 1)]
     by_id = {call.get("id"): k for k, call in enumerate(calls) if call.get("id") is not None}
     used: set[int] = set()
     for position, result in enumerate(results):

@@ -13,9 +13,12 @@ same on every transformers version (docs/install.md §4).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
+
+from wtb_local.contract.messages import ChatMessage, FunctionSchema, ToolSchema
 
 # The render argument that carries the frozen date's strftime fields (plain strings only).
 CLOCK_ARGUMENT = "wtb_clock"
@@ -53,7 +56,7 @@ _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "Augu
 _NUMERIC = "dHIjmMSUwWyYfGuV"
 
 
-def conversation_date(messages: list[dict[str, Any]]) -> datetime:
+def conversation_date(messages: list[ChatMessage]) -> datetime:
     """The date of the conversation's `Current Date: YYYY-MM-DD[ HH:MM[:SS]]` system message, else
     DEFAULT_DATE."""
     for message in messages:
@@ -99,8 +102,8 @@ def clocked_template(template: str) -> str:
     return _MACRO + template
 
 
-def render_chat(tokenizer: Any, template: str, messages: list[dict[str, Any]],
-                tools: list[dict[str, Any]] | None, *, add_generation_prompt: bool = True,
+def render_chat(tokenizer: Any, template: str, messages: list[ChatMessage],
+                tools: Sequence[ToolSchema | FunctionSchema] | None, *, add_generation_prompt: bool = True,
                 when: datetime | None = None, **template_kwargs: Any) -> str:
     """`tokenizer.apply_chat_template` as text, with the clock frozen at `when` (default: the date of
     `messages`). Every chat-template rendering of wtb_local goes through here."""

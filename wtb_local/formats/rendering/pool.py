@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from wtb_local.contract.faults import InternalError, RenderWorkerDied
+from wtb_local.contract.messages import ChatMessage, ToolSchema
 
 _HEADER = struct.Struct("<I")
 START_TIMEOUT_S = 300.0  # importing transformers and unpickling a large tokenizer on a busy node
@@ -200,8 +201,8 @@ class RenderPool:
 
     # --- per step ---------------------------------------------------------------------------------------
 
-    async def build(self, key: Any, family: Any, messages: list[dict[str, Any]],
-                    tools: list[dict[str, Any]] | None) -> tuple[str, list[int], float, float, list[Any]]:
+    async def build(self, key: Any, family: Any, messages: list[ChatMessage],
+                    tools: list[ToolSchema] | None) -> tuple[str, list[int], float, float, list[Any]]:
         """(prompt, token ids, render seconds, tokenise seconds, mismatches) of `messages`, rendered by a
         worker exactly as `renderer.render_text` + `renderer.encode_prompt(text, key, family)`, with the
         fast paths' mismatches found building it (checks.Mismatch); raises RenderFailed."""
@@ -315,6 +316,7 @@ class RenderPool:
 
     def _read(self, worker: _Worker) -> None:
         started = time.perf_counter()
+        error: OSError | None
         try:
             data = os.read(worker.recv_fd, 1 << 20)
         except BlockingIOError:

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 import jinja2
 from pydantic import BaseModel, Field
 
+from wtb_local.contract.messages import ChatMessage, JSONObject, ToolCall, ToolSchema
 from wtb_local.formats.end_of_turn import strip_end_of_turn
 from wtb_local.formats.rendering.adapt import Adaptation, IdStyle, adapt_messages
 from wtb_local.formats.rendering.templates import TemplateError, override_for, template_sha256
@@ -33,7 +34,7 @@ class RenderFn(Protocol):
     """(template text, messages, tools) -> rendered text, with or without the generation prompt; the
     template's clock frozen at the conversation's date (clock.render_chat), so renderings compare."""
 
-    def __call__(self, template: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
+    def __call__(self, template: str, messages: list[ChatMessage], tools: list[ToolSchema], *,
                  add_generation_prompt: bool = True, **context: Any) -> str: ...
 
 
@@ -68,13 +69,13 @@ _FINAL = "PROBE-ANSWER-k3v"
 _FOLLOW_UP = "PROBE-FOLLOWUP-w9z"
 
 
-def _tool(name: str, description: str, properties: dict[str, Any]) -> dict[str, Any]:
+def _tool(name: str, description: str, properties: JSONObject) -> ToolSchema:
     return {"type": "function", "function": {
         "name": name, "description": description,
         "parameters": {"type": "object", "properties": properties, "required": sorted(properties)}}}
 
 
-PROBE_TOOLS: list[dict[str, Any]] = [
+PROBE_TOOLS: list[ToolSchema] = [
     _tool("probe_weather", "Weather forecast for a city.",
           {"city": {"type": "string"}, "days": {"type": "integer"}}),
     _tool("probe_convert", "Convert an amount to a currency.",
@@ -88,19 +89,20 @@ PROBE_TOOLS: list[dict[str, Any]] = [
 ]
 
 
-def _call_messages(calls: list[tuple[str, str, dict[str, Any]]], results: list[str]) -> list[dict[str, Any]]:
-    tool_calls = [{"id": cid, "type": "function",
-                   "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)}}
-                  for cid, name, args in calls]
-    return [{"role": "assistant", "content": "", "tool_calls": tool_calls},
-            *({"role": "tool", "tool_call_id": cid, "content": json.dumps(text, ensure_ascii=False)}
-              for (cid, _, _), text in zip(calls, results, strict=True))]
+def _call_messages(calls: list[tuple[str, str, JSONObject]], results: list[str]) -> list[ChatMessage]:
+    tool_calls: list[ToolCall] = [{"id": cid, "type": "function",
+                                   "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)}}
+                                  for cid, name, args in calls]
+    messages: list[ChatMessage] = [{"role": "assistant", "content": "", "tool_calls": tool_calls}]
+    messages.extend({"role": "tool", "tool_call_id": cid, "content": json.dumps(text, ensure_ascii=False)}
+                    for (cid, _, _), text in zip(calls, results, strict=True))
+    return messages
 
 
-def probe_messages() -> list[dict[str, Any]]:
+def probe_messages() -> list[ChatMessage]:
     """The probe conversation in the evaluator's OpenAI shape (docs/evaluation.md §3): parallel calls, their results, a
     sequential call that follows them, its result, a final answer and a new user turn."""
-    return [
+    messages: list[ChatMessage] = [
         {"role": "system", "content": "Current Date: 2024-06-12 10:23:45 Wednesday"},
         {"role": "user", "content": "Weather in two cities and a conversion, then book a follow-up."},
         *_call_messages(_PARALLEL, _RESULTS[:3]),
@@ -108,6 +110,7 @@ def probe_messages() -> list[dict[str, Any]]:
         {"role": "assistant", "content": _FINAL},
         {"role": "user", "content": _FOLLOW_UP},
     ]
+    return messages
 
 
 def check_rendered(text: str) -> list[str]:
@@ -126,7 +129,7 @@ def typed(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
-def _arguments(call: dict[str, Any]) -> Any:
+def _arguments(call: ToolCall) -> Any:
     arguments = (call.get("function") or {}).get("arguments")
     if isinstance(arguments, str):
         try:
@@ -136,16 +139,16 @@ def _arguments(call: dict[str, Any]) -> Any:
     return arguments
 
 
-def cut_turn(render: RenderFn, template: str, messages: list[dict[str, Any]], index: int,
-             tools: list[dict[str, Any]]) -> str | None:
+def cut_turn(render: RenderFn, template: str, messages: list[ChatMessage], index: int,
+             tools: list[ToolSchema]) -> str | None:
     """The text the template writes for assistant message `index` in history, after the role header
     (end-of-turn markers removed). None: no clean cut. See `cut_completion`."""
     cut = cut_completion(render, template, messages, index, tools)
     return None if cut is None else cut[0]
 
 
-def cut_completion(render: RenderFn, template: str, messages: list[dict[str, Any]], index: int,
-                   tools: list[dict[str, Any]]) -> tuple[str, str] | None:
+def cut_completion(render: RenderFn, template: str, messages: list[ChatMessage], index: int,
+                   tools: list[ToolSchema]) -> tuple[str, str] | None:
     """(history form of assistant message `index` after its role header, what the generation prompt
     pre-fills beyond that header); None when there is no clean cut.
 
@@ -163,8 +166,8 @@ def cut_completion(render: RenderFn, template: str, messages: list[dict[str, Any
     return _cut(render, template, before, upto, tools)
 
 
-def _cut(render: RenderFn, template: str, before: list[dict[str, Any]], upto: list[dict[str, Any]],
-         tools: list[dict[str, Any]]) -> tuple[str, str] | None:
+def _cut(render: RenderFn, template: str, before: list[ChatMessage], upto: list[ChatMessage],
+         tools: list[ToolSchema]) -> tuple[str, str] | None:
     prompt = render(template, before, tools, add_generation_prompt=True)
     full = render(template, upto, tools, add_generation_prompt=False)
     if full.startswith(prompt):
@@ -208,7 +211,7 @@ def _back_off(shared: str, header: str) -> str:
     return shared[: max(shared.rfind(">"), shared.rfind("\n")) + 1]
 
 
-def _last_text(before: list[dict[str, Any]]) -> str:
+def _last_text(before: list[ChatMessage]) -> str:
     content = before[-1].get("content")
     return content if isinstance(content, str) else ""
 
@@ -240,7 +243,7 @@ def completion_after(prefill: str, body: str) -> str | None:
     return f"{closer}\n\n{body}" if _TAG_OPENER.match(prefill) else closer + body
 
 
-def _anchored_cut(before: list[dict[str, Any]], prompt: str, full: str) -> str | None:
+def _anchored_cut(before: list[ChatMessage], prompt: str, full: str) -> str | None:
     last = before[-1].get("content") if before else None
     if not isinstance(last, str) or not last or last not in prompt:
         return None
@@ -254,7 +257,7 @@ def _strip_end(text: str) -> str:
     return strip_end_of_turn(text).rstrip()
 
 
-def check_calls(render: RenderFn, template: str, messages: list[dict[str, Any]], parser: Any) -> list[str]:
+def check_calls(render: RenderFn, template: str, messages: list[ChatMessage], parser: Any) -> list[str]:
     """Cut every assistant turn with calls out of the rendered history and parse it back with the run's
     parser: names and typed arguments must come back exactly, in order. The problems found (empty: all
     read back)."""

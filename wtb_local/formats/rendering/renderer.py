@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from wtb_local.contract.messages import ChatMessage, Reply, ToolSchema
 from wtb_local.formats.end_of_turn import END_OF_TURN, strip_end_of_turn
 from wtb_local.formats.rendering.adapt import GrowingAdapter, adapt_messages
 from wtb_local.formats.rendering.checks import PATHS, CheckPolicy, PromptChecks
@@ -156,7 +157,7 @@ class PromptRenderer:
     segment_encoder: Any = None
     renders_in_workers = True  # picklable; render_text(grows=) + encode_prompt run in a RenderPool (pool.py)
 
-    def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> RenderedPrompt:
+    def render(self, messages: list[ChatMessage], tools: list[ToolSchema] | None) -> RenderedPrompt:
         text = self.render_text(messages, tools)
         return RenderedPrompt.model_construct(text=text, token_ids=self.encode_prompt(text))
 
@@ -181,7 +182,7 @@ class PromptRenderer:
                 self._segments.off("piecewise tokenisation off: a mismatch elsewhere in the run")
         return self._segments
 
-    def render_text(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, *,
+    def render_text(self, messages: list[ChatMessage], tools: list[ToolSchema] | None, *,
                     add_generation_prompt: bool = True, grows: bool = False) -> str:
         """The prompt text. `grows`: `messages` is a conversation that only grows and whose dicts never
         change once appended (an episode's own), so each message is reshaped once (adapt.GrowingAdapter)."""
@@ -201,8 +202,8 @@ class PromptRenderer:
     def encode(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
-    def assistant_text(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
-                       reply: dict[str, Any]) -> str | None:
+    def assistant_text(self, messages: list[ChatMessage], tools: list[ToolSchema] | None,
+                       reply: Reply) -> str | None:
         """The raw completion a model would have written for `reply` ({content, tool_calls}).
 
         The assistant turn is cut out of the template's rendering of the conversation with it, exactly as
@@ -211,9 +212,10 @@ class PromptRenderer:
         (`</think>` + blank line). None when there is no clean cut: callers fall back to the parser's
         format (and count it).
         """
-        assistant = {"role": "assistant", "content": reply.get("content") or ""}
-        if reply.get("tool_calls"):
-            assistant["tool_calls"] = reply["tool_calls"]
+        assistant: ChatMessage = {"role": "assistant", "content": reply.get("content") or ""}
+        calls = reply.get("tool_calls")
+        if calls:
+            assistant["tool_calls"] = calls
         adapted = adapt_messages([*messages, assistant], self.choice.adaptation)
         # split_parallel turns one reply into several messages: the reply is everything after the history
         start = len(adapt_messages(messages, self.choice.adaptation))
@@ -255,7 +257,7 @@ class PromptRenderer:
                                 "pass --chat-template NAME|PATH")
         return text
 
-    def _render_with(self, template: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+    def _render_with(self, template: str, messages: list[ChatMessage], tools: list[ToolSchema],
                      *, add_generation_prompt: bool = True, **context: Any) -> str:
         # `context`: extra template variables for this rendering only; the clock is the conversation's
         return render_chat(self.tokenizer, template, messages, tools, add_generation_prompt=add_generation_prompt,
@@ -366,7 +368,7 @@ class FastTemplate:
         self._variables = {**tokenizer.special_tokens_map, **template_kwargs}
         self._prepare_messages = _installed_message_steps()
 
-    def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
+    def render(self, messages: list[ChatMessage], tools: list[ToolSchema], *,
                add_generation_prompt: bool) -> str:
         if self._template is None:
             self.checks.reference("rendering")
@@ -390,7 +392,7 @@ class FastTemplate:
         self._template = None
         self.note = self.note or note
 
-    def _render_fast(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
+    def _render_fast(self, messages: list[ChatMessage], tools: list[ToolSchema], *,
                      add_generation_prompt: bool) -> str | None:
         """The prompt by the compiled template; None when it raises."""
         self._schemas = {id(tool): tool for tool in tools or ()}

@@ -30,6 +30,7 @@ from typing import Any
 
 from wtb_local.contract.errors import RecordError, one_line
 from wtb_local.contract.faults import InternalError, failed_requests
+from wtb_local.contract.messages import SessionResult
 from wtb_local.run.errors import LoopError
 from wtb_local.run.loop.progress import Progress
 from wtb_local.run.loop.steps import StepDriver
@@ -67,8 +68,8 @@ class SessionRunner:
 
     def __init__(self, driver: StepDriver, store: ResultStore, *, model_name: str,
                  progress: Progress, episodes_for: Callable[[Any], list[Any]],
-                 session_row: Callable[[Any, Sequence[Any], str], dict[str, Any]],
-                 label_counts: Callable[[dict[str, Any], Any], tuple[int, int]] | None = None,
+                 session_row: Callable[[Any, Sequence[Any], str], SessionResult],
+                 label_counts: Callable[[SessionResult, Any], tuple[int, int]] | None = None,
                  should_stop: Callable[[], bool] = lambda: False,
                  on_finished: Callable[[str], None] | None = None) -> None:
         self.driver = driver
@@ -81,7 +82,7 @@ class SessionRunner:
         self.should_stop = should_stop  # checked before every step: no new work after a stop signal
         self.on_finished = on_finished  # called with a session id once its line is durable
         self._unwritten = 0  # sessions handed to the writer, not yet durable
-        self._written: asyncio.Event | None = None
+        self._written = asyncio.Event()  # a fresh one per run (run()); an Event binds no loop until used
         self._task: asyncio.Task[Any] | None = None
         self._failure: BaseException | None = None  # a callback's or the writer's error: the run stops
         self._cancelled = False  # whether `_fail` cancelled the run's task
@@ -228,13 +229,13 @@ class SessionRunner:
             except RuntimeError:  # the loop is gone (a run that failed): the row is on disk all the same
                 pass
 
-        self.store.submit(row, durable)
+        self.store.submit(dict(row), durable)  # the store keeps rows as plain dicts, read ones too
         try:
             self.driver.meter.session_written(self.driver.meter.now() - started)
         except Exception as exc:  # the row is written all the same; the run stops naming what failed
             raise LoopError(f"metering the result row of {state.session.id}: {one_line(exc)}") from exc
 
-    def _durable(self, state: _SessionState, row: dict[str, Any], error: BaseException | None) -> None:
+    def _durable(self, state: _SessionState, row: SessionResult, error: BaseException | None) -> None:
         """In the loop, once the writer thread has written `row` (or failed to). Runs as a plain loop
         callback, where an exception would only be logged: every error here stops the run instead."""
         self._unwritten -= 1

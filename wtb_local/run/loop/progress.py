@@ -196,8 +196,9 @@ class Loading:
         if self.mode == "rich":
             from rich.console import Console  # deferred: start-up (rich only on a terminal)
 
-            self._status = Console(file=self.stream).status(f"{self.what}  0s")
-            self._status.start()  # type: ignore[attr-defined]
+            status = Console(file=self.stream).status(f"{self.what}  0s")
+            status.start()
+            self._status = status
             self._thread = threading.Thread(target=self._tick_rich, daemon=True)
         else:
             print(f"{self.what} ...", file=self.stream, flush=True)

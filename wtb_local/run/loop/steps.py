@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wtb_local.contract.faults import Fault, InternalError, classify, template_side
+from wtb_local.contract.messages import ChatMessage, ToolSchema
 from wtb_local.contract.schema import Completion, GenerationRequest, ParseResult, SamplingConfig
 from wtb_local.engines.base import Backend
 from wtb_local.formats.parsers.prefill import STEP_FIELD, decides_per_step, prompt_prefills, step_parser
@@ -120,8 +121,8 @@ class StepDriver:
         request.prompt, request.prompt_token_ids = text, ids
         return request, None
 
-    def _request(self, episode: Any, rid: str, messages: list[dict[str, Any]],
-                 tools: list[dict[str, Any]]) -> GenerationRequest:
+    def _request(self, episode: Any, rid: str, messages: list[ChatMessage],
+                 tools: list[ToolSchema]) -> GenerationRequest:
         # Built without validation: every field is already of its declared type (a measurable share of
         # a step's time otherwise, docs/runner-speed.md §2).
         try:
@@ -142,8 +143,8 @@ class StepDriver:
                 raise InternalError.of("gold_reply", exc) from exc
         return request
 
-    def _build(self, episode: Any, rid: str, messages: list[dict[str, Any]],
-               tools: list[dict[str, Any]], timing: list[float],
+    def _build(self, episode: Any, rid: str, messages: list[ChatMessage],
+               tools: list[ToolSchema], timing: list[float],
                shared: bool = False) -> tuple[GenerationRequest | None, str | None]:
         request = self._request(episode, rid, messages, tools)
         if self.backend.needs_prompt:
@@ -374,7 +375,7 @@ class StepDriver:
         ask = getattr(self.backend, "prefilled_reasoning", None)
         return ask(request) if ask is not None else None
 
-    def _parse(self, completion: Completion, tools: list[dict[str, Any]],
+    def _parse(self, completion: Completion, tools: list[ToolSchema],
                prefilled: bool | None = None) -> ParseResult:
         from wtb_local.formats.parsers import parse_reply
 

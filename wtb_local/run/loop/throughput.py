@@ -22,7 +22,49 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, NotRequired
+
+from typing_extensions import TypedDict
+
+
+class RunnerBreakdown(TypedDict):
+    """The runner's own milliseconds per step, by stage (`ipc` only with render workers)."""
+
+    render: float | None
+    tokenise: float | None
+    parse: float | None
+    judge: float | None
+    write: float | None
+    ipc: NotRequired[float | None]
+
+
+class ThroughputSummary(TypedDict):
+    """`summary()`: rates, the engine's and the runner's busy time, and what the runner alone could sustain
+    (None where a figure has no steps or no wall time under it, or the backend does not report it)."""
+
+    wall_s: float
+    tasks: int
+    steps: int
+    tasks_per_s: float | None
+    generated_tokens_per_s: float | None
+    prompt_tokens_per_s: float | None
+    engine_busy_s: float
+    engine_busy_share: float | None
+    prompt_tokens: int
+    generated_tokens: int
+    cached_prompt_tokens: int | None
+    prefix_cache_hit_rate: float | None
+    runner_ms_per_step: float | None
+    runner_ms_per_step_max: float | None
+    runner_ms_breakdown: RunnerBreakdown
+    runner_busy_s: float
+    runner_busy_share: float | None
+    steps_per_s: float | None
+    runner_ceiling_steps_per_s: float | None
+    writer_busy_s: float | None
+    render_workers: int
+    render_workers_busy_s: float | None
 
 
 class ThroughputMeter:
@@ -76,7 +118,7 @@ class ThroughputMeter:
     def session_written(self, seconds: float) -> None:
         self.write_s += seconds
 
-    def summary(self, tasks: int) -> dict[str, Any]:
+    def summary(self, tasks: int) -> ThroughputSummary:
         wall = self._clock() - self.started
         busy = self.engine_busy_s + (self._clock() - self._busy_since if self.in_flight else 0.0)
         workers = self.pool.size if self.pool is not None else 0
@@ -92,7 +134,7 @@ class ThroughputMeter:
         def rate(count: float) -> float | None:
             return round(count / wall, 3) if wall > 0 else None
 
-        breakdown = {"render": per_step_ms(self.render_s), "tokenise": per_step_ms(self.tokenise_s),
+        breakdown: RunnerBreakdown = {"render": per_step_ms(self.render_s), "tokenise": per_step_ms(self.tokenise_s),
                      "parse": per_step_ms(self.parse_s), "judge": per_step_ms(self.judge_s),
                      "write": per_step_ms(self.write_s)}
         if workers:
@@ -128,7 +170,7 @@ class ThroughputMeter:
         }
 
 
-def summary_line(block: dict[str, Any]) -> str:
+def summary_line(block: Mapping[str, Any]) -> str:
     """One line for the end of a run: `throughput: 12.1 tasks/s, ...`."""
     hit = block.get("prefix_cache_hit_rate")
     share = block.get("engine_busy_share")

@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from typing_extensions import TypedDict
+
 ROUND_TO = 1024
 # Keys under which a model config states its context window; vLLM takes the smallest of those present
 # (and may scale it up for some rope types), so the smallest is always a length vLLM accepts.
@@ -33,12 +35,20 @@ class TaskNeed:
         return self.prompt_tokens + self.steps * max_new_tokens
 
 
+class ContextRecord(TypedDict):
+    """The manifest's record of an engine's context window: the window (None: the engine's own) and how it
+    was chosen, in one line."""
+
+    max_model_len: int | None
+    how: str
+
+
 @dataclass(frozen=True)
 class ContextLength:
     max_model_len: int
     how: str  # one line, recorded in the manifest
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> ContextRecord:
         return {"max_model_len": self.max_model_len, "how": self.how}
 
 
@@ -101,7 +111,7 @@ def model_context_limit(model: str, revision: str | None, trust_remote_code: boo
 
 
 def engine_context_length(values: dict[str, Any], renderer: Any,
-                          sessions: list[Any]) -> tuple[dict[str, Any], int | None]:
+                          sessions: list[Any]) -> tuple[ContextRecord, int | None]:
     """For a run that starts its own engine: the context window it gets and how it was chosen (recorded in
     the manifest), and the window to ask for when --max-model-len is not given (None: the engine's own)."""
     if values["max_model_len"] is not None:

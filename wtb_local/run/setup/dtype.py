@@ -131,7 +131,8 @@ def checkpoint_dtype(model: str | None, revision: str | None) -> str | None:
     config = _read_config(model, revision) if model else None
     if config is None:
         return None
-    for section in (config, config.get("text_config") if isinstance(config.get("text_config"), dict) else {}):
+    text_config = config.get("text_config")
+    for section in (config, text_config if isinstance(text_config, dict) else {}):
         value = section.get("dtype") or section.get("torch_dtype")
         if isinstance(value, str) and value:
             return value.removeprefix("torch.")

@@ -13,7 +13,7 @@ import functools
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -26,6 +26,10 @@ from wtb_local.engines.environment import resolved_revision, tokenizer_sha256
 from wtb_local.run.setup.options import RunOptions, cli_fields
 from wtb_local.run.setup.paths import RunPaths, run_paths
 from wtb_local.run.setup.resolved import ResolvedRun
+
+if TYPE_CHECKING:  # loaded by the stages that need them (start-up)
+    from wtb_local.run.setup.context_length import ContextRecord
+    from wtb_local.run.setup.shards import ShardRecord
 
 # The sampling values a backend that does not sample cannot honour.
 _SAMPLING_OPTIONS = ("temperature", "top_p")
@@ -44,11 +48,11 @@ class PreparedRun:
     parser: Any
     renderer_note: str | None
     thinking: Any  # thinking.ThinkingMode: the effective mode, decided by the prompt
-    shard: dict[str, Any] | None  # --shard: this shard's sessions and the selection they come from
+    shard: ShardRecord | None  # --shard: this shard's sessions and the selection they come from
     protocol: Protocol
     applied: ProtocolRun  # the protocol's renderer, parser, episodes and manifest section
     backend_class: type[Backend]
-    context_length: dict[str, Any] | None  # the window asked of an engine this run starts, and how
+    context_length: ContextRecord | None  # the window asked of an engine this run starts, and how
 
     def build_backend(self) -> Backend:
         try:
@@ -92,7 +96,7 @@ def _prepare(options: RunOptions, renderer: Any, err: Any, engine: bool) -> Prep
     _fold(values, sources, template)
     reading = _parser_and_thinking(values, sources, backend, protocol, template.renderer)
     _fold(values, sources, reading)
-    if reading.sources.get("parser_options", "").startswith("per step: "):  # a fallback: said at start
+    if (reading.sources.get("parser_options") or "").startswith("per step: "):  # a fallback: said at start
         print(f"warning: parser options {reading.sources['parser_options']}", file=err)
     protocol.sampling(values, sources, options, err)
     _unused_options(options, backend, err)
@@ -140,7 +144,7 @@ def _field_type(name: str) -> TypeAdapter[Any]:
     info = model.model_fields[name]
     if not info.metadata:
         return TypeAdapter(info.annotation)
-    return TypeAdapter(Annotated[(info.annotation, *info.metadata)])  # type: ignore[valid-type]
+    return TypeAdapter(Annotated[(info.annotation, *info.metadata)])  # type: ignore[arg-type]
 
 
 def _fold(values: dict[str, Any], sources: dict[str, str], stage: _Stage) -> None:
@@ -179,7 +183,8 @@ class BackendChoice:
 
 
 def _backend_choice(options: RunOptions, err: Any) -> BackendChoice:
-    name, said = options.backend, {}
+    name = options.backend
+    said: _Sources = {}
     if name == "auto":
         name, said["backend"] = auto_backend(script=options.script, replay=options.replay)
         if not (options.script or options.replay):  # an engine: say which and why before it loads
@@ -251,7 +256,7 @@ class DatasetSelection:
     dataset_sha256: str
     sessions: list[Any]
     selected: list[Any]
-    shard_record: dict[str, Any] | None  # --shard: this shard's sessions and the selection they come from
+    shard_record: ShardRecord | None  # --shard: this shard's sessions and the selection they come from
     sources: _Sources = field(default_factory=dict)
 
     def resolved(self) -> dict[str, Any]:
@@ -375,7 +380,7 @@ def _protocol_applied(values: dict[str, Any], protocol: Protocol, caps: Any, ren
 class EngineSettings:
     """The context window of an engine this run starts, the prompt checks and the render workers."""
 
-    context: dict[str, Any] | None  # the window asked of the engine, and how
+    context: ContextRecord | None  # the window asked of the engine, and how
     default_max_model_len: int | None
     verify_prompts: Any
     on_prompt_mismatch: Any

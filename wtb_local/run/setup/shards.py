@@ -21,6 +21,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from typing_extensions import TypedDict
+
 from wtb_local.contract.shard_dirs import Shard
 
 _SPEC = re.compile(r"(0|[1-9][0-9]*)/([1-9][0-9]*)")
@@ -112,11 +114,22 @@ def selection_sha256(session_ids: Sequence[str]) -> str:
     return hashlib.sha256("\n".join(session_ids).encode("utf-8")).hexdigest()
 
 
-def shard_sessions(selected: Sequence[Any], shard: Shard) -> tuple[list[Any], dict[str, Any]]:
+class ShardRecord(TypedDict):
+    """The manifest's `shard`: which shard this is, the selection every shard splits, and this one's part."""
+
+    index: int
+    count: int
+    selection_sha256: str
+    selection_size: int
+    sessions: list[str]
+    work: int
+
+
+def shard_sessions(selected: Sequence[Any], shard: Shard) -> tuple[list[Any], ShardRecord]:
     """This shard's sessions, and the manifest record `merge` checks them against."""
     plan = plan_shards(selected, shard.count)
     mine = set(plan[shard.index])
-    record = {
+    record: ShardRecord = {
         "index": shard.index,
         "count": shard.count,
         "selection_sha256": selection_sha256([s.id for s in selected]),

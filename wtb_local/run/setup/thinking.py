@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from wtb_local.contract.messages import ChatMessage, ToolSchema
 from wtb_local.formats.reasoning_blocks import ends_in_open_reasoning
 
 # The paper's budget (App. E.1: max_new_tokens=512) for answers without reasoning. With reasoning, 512
@@ -40,9 +41,9 @@ _REASONING_FORMATS = {
     # adaptive by default: the model decides per turn, so the budget is a thinking one
     "minimax_m3": "MiniMax-M3 decides whether to think (thinking_mode adaptive)",
 }
-_PROBE = [{"role": "user", "content": "Hi"}]
+_PROBE: list[ChatMessage] = [{"role": "user", "content": "Hi"}]
 # Some templates fail without tools (Hermes-2-Pro's tool_use); runs always send tools.
-_TOOLS = [{"type": "function", "function": {"name": "get_time", "description": "The current time.",
+_TOOLS: list[ToolSchema] = [{"type": "function", "function": {"name": "get_time", "description": "The current time.",
                                             "parameters": {"type": "object", "properties": {}}}}]
 
 
