@@ -92,6 +92,7 @@ def get_parser(name: str, *, tokenizer: Any = None, **options: Any) -> ToolParse
     from wtb_local.formats.parsers.vllm_native import build, is_vllm_parser  # deferred: start-up
 
     built, per_step = split_options(options)
+    parser: ToolParser
     if is_vllm_parser(name):
         parser = build(name, tokenizer, **built)
     elif sglang_native.is_sglang_parser(name):

@@ -9,6 +9,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from wtb_local.contract.messages import ToolSchema
+
 _MAX_DEPTH = 8
 
 
@@ -30,14 +32,14 @@ def _resolve(node: Any, root: dict[str, Any], depth: int) -> Any:
     return {key: _resolve(value, root, depth + 1) for key, value in node.items()}
 
 
-def inline_refs(tools: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+def inline_refs(tools: list[ToolSchema] | None) -> list[ToolSchema] | None:
     """`tools` with every local `$ref` of each tool's parameters replaced by its target (a copy)."""
     if not tools:
         return tools
     out = []
     for tool in tools:
         tool = copy.deepcopy(tool) if isinstance(tool, dict) else tool
-        fn = tool.get("function") if isinstance(tool, dict) and isinstance(tool.get("function"), dict) else tool
+        fn: Any = tool.get("function") if isinstance(tool, dict) and isinstance(tool.get("function"), dict) else tool
         params = fn.get("parameters") if isinstance(fn, dict) else None
         if isinstance(fn, dict) and isinstance(params, dict) and "$ref" in str(params):
             fn["parameters"] = _resolve(params, params, 0)

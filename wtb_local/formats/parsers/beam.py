@@ -17,8 +17,9 @@ public: `beam` ids select it.
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._common import (
     TRUNCATED,
@@ -47,7 +48,7 @@ class BeamParser(ToolParser):
     template_markers = ("<rfl:parameter",)
     priority = 2
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         reasoning: list[str] = []
         pieces: list[str] = []
@@ -66,7 +67,7 @@ class BeamParser(ToolParser):
         return ParseResult(reasoning=joined or None, content=join_content(pieces), tool_calls=calls, errors=errors)
 
     @staticmethod
-    def _read(message: str, tools: list[dict[str, Any]] | None, cut: bool, pieces: list[str],
+    def _read(message: str, tools: list[ToolSchema] | None, cut: bool, pieces: list[str],
               calls: list[ParsedCall], errors: list[str]) -> None:
         """Content and calls of one message that is not reasoning: text (a final channel's header and
         closers are markup), and every ` to=NAME` call head in it, each call ending at its closer."""

@@ -16,8 +16,9 @@ unknown tools kept; vLLM leaves the block as content).
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._common import arguments_object, join_content, split_reasoning
 from wtb_local.formats.parsers._schema_refs import inline_refs
@@ -39,7 +40,7 @@ class DotsParser(ToolParser):
     template_markers = (OPEN,)
     priority = 2
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         text = strip_end_tokens(text or "")
         reasoning, rest = split_reasoning(text, thinking=self.options.get("thinking"), call_markers=(OPEN,))

@@ -17,8 +17,9 @@ tests/fixtures/rendering/2026h2/).
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._dsml import DSML, V4, format_dsml, parse_dsml
 from wtb_local.formats.parsers.base import ToolParser
@@ -39,7 +40,7 @@ class GigaChat35Parser(ToolParser):
     template_markers = ("<｜GCML｜",)
     priority = 3  # its template also carries GigaChat3's <|role_sep|>
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         text = _TO_DSML.sub(lambda m: f"<{m.group(1)}{DSML}", text or "")
         result = parse_dsml(text, V4, thinking=self.options.get("thinking"), tools=tools,

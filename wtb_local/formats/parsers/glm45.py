@@ -76,7 +76,7 @@ class Glm45Parser(ToolParser):
             if end < 0 and is_truncated(finish_reason):
                 errors.append(f"{TRUNCATED}: {self.open_tag} block cut off at the token limit")
                 continue
-            name = body[: _NAME_END.search(body).start()].strip()
+            name = body[: next(_NAME_END.finditer(body)).start()].strip()  # "$" always matches
             leftover = _PAIR.sub("", body)
             if not self.name_pattern.fullmatch(name or " "):
                 errors.append("tool call block without a function name")

@@ -6,8 +6,9 @@ the first is content. Arguments text is kept as written.
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._common import join_content
 from wtb_local.formats.parsers._json_calls import scan_object
@@ -26,7 +27,7 @@ class Granite20bFcParser(ToolParser):
     template_markers = ()
     priority = 2  # the ids also match granite's generic patterns
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         text = strip_end_tokens(text or "")
         pieces: list[str] = []

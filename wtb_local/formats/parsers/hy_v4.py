@@ -21,6 +21,7 @@ import math
 import re
 from typing import Any, ClassVar
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.end_of_turn import END_OF_TURN
 from wtb_local.formats.parsers._common import (
@@ -129,7 +130,7 @@ class HyV4Parser(ToolParser):
     template_markers = ()  # no template is public
     priority = 6
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         text = strip_end_tokens(text or "", END_OF_TURN)
         text = _THINK.sub(lambda m: f"<{m.group(1)}think>", text)

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._common import (
     TRUNCATED,
@@ -55,7 +56,7 @@ class InklingParser(ToolParser):
     model_patterns = (r"thinkingmachines/inkling", r"(^|/)inkling")
     template_markers = (TOOL_JSON,)
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         text = strip_end_tokens(text or "", (*_ENDS, MESSAGE_MODEL))
         reasoning: list[str] = []

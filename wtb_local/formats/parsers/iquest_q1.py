@@ -12,8 +12,9 @@ The stop token `<|iquest_end|>` is an end-of-turn marker (formats/end_of_turn.py
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._schema_refs import inline_refs
 from wtb_local.formats.parsers.glm47 import Glm47Parser, arg_pairs
@@ -32,7 +33,7 @@ class IQuestQ1Parser(Glm47Parser):
     close_tag = CLOSE
     unbalanced_is_text = True
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         return super().parse(text, tools=inline_refs(tools), finish_reason=finish_reason)
 

@@ -6,8 +6,9 @@ and raw arguments with an error (formats/parsers/_json_calls.py).
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._common import join_content
 from wtb_local.formats.parsers._json_calls import parse_marked_calls
@@ -27,7 +28,7 @@ class JambaParser(ToolParser):
     template_markers = ()  # Hunyuan-A13B's template shows the same wrapper; a Jamba template is not told apart
     priority = 1
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         text = strip_end_tokens(text or "")
         pieces, calls, errors = parse_marked_calls(text, _MARKER, finish_reason, close_tag=CLOSE,

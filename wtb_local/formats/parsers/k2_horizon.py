@@ -24,6 +24,7 @@ import json
 import re
 from typing import Any, ClassVar
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._common import (
     TRUNCATED,
@@ -79,7 +80,7 @@ class K2HorizonParser(ToolParser):
                 return THINK_TAGS[name]
         return THINK_TAGS["high"]
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         text = strip_end_tokens(text or "")
         open_tag, close_tag = self._think_tags(text)
@@ -128,7 +129,7 @@ def _type_name(value: Any) -> str:
 
 
 class _Reader:
-    def __init__(self, form: str | None, tools: list[dict[str, Any]] | None, truncated: bool) -> None:
+    def __init__(self, form: str | None, tools: list[ToolSchema] | None, truncated: bool) -> None:
         self.form = form
         self.schemas = tool_schemas(tools)
         self.truncated = truncated

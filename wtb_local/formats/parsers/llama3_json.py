@@ -44,7 +44,7 @@ class Llama3JsonParser(ToolParser):
                 break
             decoded = decode_json_at(text, j)
             found = json_block_calls(text[j : decoded[1]], missing_ok=False) if decoded else None
-            if found:
+            if found and decoded is not None:
                 content.append(text[i:j])
                 calls += found
                 i = j = _skip_separators(text, decoded[1])

@@ -26,6 +26,7 @@ import json
 import re
 from typing import Any, ClassVar
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._common import (
     TRUNCATED,
@@ -60,7 +61,7 @@ class MuseParser(ToolParser):
     keep_schema_strings: ClassVar[bool] = True  # Spark keeps string-typed values as written
     bare_header_is_reasoning: ClassVar[bool] = True
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         text = strip_end_tokens(text or "", (EOT, EOM))
         reader = _Reader(self, tools, is_truncated(finish_reason))
@@ -124,7 +125,7 @@ def atem_call(call: ParsedCall) -> str:
 
 
 class _Reader:
-    def __init__(self, parser: MuseParser, tools: list[dict[str, Any]] | None, truncated: bool) -> None:
+    def __init__(self, parser: MuseParser, tools: list[ToolSchema] | None, truncated: bool) -> None:
         self.parser = parser
         self.schemas = tool_schemas(tools)
         self.truncated = truncated

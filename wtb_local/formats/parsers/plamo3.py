@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._common import (
     TRUNCATED,
@@ -55,7 +56,7 @@ class Plamo3Parser(ToolParser):
     template_markers = (REQUEST_OPEN,)
     thinking: ClassVar[bool] = True  # the prompt opens the think block unless thinking is switched off
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         text = _PARTIAL_MARKER.sub("", strip_end_tokens(text or ""))
         reasoning, rest = split_reasoning(text, thinking=self.options.get("thinking", self.thinking),

@@ -35,6 +35,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._common import TRUNCATED, dumps_arguments, is_truncated, join_content
 from wtb_local.formats.parsers.base import ToolParser
@@ -265,7 +266,7 @@ class ResponseTemplateParser(ToolParser):
     # chosen from the checkpoint's metadata, never from an id (run/setup/parser_choice.py)
     model_patterns = ()
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         spec = self.options.get("response_template")
         if spec is None:

@@ -22,11 +22,13 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Mapping
 from functools import cache
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, ClassVar
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.end_of_turn import strip_end_of_turn
 from wtb_local.formats.parsers.base import ToolParser
@@ -140,7 +142,7 @@ def build(name: str, **options: Any) -> SglangToolParser:
     return cls(**options)
 
 
-def _openai_tool(tool: dict[str, Any]) -> dict[str, Any]:
+def _openai_tool(tool: Mapping[str, Any]) -> Mapping[str, Any]:
     return tool if "function" in tool or "name" not in tool else {"type": "function", "function": tool}
 
 
@@ -155,7 +157,7 @@ class SglangToolParser(ToolParser):
     def version(self) -> str | None:
         return bridge(self.executable).version
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         from wtb_local.formats.parsers.vllm_native import split_family_reasoning  # deferred: vLLM-free helper
 

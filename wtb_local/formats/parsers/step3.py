@@ -11,8 +11,9 @@ Values are raw text typed by the tool schema (kept byte for byte when a string);
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._common import arguments_object, join_content, split_reasoning
 from wtb_local.formats.parsers._xml_calls import XmlSyntax, format_value, parse_wrapped_calls
@@ -36,7 +37,7 @@ class Step3Parser(ToolParser):
     template_markers = ("<steptml:invoke",)
     priority = 1
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         text = strip_end_tokens(text or "")
         reasoning, rest = split_reasoning(text, thinking=self.options.get("thinking"), call_markers=(OPEN,))

@@ -14,8 +14,9 @@ values typed by the tool schema (one newline on each side of a value is layout),
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._common import join_content, split_reasoning
 from wtb_local.formats.parsers._xml_calls import parse_wrapped_calls
@@ -33,7 +34,7 @@ class ZayaParser(Qwen3CoderParser):
     template_markers: ClassVar[tuple[str, ...]] = (OPEN,)
     priority = 2
 
-    def parse(self, text: str, *, tools: list[dict[str, Any]] | None = None,
+    def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         text = strip_end_tokens(text or "")
         reasoning, rest = split_reasoning(text, thinking=self.options.get("thinking"),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 import jinja2
@@ -293,7 +294,7 @@ def _json_or_text(text: str) -> Any:
         return text
 
 
-def _shown(calls: list[tuple[str | None, str]]) -> str:
+def _shown(calls: Sequence[tuple[str | None, str]]) -> str:
     text = "; ".join(f"{name}({args})" for name, args in calls) or "no calls"
     return text if len(text) <= 300 else text[:297] + "..."
 
