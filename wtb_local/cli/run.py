@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from wtb_local.contract.secrets import mask_text, url_secrets
 from wtb_local.run import RunError, run_job
 from wtb_local.run.errors import InternalErrors
 from wtb_local.run.loop.stopping import RunInterrupted
@@ -46,13 +47,13 @@ def run(ctx: click.Context, **params: Any) -> None:
     except KeyboardInterrupt:  # the same before any session ran
         _exit_interrupted("interrupted: finished sessions are kept; rerun the same command to resume")
     except InternalErrors as exc:  # our own code failed on some steps: a distinct exit code
-        click.echo(f"Error: {exc}", err=True)
+        click.echo(f"Error: {_masked(str(exc), options)}", err=True)
         sys.exit(exc.exit_code)
     except (RunError, ValueError) as exc:  # DatasetError, ScoringError, TemplateError are ValueErrors
-        raise click.ClickException(str(exc)) from None
+        raise click.ClickException(_masked(str(exc), options)) from None
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
-        raise click.ClickException(f"{where}{exc.strerror or exc}") from None
+        raise click.ClickException(_masked(f"{where}{exc.strerror or exc}", options)) from None
 
     paths = outcome.paths
     click.echo(f"result:   {paths.result_file}")
@@ -90,6 +91,13 @@ def _log_mlflow(uri: str | None, run_dir: Any) -> None:
         raise click.ClickException(f"--mlflow-uri {uri}: not logged ({' '.join(str(exc).split())[:300]}); the run "
                                    f"is complete: `python -m wtb_local export {run_dir} --to mlflow "
                                    f"--tracking-uri {uri}` logs it later") from None
+
+
+def _masked(text: str, options: Any) -> str:
+    """An error line with every URL masked and the credentials of `--base-url` and `--api-key` replaced by
+    `***`, wherever the text quotes them (contract/secrets.py; the backends mask at the source too)."""
+    secrets = url_secrets(options.base_url or "") + ((options.api_key,) if options.api_key else ())
+    return mask_text(text, secrets)
 
 
 def _exit_interrupted(line: str) -> None:

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any, NoReturn
-from urllib.parse import urlsplit, urlunsplit
 
 from wtb_local.benchmark.protocols.checkers import score_run
 from wtb_local.benchmark.scoring.length_cuts import length_cuts
@@ -25,6 +24,7 @@ from wtb_local.contract.faults import INTERNAL_EXIT_CODE, Fault, FaultLog, Inter
 from wtb_local.contract.lock_file import RunLock, locked
 from wtb_local.contract.manifest import SCHEMA_VERSION, Manifest
 from wtb_local.contract.run_dir import MANIFEST_NAME, ResultLines, as_manifest, check_manifest
+from wtb_local.contract.secrets import mask_url
 from wtb_local.engines import rerun_claim
 from wtb_local.engines.base import Backend
 from wtb_local.engines.environment import machine, package_versions
@@ -500,9 +500,6 @@ URL_SETTINGS = ("base_url", "mlflow_uri")
 
 
 def without_credentials(url: str) -> str:
-    """`url` with any user name and password in it replaced by `***` (`https://***@host/...`)."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit(parts._replace(netloc=f"***@{host}"))
+    """`url` as a manifest records it: masked by the one rule (contract/secrets.py: the user-info password
+    and credential query values become `***`)."""
+    return mask_url(url)
