@@ -353,7 +353,11 @@ async def _run_locked(prep: PreparedRun, backend: Backend | None, lock: RunLock,
     summary = {"sessions_scored": len(score_rows), "task_accuracy": metric["total_info"]["task"],
                "session_accuracy": metric["total_info"]["session"],
                "throughput": _throughput(invocation, pending, previous), "length_cuts": length_cuts(result_rows)}
-    problem = record.close("complete" if complete else "incomplete", summary=summary)
+    with stop.holding():  # a signal from here on finds the run recorded: exit 0 and one line (stopping.py)
+        status = "complete" if complete else "incomplete"
+        problem = record.close(status, summary=summary)
+        if not problem:
+            stop.record_closed(status, paths.run_dir)
     if problem:
         raise RunError(f"the run finished, but {problem}; its files are complete: rerun the same command to "
                        "record it")
