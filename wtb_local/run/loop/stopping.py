@@ -180,9 +180,15 @@ def end_process(code: Any) -> NoReturn:
     elif not isinstance(code, int):  # sys.exit("text"): the text on stderr, exit 1, as the interpreter does
         sys.stderr.write(f"{code}\n")
         code = 1
-    for thread in threading.enumerate():
-        if thread is not threading.current_thread() and not thread.daemon:
-            thread.join()
+    # what the interpreter's shutdown does first: the callbacks of threading's own exit hooks (thread pools
+    # telling their workers to end), then every non-daemon thread joined
+    shutdown = getattr(threading, "_shutdown", None)
+    if shutdown is not None:
+        shutdown()
+    else:
+        for thread in threading.enumerate():
+            if thread is not threading.current_thread() and not thread.daemon:
+                thread.join()
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):
