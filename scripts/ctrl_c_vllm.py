@@ -96,8 +96,9 @@ def trial(model: Path, out: Path, moment: float, reference: dict[str, object]) -
     status = manifest.get("status")
     if not sent:  # the run had ended by the moment
         expected = proc.returncode == 0
-    elif proc.returncode == 130:
-        expected = len(lines) == 1 and lines[0].startswith("interrupted by SIGINT")
+    elif proc.returncode == 130:  # "interrupted by SIGINT: N finished session(s) kept in ...", or, before the
+        # run had a record (options, dataset, tokenizer), "interrupted: finished sessions are kept; ..."
+        expected = len(lines) == 1 and lines[0].startswith("interrupted")
     else:  # signalled after its record closed
         expected = proc.returncode == 0 and bool(lines) and "after the run ended" in lines[-1]
     rerun = subprocess.run(_args(model, out), capture_output=True, text=True, env=_env(), timeout=600, check=False)
