@@ -2,7 +2,7 @@
 
 import pytest
 
-from wtb_local.contract.secrets import mask_text, mask_url, secret_param, url_has_secret
+from wtb_local.contract.secrets import mask_text, mask_url, secret_param, url_has_secret, url_secrets
 
 
 @pytest.mark.parametrize("url, masked", [
@@ -36,3 +36,18 @@ def test_mask_text_masks_every_url_in_a_message():
 ])
 def test_secret_param(name, secret):
     assert secret_param(name) is secret
+
+
+def test_url_secrets_are_the_values_mask_url_hides_as_written_and_decoded():
+    assert url_secrets("http://alice:p%40ss@host/v1?api_key=k+1&model=m&token=t%2F2") == (
+        "p%40ss", "p@ss", "k+1", "k 1", "t%2F2", "t/2")
+    assert url_secrets("http://alice@host/v1?model=m") == ()
+    assert url_secrets("runs/mlruns") == ()
+
+
+def test_mask_text_replaces_known_secrets_wherever_a_text_quotes_them():
+    # an HTTP library quoting the path and query without the scheme: the URL pattern alone cannot see it
+    text = "URL can't contain control characters. '/v1/models?api_key=k3y s3cret' (found at least ' ')"
+    assert mask_text(text, ("k3y s3cret", "")) == (
+        "URL can't contain control characters. '/v1/models?api_key=***' (found at least ' ')")
+    assert mask_text("token abcd and abc", ("abc", "abcd")) == "token *** and ***"  # the longer one first

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import signal
 import sys
 
 import click
@@ -75,4 +76,17 @@ def main(argv: list[str] | None = None) -> None:
         args.insert(0, "run")
     elif not args and os.environ.get("WTB_MODEL"):
         args = ["run"]  # `WTB_MODEL=M python -m wtb_local`: the main job, driven by the WTB_* twins
-    cli.main(args=args, prog_name="python -m wtb_local", auto_envvar_prefix="WTB")
+    if argv is not None or not args or args[0] != "run":
+        cli.main(args=args, prog_name="python -m wtb_local", auto_envvar_prefix="WTB")
+        return
+    # The program `run` (not a caller's main(argv)): a signal after the run's record closed, up to the
+    # process's last moment, ends it with exit 0 and one line (docs/reliability.md, "Signals").
+    from wtb_local.run.loop import stopping  # deferred: start-up (--help)
+
+    for sig in stopping.STOP_SIGNALS:
+        signal.signal(sig, stopping.after_run)
+    try:
+        cli.main(args=args, prog_name="python -m wtb_local", auto_envvar_prefix="WTB")
+    except SystemExit as exc:
+        stopping.end_process(exc.code)
+    stopping.end_process(0)

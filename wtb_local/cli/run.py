@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from wtb_local.contract.secrets import mask_url
+from wtb_local.contract.secrets import mask_text, mask_url, url_secrets
 from wtb_local.run import RunError, run_job
 from wtb_local.run.errors import InternalErrors
 from wtb_local.run.loop.stopping import RunInterrupted
@@ -44,13 +44,13 @@ def run(ctx: click.Context, **params: Any) -> None:
     except KeyboardInterrupt:  # the same before any session ran
         _exit_interrupted("interrupted: finished sessions are kept; rerun the same command to resume")
     except InternalErrors as exc:  # our own code failed on some steps: a distinct exit code
-        click.echo(f"Error: {exc}", err=True)
+        click.echo(f"Error: {_masked(str(exc), options)}", err=True)
         sys.exit(exc.exit_code)
     except (RunError, ValueError) as exc:  # DatasetError, ScoringError, TemplateError are ValueErrors
-        raise click.ClickException(str(exc)) from None
+        raise click.ClickException(_masked(str(exc), options)) from None
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
-        raise click.ClickException(f"{where}{exc.strerror or exc}") from None
+        raise click.ClickException(_masked(f"{where}{exc.strerror or exc}", options)) from None
 
     paths = outcome.paths
     click.echo(f"result:   {paths.result_file}")
@@ -102,6 +102,13 @@ def _export(exporters: list[tuple[str, str, Any]], run_dir: Any) -> None:
         except click.ClickException as exc:
             raise click.ClickException(f"{exc.message}; the run is complete: `python -m wtb_local export {run_dir} "
                                        f"--to {name} --tracking-uri {mask_url(uri)}` logs it later") from None
+
+
+def _masked(text: str, options: Any) -> str:
+    """An error line with every URL masked and the credentials of `--base-url` and `--api-key` replaced by
+    `***`, wherever the text quotes them (contract/secrets.py; the backends mask at the source too)."""
+    secrets = url_secrets(options.base_url or "") + ((options.api_key,) if options.api_key else ())
+    return mask_text(text, secrets)
 
 
 def _exit_interrupted(line: str) -> None:

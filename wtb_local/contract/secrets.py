@@ -7,7 +7,8 @@ not how to get in), as do the scheme, host, port and path a user needs to recogn
 from __future__ import annotations
 
 import re
-from urllib.parse import parse_qsl, unquote_plus, urlsplit, urlunsplit
+from collections.abc import Iterable
+from urllib.parse import parse_qsl, unquote, unquote_plus, urlsplit, urlunsplit
 
 MASK = "***"
 
@@ -59,8 +60,29 @@ def mask_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
-def mask_text(text: str) -> str:
-    """`text` with every URL in it masked by `mask_url` (exception messages, tracebacks, log lines)."""
-    if "://" not in text:
-        return text
-    return _URL_IN_TEXT.sub(lambda m: mask_url(m.group(0)), text)
+def mask_text(text: str, secrets: Iterable[str] = ()) -> str:
+    """`text` with every URL in it masked by `mask_url` (exception messages, tracebacks, log lines), and every
+    one of `secrets` (the values `url_secrets` found in a URL the text may quote without its scheme: a
+    path and query in an HTTP library's error, a server echoing the request) replaced by `***`."""
+    if "://" in text:
+        text = _URL_IN_TEXT.sub(lambda m: mask_url(m.group(0)), text)
+    for secret in sorted({s for s in secrets if s}, key=len, reverse=True):  # longest first: no partial leftovers
+        text = text.replace(secret, MASK)
+    return text
+
+
+def url_secrets(url: str) -> tuple[str, ...]:
+    """The credentials `mask_url` hides in `url` (the user-info password, the values of credential query
+    parameters), as written and percent-decoded, for `mask_text` to find wherever they turn up."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return ()
+    found: list[str] = []
+    if parts.password:
+        found.append(parts.password)
+    for piece in parts.query.split("&") if parts.query else ():
+        name, eq, value = piece.partition("=")
+        if eq and value and secret_param(unquote_plus(name)):
+            found.append(value)
+    return tuple(dict.fromkeys(form for value in found for form in (value, unquote(value), unquote_plus(value)) if form))

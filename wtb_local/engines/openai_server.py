@@ -44,6 +44,7 @@ from wtb_local.engines.blocking import in_daemon_thread
 from wtb_local.engines.completions import error_completion, prompt_too_long
 from wtb_local.engines.config import OpenAIConfig
 from wtb_local.engines.sampling_defaults import ResolvedSampling, model_defaults, resolve
+from wtb_local.engines.server_url import ServerURL
 
 _DETAIL_CHARS = 300
 
@@ -81,7 +82,9 @@ class OpenAIBackend(Backend):
 
     def __init__(self, config: OpenAIConfig | None = None, **fields: Any) -> None:
         self.config = config if config is not None else OpenAIConfig(**fields)
-        self._base = self.config.base_url.rstrip("/")
+        # what each request sends (credentials in the URL included) and what messages show (masked)
+        self._url = ServerURL.parse(self.config.base_url, self.config.api_key)
+        self._base = self._url.shown
         self._semaphore: asyncio.Semaphore | None = None
         self._started = False
         self._server_models: list[str] = []
@@ -97,7 +100,8 @@ class OpenAIBackend(Backend):
             listing = await self._with_retries(lambda: self._call("GET", "/models", None), retries=0)
         except (Fault, StepError) as exc:
             if getattr(exc, "status", None) != 404:  # a server without a model listing can still serve
-                raise RuntimeError(f"OpenAI server at {self._base} is not usable: {exc}; start it first and "
+                raise RuntimeError(f"OpenAI server at {self._base} is not usable: {self._url.mask(str(exc))}; "
+                                   "start it first and "
                                    "wait until it is ready") from None
             listing = {}
         models = [m for m in listing.get("data", []) if isinstance(m, dict)]
@@ -194,25 +198,24 @@ class OpenAIBackend(Backend):
         if body is not None:
             data = json.dumps(body, ensure_ascii=False).encode("utf-8")
             headers["Content-Type"] = "application/json"
-        if self.config.api_key:
-            headers["Authorization"] = f"Bearer {self.config.api_key}"
-        req = urllib.request.Request(self._base + path, data=data, headers=headers, method=method)
+        headers.update(self._url.headers())
+        req = urllib.request.Request(self._url.endpoint(path), data=data, headers=headers, method=method)
         try:
             with urllib.request.urlopen(req, timeout=self.config.timeout_s) as response:
                 raw = response.read()
         except urllib.error.HTTPError as exc:
-            raise http_fault(exc.code, path, _error_detail(exc.read())) from None
+            raise http_fault(exc.code, path, self._url.mask(_error_detail(exc.read()))) from None
         except TimeoutError:
             raise Timeout(f"no answer from {path} within {self.config.timeout_s:g} s") from None
         except (urllib.error.URLError, ConnectionError, http.client.HTTPException) as exc:
             reason = getattr(exc, "reason", exc)
             if isinstance(reason, TimeoutError):
                 raise Timeout(f"no answer from {path} within {self.config.timeout_s:g} s") from None
-            raise ConnectionFailed(f"connection error on {path}: {reason}") from None
+            raise ConnectionFailed(f"connection error on {path}: {self._url.mask(str(reason))}") from None
         try:
             payload = json.loads(raw)
         except ValueError:
-            raise BadResponse(f"bad response from {path}: not JSON: {_clip(raw)}") from None
+            raise BadResponse(f"bad response from {path}: not JSON: {self._url.mask(_clip(raw))}") from None
         if not isinstance(payload, dict):
             raise BadResponse(f"bad response from {path}: expected a JSON object, got {type(payload).__name__}")
         return payload
@@ -253,6 +256,7 @@ class OpenAIBackend(Backend):
 
     def describe(self) -> BackendDescription:
         settings = self.config.model_dump(exclude={"api_key"})  # never record credentials
+        settings["base_url"] = self._url.shown
         settings["api_key_set"] = bool(self.config.api_key)
         return {"backend": self.name, "settings": settings, "server_models": self._server_models,
                 "max_model_len": self._max_model_len, "generation_defaults": dict(sorted(self._defaults.items()))}

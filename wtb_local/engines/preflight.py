@@ -16,6 +16,7 @@ import urllib.request
 from pathlib import Path
 
 from wtb_local.engines.errors import SetupError
+from wtb_local.engines.server_url import API_KEY_HINT, ServerURL
 
 # The packages each backend imports are declared by the backend (engines/base.py, Capabilities.packages),
 # with the extra that brings them.
@@ -153,16 +154,17 @@ def require_hub(model: str | None, revision: str | None = None) -> None:
 
 
 def server_problem(base_url: str, api_key: str | None = None) -> str | None:
-    """None when `{base_url}/models` answers (404 included: some servers list no models)."""
-    base = base_url.rstrip("/")
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
-    status, reason = probe(base + "/models", network_timeout(), headers)
+    """None when `{base_url}/models` answers (404 included: some servers list no models). The URL is shown
+    masked and any text of the HTTP library that quotes it is masked (server_url.py)."""
+    server = ServerURL.parse(base_url, api_key)
+    status, reason = probe(server.endpoint("/models"), network_timeout(), server.headers())
     if status is None:
-        return f"OpenAI server at {base} is not usable: {reason}; start it first and wait until it is ready"
+        return (f"OpenAI server at {server.shown} is not usable: {server.mask(reason or '')}; start it first and "
+                "wait until it is ready")
     if status in (401, 403):
-        return f"OpenAI server at {base} refused the request (HTTP {status}): pass --api-key (WTB_API_KEY)"
+        return f"OpenAI server at {server.shown} refused the request (HTTP {status}): pass {API_KEY_HINT}"
     if status >= 500:
-        return f"OpenAI server at {base} answered HTTP {status} on /models: wait until it is ready"
+        return f"OpenAI server at {server.shown} answered HTTP {status} on /models: wait until it is ready"
     return None
 
 

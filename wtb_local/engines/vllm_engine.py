@@ -44,6 +44,7 @@ from wtb_local.engines.base import (
 from wtb_local.engines.completions import error_completion, prompt_too_long
 from wtb_local.engines.config import VLLMConfig
 from wtb_local.engines.leaked_memory import release_leaked, segments
+from wtb_local.engines.process_group import detached, end_started
 from wtb_local.engines.sampling_defaults import (
     ResolvedSampling,
     eos_ids,
@@ -104,7 +105,16 @@ class VLLMBackend(Backend):
         if "use_tqdm_on_load" in _fields(AsyncEngineArgs) and _level(self.log_level) > _level("info"):
             engine_args["use_tqdm_on_load"] = False  # the weights' loading bar: the progress line says it
         args = AsyncEngineArgs(**engine_args, disable_log_stats=True)
-        self._engine = AsyncLLM.from_engine_args(args, usage_context=batch_usage_context())
+        # The engine's processes leave the run's process group: a terminal's Ctrl-C reaches the run alone,
+        # which shuts them down (process_group.py). A start interrupted (or failed) before vLLM returned a
+        # handle leaves processes only we can end, and their shared memory.
+        with detached() as started:
+            try:
+                self._engine = AsyncLLM.from_engine_args(args, usage_context=batch_usage_context())
+            except BaseException:
+                end_started(started)
+                release_leaked(self._segments_before)
+                raise
         model_config = self._engine.model_config
         self._max_model_len = int(model_config.max_model_len)
         self._scheduler = scheduler_settings(self._engine)  # kept: the manifest is written after close()

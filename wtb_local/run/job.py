@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any, NoReturn
-from urllib.parse import urlsplit, urlunsplit
 
 from wtb_local.benchmark.protocols.checkers import score_run
 from wtb_local.benchmark.scoring.length_cuts import length_cuts
@@ -28,6 +27,7 @@ from wtb_local.contract.messages import SessionResult
 from wtb_local.contract.paths import MANIFEST_NAME
 from wtb_local.contract.rows import ResultLines
 from wtb_local.contract.run_dir import as_manifest, check_manifest
+from wtb_local.contract.secrets import mask_url
 from wtb_local.engines import rerun_claim
 from wtb_local.engines.base import Backend
 from wtb_local.engines.environment import machine, package_versions
@@ -421,7 +421,12 @@ def _close_record(job: _Job, result_rows: list[dict[str, Any]], score_rows: list
                "session_accuracy": metric["total_info"]["session"],
                "throughput": _throughput(job.invocation, job.pending, job.previous),
                "length_cuts": length_cuts(result_rows)}
-    problem = record.close("complete" if complete else "incomplete", summary=summary)
+    stop = job.stop
+    with stop.holding():  # a signal from here on finds the run recorded: exit 0 and one line (stopping.py)
+        status = "complete" if complete else "incomplete"
+        problem = record.close(status, summary=summary)
+        if not problem:
+            stop.record_closed(status, paths.run_dir)
     if problem:
         raise RunError(f"the run finished, but {problem}; its files are complete: rerun the same command to "
                        "record it")
@@ -569,9 +574,6 @@ URL_SETTINGS = ("base_url", "mlflow_uri")
 
 
 def without_credentials(url: str) -> str:
-    """`url` with any user name and password in it replaced by `***` (`https://***@host/...`)."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit(parts._replace(netloc=f"***@{host}"))
+    """`url` as a manifest records it: masked by the one rule (contract/secrets.py: the user-info password
+    and credential query values become `***`)."""
+    return mask_url(url)

@@ -15,18 +15,24 @@ event loop (a KeyboardInterrupt between two of asyncio's own bytecodes could lea
 but calls `last_resort`, which the run's record sets (record.py: the manifest says `interrupted`, one line,
 exit 130). Once a signal has stopped the run, a further one after the run has ended exits with 130 at once
 (docs/reliability.md, "Signals").
+
+Once the record is closed complete (or incomplete), nothing is left to stop or lose: a signal from then on,
+in the run, in the printing of its tables or in the interpreter's own shutdown, ends the command with the
+record's exit code 0 and one line saying where the run is (`after_run`, which `python -m wtb_local run`
+installs before the run starts).
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import os
 import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NoReturn
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -62,6 +68,8 @@ class StopSignal:
         self._held: str | None = None  # a signal that came while the record was written
         # what a second signal does: end the process (set by the run's record: record.py)
         self.last_resort: Callable[[str], None] = exit_now
+        self.recorded: str | None = None  # where the run's record closed complete, once it has
+        self.late: str | None = None  # a signal that came after that
 
     @property
     def requested(self) -> bool:
@@ -69,6 +77,9 @@ class StopSignal:
 
     def handle(self, signum: int, _frame: Any = None) -> None:
         name = signal.Signals(signum).name
+        if self.recorded is not None:  # the run has ended and is on disk: said once the job returns
+            self.late = self.late or name
+            return
         if self.signal_name is not None:  # the second: the process ends now, the record said so
             self.last_resort(self.signal_name)
             return
@@ -90,6 +101,13 @@ class StopSignal:
         finally:
             self._holding -= 1
 
+    def record_closed(self, status: str, run_dir: object) -> None:
+        """The record is on disk, closed `status` (complete or incomplete): a signal from now on (or one held
+        while it was written) ends the command with exit 0 and the line of `say_recorded`."""
+        self.recorded = f"recorded {status} in {run_dir}"
+        if self._held is not None:
+            self.late, self._held = self._held, None
+
     def raise_held(self) -> None:
         """KeyboardInterrupt for a signal held while the record was written (the run stops there)."""
         if self._held is not None:
@@ -108,6 +126,8 @@ class StopSignal:
 
 # The stop signal of the run in progress in this process (None outside `installed`).
 _current: StopSignal | None = None
+# Where the last run of this process was recorded complete (None before it, or when it did not end so).
+_recorded: str | None = None
 
 
 def current() -> StopSignal | None:
@@ -119,19 +139,74 @@ def installed() -> Iterator[StopSignal]:
     """Handle SIGINT and SIGTERM with a fresh StopSignal (main thread only; elsewhere a flag nobody sets).
     After a run a signal stopped, a further signal exits with 130 at once instead of the previous handler
     (the process is on its way out: the one line is printed, the record is on disk)."""
-    global _current
+    global _current, _recorded
     stop = StopSignal()
     if threading.current_thread() is not threading.main_thread():
         yield stop
         return
+    _recorded = None
     previous = {sig: signal.signal(sig, stop.handle) for sig in STOP_SIGNALS}
     _current = stop
     try:
         yield stop
     finally:
         _current = None
+        _recorded = stop.recorded
         for sig, handler in previous.items():
-            signal.signal(sig, _exit_at_once if stop.requested else handler)
+            signal.signal(sig, _exit_at_once if stop.requested and stop.recorded is None else handler)
+    if stop.late is not None:  # came after the record closed: the job has returned, the lock is released
+        say_recorded(stop.late)
+
+
+def after_run(signum: int, _frame: Any = None) -> None:
+    """The handler of `python -m wtb_local run` outside the run itself: after the run's record closed
+    complete, the one line and exit 0; before, what the signal did anyway (KeyboardInterrupt for SIGINT,
+    the end of the process for SIGTERM)."""
+    if _recorded is not None:
+        say_recorded(signal.Signals(signum).name)
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def end_process(code: Any) -> NoReturn:
+    """End `python -m wtb_local run` with exit `code` (a SystemExit's), skipping the interpreter's own
+    shutdown once its work is done (non-daemon threads joined, atexit callbacks run, streams flushed): the
+    shutdown turns Python's signal handlers back to the system's defaults before its garbage collections walk
+    a large run's every object, so a signal in those last moments ended the process with -2 and no line."""
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):  # sys.exit("text"): the text on stderr, exit 1, as the interpreter does
+        sys.stderr.write(f"{code}\n")
+        code = 1
+    # what the interpreter's shutdown does first: the callbacks of threading's own exit hooks (thread pools
+    # telling their workers to end), then every non-daemon thread joined
+    shutdown = getattr(threading, "_shutdown", None)
+    if shutdown is not None:
+        shutdown()
+    else:
+        for thread in threading.enumerate():
+            if thread is not threading.current_thread() and not thread.daemon:
+                thread.join()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
+
+
+def say_recorded(signal_name: str) -> None:
+    """A signal after the run was recorded complete: the one line, then exit 0 at once (the files are on
+    disk; the tables `report` prints are all that is skipped)."""
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
+    with contextlib.suppress(OSError, ValueError):  # what was printed stays printed
+        sys.stdout.flush()
+    sys.stderr.write(f"{signal_name} after the run ended: it is {_recorded or 'recorded'}; `python -m wtb_local "
+                     "report` on that folder prints its tables\n")
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _exit_at_once(_signum: int, _frame: Any = None) -> None:

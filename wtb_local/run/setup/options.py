@@ -88,7 +88,9 @@ class RunOptions(BaseModel):
         type=click.Choice(backend_choices()),
         show_default=True)] = "auto"
     base_url: Annotated[str | None, Cli(
-        "OpenAI-compatible server (openai, openai-chat), e.g. http://127.0.0.1:8000/v1.", engine=("base_url",))] = None
+        "OpenAI-compatible server (openai, openai-chat), e.g. http://127.0.0.1:8000/v1; a user:password in it "
+        "is sent as HTTP Basic, its query on every request, both masked wherever it is shown.",
+        engine=("base_url",))] = None
     server_prompt: Annotated[str | None, Cli(
         "openai backend: send the rendered prompt as token ids (default; vLLM, SGLang) or as text with "
         "add_special_tokens false (servers that take only text).", "when set",
