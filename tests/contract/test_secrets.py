@@ -7,7 +7,8 @@ from wtb_local.contract.secrets import mask_text, mask_url, secret_param, url_ha
 
 @pytest.mark.parametrize("url, masked", [
     ("http://user:pw@host:8000/v1", "http://user:***@host:8000/v1"),
-    ("https://user@host/v1", "https://user@host/v1"),
+    ("https://user@host/v1", "https://***@host/v1"),  # a bare user name may be a token
+    ("https://ghp_T0KEN@host/v1", "https://***@host/v1"),
     ("http://host/v1?api_key=abc123&model=x", "http://host/v1?api_key=***&model=x"),
     ("http://host/v1?model=x&access_token=t0k", "http://host/v1?model=x&access_token=***"),
     ("https://bucket/obj?X-Amz-Signature=deadbeef&X-Amz-Date=1", "https://bucket/obj?X-Amz-Signature=***&X-Amz-Date=1"),
@@ -41,7 +42,7 @@ def test_secret_param(name, secret):
 def test_url_secrets_are_the_values_mask_url_hides_as_written_and_decoded():
     assert url_secrets("http://alice:p%40ss@host/v1?api_key=k+1&model=m&token=t%2F2") == (
         "p%40ss", "p@ss", "k+1", "k 1", "t%2F2", "t/2")
-    assert url_secrets("http://alice@host/v1?model=m") == ()
+    assert url_secrets("http://alice@host/v1?model=m") == ("alice",)
     assert url_secrets("runs/mlruns") == ()
 
 

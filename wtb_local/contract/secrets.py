@@ -1,7 +1,8 @@
 """Credentials in URLs, masked wherever a URL is printed, logged, recorded or exported (docs/reliability.md,
 "Secrets"). One rule for every place: the password of a URL's user info, and the value of every query
-parameter whose name says it holds a credential, become `***`. The user name stays (it says which account,
-not how to get in), as do the scheme, host, port and path a user needs to recognise the URL.
+parameter whose name says it holds a credential, become `***`; a user name without a password is masked
+whole (it is how a token is often passed: `https://TOKEN@host`). A user name beside a password stays (it says
+which account, not how to get in), as do the scheme, host, port and path a user needs to recognise the URL.
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ def mask_url(url: str) -> str:
     if "@" in netloc:
         userinfo, host = netloc.rsplit("@", 1)
         user, has_password, _ = userinfo.partition(":")
-        netloc = f"{user}:{MASK}@{host}" if has_password else f"{userinfo}@{host}"
+        # a user name alone is how a token is often passed (https://TOKEN@host): masked whole
+        netloc = f"{user}:{MASK}@{host}" if has_password else f"{MASK}@{host}"
     query = parts.query
     if query:
         pairs = parse_qsl(query, keep_blank_values=True)
@@ -81,6 +83,8 @@ def url_secrets(url: str) -> tuple[str, ...]:
     found: list[str] = []
     if parts.password:
         found.append(parts.password)
+    elif parts.username:  # a user name without a password is the credential itself
+        found.append(parts.username)
     for piece in parts.query.split("&") if parts.query else ():
         name, eq, value = piece.partition("=")
         if eq and value and secret_param(unquote_plus(name)):
