@@ -109,10 +109,11 @@ def test_metric_uncertainty_of_score_rows() -> None:
     single = found[("task_type_info", "Single-Tool", "accuracy")]
     assert (single.value, single.n, single.se) == (0.5, 2, 0.5)  # residuals 1/2, -1/2: sqrt(2 * 0.5) / 2
     progress = found[("progress_info", "Total", "rate")]
-    # session 0: S task 4 steps of 4 nodes; session 1: S+P tasks 5 + 1 steps of 5 + 4 nodes -> 10 / 13
-    assert (progress.value, progress.n, progress.method) == (10 / 13, 13, RATE)
-    p = 10 / 13
-    assert progress.se == pytest.approx(math.sqrt(2 * ((4 - 4 * p) ** 2 + (6 - 9 * p) ** 2)) / 13, abs=1e-12)
+    # session 0: S task 4 steps of 4 nodes; session 1: S+P tasks 5 + 1 steps of 6 + 4 nodes (its Chinese answer
+    # list's lengths, as the reference counts them) -> 10 / 14
+    assert (progress.value, progress.n, progress.method) == (10 / 14, 14, RATE)
+    p = 10 / 14
+    assert progress.se == pytest.approx(math.sqrt(2 * ((4 - 4 * p) ** 2 + (6 - 10 * p) ** 2)) / 14, abs=1e-12)
 
 
 def test_repeats_average_each_session_before_clustering() -> None:
