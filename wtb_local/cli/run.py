@@ -65,11 +65,12 @@ def run(ctx: click.Context, **params: Any) -> None:
     from wtb_local.analysis.reports.present import present  # deferred: start-up (--help)
     from wtb_local.cli.health import health_lines  # deferred: start-up (--help)
 
-    health_lines(outcome)
+    health = health_lines(outcome)
     # label, paper row (by the recorded thinking mode) and notes as every command shows this run
-    shown = present(paths.run_dir, outcome.metric, manifest=outcome.manifest)
+    shown = present(paths.run_dir, outcome.metric, manifest=outcome.manifest, score_rows=outcome.score_rows,
+                    sessions=outcome.sessions)
     shown.show(sys.stdout)
-    _save_summary(outcome, shown.rows, [f"note: {note}" for note in shown.notes])
+    _save_summary(outcome, shown.rows, [*health, *(f"note: {note}" for note in shown.notes)])
     _export(exporters, paths.run_dir)
 
 

@@ -58,6 +58,7 @@ class RunOutcome:
     manifest: dict[str, Any]
     skipped_sessions: list[str] = field(default_factory=list)
     ran_sessions: list[str] = field(default_factory=list)
+    sessions: list[Any] = field(default_factory=list)  # the dataset's sessions: what the score rows are judged on
 
     @property
     def recorded(self) -> Manifest:
@@ -359,7 +360,7 @@ async def _run_locked(prep: PreparedRun, backend: Backend | None, lock: RunLock,
                        "record it")
     stop.raise_held()
     return RunOutcome(paths, settings, metric, score_rows, result_rows, manifest, skipped,
-                      [s.id for s in pending])
+                      [s.id for s in pending], list(prep.sessions))
 
 
 def _keep_broken(paths: RunPaths, internal: InternalLog, written: set[str], resumed: bool) -> Path | None:

@@ -26,7 +26,7 @@ when its 95% interval excludes 0.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,17 +100,22 @@ def binomial(successes: float, n: float) -> Estimate:
     return Estimate(p, math.sqrt(p * (1 - p) / n), low, high, n, int(round(n)), SESSIONS)
 
 
+MetricOf = Callable[[Sequence[dict[str, Any]], Sequence[Any], str], dict[str, Any]]
+
+
 def metric_uncertainty(score_rows: Sequence[dict[str, Any]], sessions: Sequence[Any],
-                       sources: Iterable[tuple[str, str, str]]) -> dict[tuple[str, str, str], Estimate]:
+                       sources: Iterable[tuple[str, str, str]],
+                       metric_of: MetricOf = compute_metrics) -> dict[tuple[str, str, str], Estimate]:
     """The estimate of each metric value named by `sources` ((section, bucket, value) as the report
-    columns name them) for scored rows: each session's counts are its own metric dict (compute_metrics,
-    so the buckets are exactly the metric file's), the clusters of the estimator."""
-    return estimates([per_session_metrics(score_rows, sessions)], sources)
+    columns name them) for scored rows: each session's counts are its own metric dict (`metric_of`, the
+    checker's metric function, so the buckets are exactly the metric file's), the clusters of the estimator."""
+    return estimates([per_session_metrics(score_rows, sessions, metric_of)], sources)
 
 
-def per_session_metrics(score_rows: Sequence[dict[str, Any]], sessions: Sequence[Any]) -> dict[int, dict[str, Any]]:
+def per_session_metrics(score_rows: Sequence[dict[str, Any]], sessions: Sequence[Any],
+                        metric_of: MetricOf = compute_metrics) -> dict[int, dict[str, Any]]:
     """Each scored session's own metric dict, by session index."""
-    return {session_index(row["id"]): compute_metrics([row], sessions, "") for row in score_rows}
+    return {session_index(row["id"]): metric_of([row], sessions, "") for row in score_rows}
 
 
 def estimates(runs: Sequence[dict[int, dict[str, Any]]],
@@ -159,4 +164,4 @@ def beyond_noise(difference: Estimate) -> bool:
 
 
 __all__ = ["CLUSTERED", "RATE", "SESSIONS", "Z95", "Estimate", "beyond_noise", "binomial", "cluster_ratio",
-           "estimates", "metric_uncertainty", "paired_difference", "per_session_metrics", "wilson"]
+           "MetricOf", "estimates", "metric_uncertainty", "paired_difference", "per_session_metrics", "wilson"]
