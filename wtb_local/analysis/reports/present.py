@@ -225,7 +225,7 @@ def present(run_dir: str | Path | None, metric: dict[str, Any], *, manifest: Man
     known = paper_row_of(facts) if paper else None
     errors = scored_errors(score_rows, sessions, metric, facts.checker) if summary is None else {}
     rows = [metric_row(metric, label, errors)] + ([known] if known else [])
-    notes = run_notes(facts, metric, paper_shown=known is not None) + legend_notes(rows)
+    notes = legend_notes(rows) + run_notes(facts, metric, paper_shown=known is not None)
     if run_dir is not None:  # a manifest that says running: still running, or its process died
         from wtb_local.analysis.reports.run_status import status_note  # deferred: start-up
 

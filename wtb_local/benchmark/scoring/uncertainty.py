@@ -53,11 +53,15 @@ class Estimate:
     sessions: int
     method: str
 
-    def as_percent(self) -> dict[str, float | int | str]:
-        """The figures in % (n and sessions as counts), as summary.json and the exports carry them."""
+    def as_percent(self) -> dict[str, float | int | str | None]:
+        """The figures in % (n and sessions as counts; None where not defined), as summary.json carries them."""
         n = int(self.n) if float(self.n).is_integer() else round(self.n, 4)
-        return {"se": round(100 * self.se, 4), "low": round(100 * self.low, 4), "high": round(100 * self.high, 4),
-                "n": n, "sessions": self.sessions, "method": self.method}
+
+        def percent(value: float) -> float | None:
+            return None if math.isnan(value) else round(100 * value, 4)
+
+        return {"se": percent(self.se), "low": percent(self.low), "high": percent(self.high), "n": n,
+                "sessions": self.sessions, "method": self.method}
 
 
 def wilson(successes: float, n: float, z: float = Z95) -> tuple[float, float]:
