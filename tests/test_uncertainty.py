@@ -3,9 +3,12 @@ simulation of correlated tasks within sessions, and the estimates of hand-made s
 
 from __future__ import annotations
 
+import json
 import math
 import random
+import shutil
 import statistics
+from pathlib import Path
 
 import pytest
 
@@ -122,3 +125,74 @@ def test_repeats_average_each_session_before_clustering() -> None:
     task = estimates(runs, [("total_info", "task", "accuracy")])[("total_info", "task", "accuracy")]
     # each session averages 3 and 1 of 4 to 2 of 4: no spread between sessions is left
     assert (task.value, task.n, task.se) == (0.5, 8, 0.0)
+
+
+VECTORS = Path(__file__).parent / "fixtures" / "vectors" / "sessions"
+
+
+def _vector_rows() -> tuple[list[dict], list]:
+    from wtb_local.benchmark.dataset import read_dataset
+
+    sessions, _ = read_dataset(VECTORS / "dataset.jsonl")
+    rows = [json.loads(line) for line in (VECTORS / "score.jsonl").read_text(encoding="utf-8").splitlines()]
+    return rows, sessions
+
+
+def test_long_labels_are_shortened_and_the_tables_fit_120_columns() -> None:
+    from wtb_local.analysis.reports.table import (
+        LABEL_WIDTH,
+        SHORTENED_NOTE,
+        format_plain,
+        legend_notes,
+        metric_row,
+        scored_errors,
+        short_label,
+    )
+
+    rows, sessions = _vector_rows()
+    metric = json.loads((VECTORS / "metric.json").read_text(encoding="utf-8"))
+    label = "Qwen2.5-Coder-0.5B-Instruct-Q4_K_M-1d9614638d18024d [paper-lenient]"  # 40: 23 + … + 16
+    row = metric_row(metric, label, scored_errors(rows, sessions, metric))
+    assert short_label(label) == "Qwen2.5-Coder-0.5B-Inst… [paper-lenient]"
+    assert short_label("diff: " + "x" * 60 + " (mean of 3)") == "diff: " + "x" * 21 + "… (mean of 3)"
+    assert short_label("short") == "short" and len(short_label(label)) == LABEL_WIDTH
+    for table in (6, 7):
+        text = format_plain([row], table)
+        assert max(len(line) for line in text.splitlines()) <= 120
+        assert text.splitlines()[2].startswith("Qwen2.5-Coder-0.5B-Inst… [paper-lenient]")
+        assert [line.split()[0] for line in text.splitlines()[3:]] == ["±", "95%", "n"]
+    assert legend_notes([row])[-1] == SHORTENED_NOTE.format(width=40)
+    assert "`--model-name NAME`" in SHORTENED_NOTE
+
+
+def test_report_pairs_two_runs_of_the_same_tasks(tmp_path: Path) -> None:
+    """Two harness output folders of the same 64 sessions; b has the first task of 10 sessions (right in a)
+    judged wrong. The difference is 10/256 = 3.91 points; clustered: 10 sessions differ by 1 task, 54 by 0,
+    so se = sqrt(64/63 * (10 * (1 - 4p)^2 + 54 * (4p)^2)) / 256 = 1.1436 with p = 10/256; 95%: 3.906 +- 2.241."""
+    from click.testing import CliRunner
+
+    from wtb_local.cli import cli
+
+    rows, _ = _vector_rows()
+    flipped = 0
+    changed = []
+    for row in rows:
+        row = json.loads(json.dumps(row))
+        if flipped < 10 and row["results"][0]["label"] == "correct":
+            row["results"][0]["label"] = "error"
+            flipped += 1
+        changed.append(row)
+    for name, score in (("a", rows), ("b", changed)):
+        for sub in ("result", "score"):
+            (tmp_path / "rec" / sub / name).mkdir(parents=True)
+        shutil.copy(VECTORS / "result.jsonl", tmp_path / "rec" / "result" / name / "Wild-Tool-Bench_result.jsonl")
+        (tmp_path / "rec" / "score" / name / "Wild-Tool-Bench_score.jsonl").write_text(
+            "".join(json.dumps(row) + "\n" for row in score), encoding="utf-8")
+    done = CliRunner().invoke(cli, ["report", str(tmp_path / "rec"), "--dataset", str(VECTORS / "dataset.jsonl"),
+                                    "--table", "6"])
+    assert done.exit_code == 0, done.output
+    p = 10 / 256
+    se = math.sqrt(64 / 63 * (10 * (1 - 4 * p) ** 2 + 54 * (4 * p) ** 2)) / 256
+    assert round(100 * se, 2) == 1.14
+    assert ("paired: a - b: task accuracy +3.91 ± 1.14 (95% +1.66..+6.15; 256 tasks, 64 sessions, clustered by "
+            "session): larger than its noise") in done.output.splitlines()
