@@ -156,6 +156,9 @@ def test_long_labels_are_shortened_and_the_tables_fit_120_columns() -> None:
     assert short_label(label) == "Qwen2.5-Coder-0.5B-Inst… [paper-lenient]"
     assert short_label("diff: " + "x" * 60 + " (mean of 3)") == "diff: " + "x" * 21 + "… (mean of 3)"
     assert short_label("short") == "short" and len(short_label(label)) == LABEL_WIDTH
+    # a run told apart by its folder keeps the folder's end
+    assert short_label("Qwen_Qwen3-8B (/tmp/pytest-of-root/pytest-1/test_two_runs_of_0/all)") == \
+        "Qwen_Qwen3-8B (…/test_two_runs_of_0/all)"
     for table in (6, 7):
         text = format_plain([row], table)
         assert max(len(line) for line in text.splitlines()) <= 120

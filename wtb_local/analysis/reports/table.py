@@ -119,7 +119,8 @@ def _ci_cell(estimate: Estimate) -> str:
 
 def short_label(label: str, width: int = LABEL_WIDTH) -> str:
     """`label` cut to `width` characters with `…`, keeping its `paper: `/`diff: ` prefix and its trailing
-    ` (...)` / ` [...]` qualifiers (they say which row it is)."""
+    ` (...)` / ` [...]` qualifiers (they say which row it is); a qualifier too long to keep (a run's folder)
+    keeps its end, where two folders of one model differ."""
     if len(label) <= width:
         return label
     prefix = next((p for p in ("paper: ", "diff: ") if label.startswith(p)), "")
@@ -130,9 +131,11 @@ def short_label(label: str, width: int = LABEL_WIDTH) -> str:
             break
         name, tail = name[:opening], name[opening:] + tail
     room = width - len(prefix) - len(tail) - 1
-    if room < 8:  # the qualifiers alone are too long: cut the whole label
-        return label[:width - 1] + "…"
-    return prefix + name[:room] + "…" + tail
+    if room >= 8:
+        return prefix + name[:room] + "…" + tail
+    head = prefix + (name if len(prefix) + len(name) <= width // 2 else name[:width // 2 - len(prefix) - 1] + "…")
+    keep = width - len(head) - 4  # ` (…` and the closing bracket
+    return f"{head} {tail.strip()[0]}…{tail.strip()[-keep - 1:]}"
 
 
 def shortened(rows: Sequence[ReportRow]) -> bool:
