@@ -76,6 +76,18 @@ def scored_errors(score_rows: Sequence[dict[str, Any]] | None, sessions: Sequenc
     return row_errors([per_session_metrics(score_rows, sessions, metrics_of(checker))], metric)
 
 
+def repeated_errors(repeats: Sequence[tuple[Sequence[dict[str, Any]], Sequence[Any]]], metric: dict[str, Any],
+                    checker: str = "strict") -> dict[int, dict[str, Estimate]]:
+    """`row_errors` of a `--repeats` run's mean row: each repeat's (score rows, sessions), every session's
+    counts averaged over the repeats (run-to-run and sampling uncertainty together); none without repeats."""
+    if not repeats:
+        return {}
+    from wtb_local.benchmark.protocols.checkers import metrics_of  # deferred: start-up
+
+    metric_of = metrics_of(checker)
+    return row_errors([per_session_metrics(rows, sessions, metric_of) for rows, sessions in repeats], metric)
+
+
 def metric_values(metric: dict[str, Any], table: int) -> dict[str, float]:
     """Table 6 or 7 values of a metric dict, in %. A bucket without tasks (missing, or a count of 0) reads
     NaN and prints as `-`: the reference writes accuracy 0.0 there, which would read as a real 0%."""
