@@ -93,3 +93,18 @@ def test_a_full_release_run_is_standard_and_a_subset_or_a_shard_is_not(tmp_path:
     assert done.returncode == 1
     assert done.stderr == (f"Error: {shard}: one shard of a sharded run has no leaderboard row; "
                            "`python -m wtb_local merge` its run directory and export that\n")
+
+
+def test_the_json_row_carries_each_columns_uncertainty(tmp_path: Path) -> None:
+    """The recorded harness run (64 sessions, 256 tasks): its task accuracy's standard error clustered by
+    session, 2.97 points (docs/reports.md "Uncertainty", the same figure `report` prints), and session
+    accuracy's binomial one, sqrt(3/64 * 61/64 / 64) = 2.6421."""
+    run, dataset = recorded_run(tmp_path)
+    out = tmp_path / "row.json"
+    done = wtb(["export", str(run), "--dataset", str(dataset), "--to", "leaderboard", str(out)], tmp_path)
+    assert done.returncode == 0, done.stderr
+    uncertainty = json.loads(out.read_text())["rows"][0]["uncertainty"]
+    assert list(uncertainty) == list(_reference_row())
+    assert {key: uncertainty["task_acc"][key] for key in ("se", "n", "sessions")} == {
+        "se": 2.9725, "n": 256, "sessions": 64}
+    assert (uncertainty["session_acc"]["se"], uncertainty["session_acc"]["n"]) == (2.6421, 64)
