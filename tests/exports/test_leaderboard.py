@@ -108,3 +108,17 @@ def test_the_json_row_carries_each_columns_uncertainty(tmp_path: Path) -> None:
     assert {key: uncertainty["task_acc"][key] for key in ("se", "n", "sessions")} == {
         "se": 2.9725, "n": 256, "sessions": 64}
     assert (uncertainty["session_acc"]["se"], uncertainty["session_acc"]["n"]) == (2.6421, 64)
+
+
+def test_mlflow_logs_each_columns_standard_error(tmp_path: Path) -> None:
+    """The metrics MLflow is given (no server needed to build them): each column's value and its `.se`, the
+    figure `report` prints for the recorded harness run."""
+    from wtb_local.analysis.exports.mlflow_run import metrics_of
+    from wtb_local.analysis.exports.source import load_export_runs
+
+    run, dataset = recorded_run(tmp_path)
+    (found,) = load_export_runs([str(run)], str(dataset))
+    metrics = metrics_of(found)
+    assert (round(metrics["table6.task_acc"], 2), round(metrics["table6.task_acc.se"], 2)) == (53.12, 2.97)
+    assert round(metrics["table6.single.se"], 2) == 9.08 and round(metrics["table7.ap_overall.se"], 2) == 2.75
+    assert {name.removesuffix(".se") for name in metrics if name.endswith(".se")} <= set(metrics)
