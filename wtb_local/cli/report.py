@@ -66,14 +66,14 @@ def report(ctx: click.Context, paths: tuple[str, ...], tables: tuple[str, ...], 
     """Print the tables of scored runs and optionally write the full report."""
     from wtb_local.analysis.commands.repeat_runs import error_bar_line  # deferred: start-up (--help)
     from wtb_local.analysis.reports import diff_row, metric_row, print_tables  # deferred: start-up (--help)
-    from wtb_local.analysis.reports.paired import paired_lines  # deferred: start-up (--help)
-    from wtb_local.analysis.reports.table import legend_notes, scored_errors  # deferred: start-up (--help)
     from wtb_local.analysis.reports.build import parse_formats, png_refused, run_notes, write_report
+    from wtb_local.analysis.reports.paired import paired_lines  # deferred: start-up (--help)
     from wtb_local.analysis.reports.present import paper_row_of, row_label  # deferred: start-up (--help)
     from wtb_local.analysis.reports.protocols import protocol_notes  # deferred: start-up (--help)
     from wtb_local.analysis.reports.render import section_plain  # deferred: start-up (--help)
     from wtb_local.analysis.reports.runs import ReportError, load_runs  # deferred: start-up (--help)
     from wtb_local.analysis.reports.sections import build_sections  # deferred: start-up (--help)
+    from wtb_local.analysis.reports.table import legend_notes, scored_errors  # deferred: start-up (--help)
     from wtb_local.benchmark.scoring import ScoringError  # deferred: start-up (--help)
 
     try:

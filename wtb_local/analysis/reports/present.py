@@ -207,9 +207,12 @@ def present(run_dir: str | Path | None, metric: dict[str, Any], *, manifest: Man
     run (`repeats.json`) is shown as the mean of its repeats, with the ± line. With the score rows the
     metric was counted from (and the dataset's sessions), our row carries its standard errors and n; a
     `--repeats` run's mean row carries them with each repeat's (score rows, sessions) as `repeats`."""
-    from wtb_local.analysis.reports.table import legend_notes, repeated_errors, scored_errors  # deferred: start-up
-
     from wtb_local.analysis.commands.repeat_runs import error_bar_line, read_summary  # deferred: start-up
+    from wtb_local.analysis.reports.table import (  # deferred: start-up
+        legend_notes,
+        repeated_errors,
+        scored_errors,
+    )
 
     manifest = as_manifest(manifest)  # a run's own (a dict it wrote) or one read
     if manifest is None and run_dir is not None:

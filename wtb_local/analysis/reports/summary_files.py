@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import math
 import os
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from wtb_local.analysis.reports.table import COLUMNS, HEADERS

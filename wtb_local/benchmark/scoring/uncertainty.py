@@ -101,15 +101,15 @@ def binomial(successes: float, n: float) -> Estimate:
         return Estimate(math.nan, math.nan, math.nan, math.nan, 0, 0, SESSIONS)
     p = successes / n
     low, high = wilson(successes, n)
-    return Estimate(p, math.sqrt(p * (1 - p) / n), low, high, n, int(round(n)), SESSIONS)
+    return Estimate(p, math.sqrt(p * (1 - p) / n), low, high, n, round(n), SESSIONS)
 
 
 MetricOf = Callable[[Sequence[dict[str, Any]], Sequence[Any], str], dict[str, Any]]
 
 
 def metric_uncertainty(score_rows: Sequence[dict[str, Any]], sessions: Sequence[Any],
-                       sources: Iterable[tuple[str, str, str]],
-                       metric_of: MetricOf = compute_metrics) -> dict[tuple[str, str, str], Estimate]:
+                       sources: Iterable[tuple[str, ...]],
+                       metric_of: MetricOf = compute_metrics) -> dict[tuple[str, ...], Estimate]:
     """The estimate of each metric value named by `sources` ((section, bucket, value) as the report
     columns name them) for scored rows: each session's counts are its own metric dict (`metric_of`, the
     checker's metric function, so the buckets are exactly the metric file's), the clusters of the estimator."""
@@ -123,7 +123,7 @@ def per_session_metrics(score_rows: Sequence[dict[str, Any]], sessions: Sequence
 
 
 def estimates(runs: Sequence[dict[int, dict[str, Any]]],
-              sources: Iterable[tuple[str, str, str]]) -> dict[tuple[str, str, str], Estimate]:
+              sources: Iterable[tuple[str, ...]]) -> dict[tuple[str, ...], Estimate]:
     """Estimates over one run's per-session metrics, or over repeats of it (the same sessions): each
     session's counts averaged over the repeats, then clustered by session (run-to-run and sampling
     uncertainty together)."""
@@ -167,5 +167,19 @@ def beyond_noise(difference: Estimate) -> bool:
     return not math.isnan(difference.se) and (difference.low > 0 or difference.high < 0)
 
 
-__all__ = ["CLUSTERED", "RATE", "SESSIONS", "Z95", "Estimate", "beyond_noise", "binomial", "cluster_ratio",
-           "MetricOf", "estimates", "metric_uncertainty", "paired_difference", "per_session_metrics", "wilson"]
+__all__ = [
+    "CLUSTERED",
+    "RATE",
+    "SESSIONS",
+    "Z95",
+    "Estimate",
+    "MetricOf",
+    "beyond_noise",
+    "binomial",
+    "cluster_ratio",
+    "estimates",
+    "metric_uncertainty",
+    "paired_difference",
+    "per_session_metrics",
+    "wilson",
+]
