@@ -143,8 +143,11 @@ def test_benchmark_harness_layout_from_the_vectors(tmp_path: Path) -> None:
                 "--format", "csv,html")
     assert done.returncode == 0, done.stderr
     six = _csv(tmp_path / "r" / "table6.csv")
-    assert [r["model"] for r in six] == ["gpt-4o", "paper: GPT-4o", "diff: gpt-4o"]
+    assert [r["model"] for r in six] == ["gpt-4o", "paper: GPT-4o", "diff: gpt-4o", "gpt-4o: ± se",
+                                         "gpt-4o: 95% low", "gpt-4o: 95% high", "gpt-4o: n"]
     assert six[0]["task_acc"] == "53.1250" and six[0]["session_acc"] == "4.6875"
+    # the task accuracy's error clustered by session, as test_report_columns' fixture prints it (±2.97, n 256)
+    assert (six[3]["task_acc"], six[6]["task_acc"], six[6]["session_acc"]) == ("2.9725", "256", "64")
     errors = _csv(tmp_path / "r" / "errors.csv")
     assert errors[0]["failed"] == "120" and errors[0]["Redundant Call"] == f"{100 * 46 / 120:.4f}"
     health = _csv(tmp_path / "r" / "health.csv")
