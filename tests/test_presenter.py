@@ -15,6 +15,7 @@ import pytest
 
 from tests.runner.conftest import VECTORS, chat_template
 from tests.runner.fake_openai import fake_openai_server
+from wtb_local.analysis.reports.table import short_label
 
 ROOT = Path(__file__).resolve().parents[1]
 QWEN25 = "Qwen/Qwen2.5-7B-Instruct"
@@ -34,6 +35,8 @@ def _rows(stdout: str) -> dict[str, list[str]]:
     start = lines.index("Table 6 (accuracy, %)") + 2
     rows = {}
     for line in lines[start:]:
+        if line.startswith("  "):  # a row's ± se, 95% CI and n lines
+            continue
         cells = line.split()
         if len(cells) < 11 or not all(c == "-" or c.lstrip("+-").replace(".", "", 1).isdigit() for c in cells[-10:]):
             break
@@ -51,7 +54,10 @@ def test_a_paper_run_has_one_label_and_paper_row_in_every_command(tmp_path: Path
                "--protocol", "paper", "--out", str(run_dir))
     label = "Qwen_Qwen3-8B [paper-lenient]"  # the run's own scoring: the lenient checker
     assert list(_rows(ran.stdout)) == [label, "paper: Qwen3-8B-Thinking"]
-    assert _notes(ran.stdout)[1:] == [
+    # the legends first (uncertainty, AP, OP), then the protocol line, then what this run's row needs
+    assert [note[:22] for note in _notes(ran.stdout)[:4]] == [
+        "note: ± se: standard e", "note: AP (accomplished", "note: OP (optimal path", "note: this run: --prot"]
+    assert _notes(ran.stdout)[4:] == [
         ("note: paper row Qwen3-8B-Thinking: the run records no thinking mode (its manifest says: no prompt "
          "rendered: unknown); compared as its model's chat template behaves without a switch: Qwen3's chat "
          "template thinks unless enable_thinking=false (--no-thinking: Qwen3-8B)"),
@@ -77,7 +83,7 @@ def test_a_paper_run_has_one_label_and_paper_row_in_every_command(tmp_path: Path
     assert rows["Qwen_Qwen3-8B [paper-strict]"] == _rows(strict.stdout)["Qwen_Qwen3-8B [paper-strict]"]
     # the run's notes, after its label (the protocol line is the report's legend)
     assert [note for note in _notes(report.stdout) if note.startswith(f"note: {label}: ")] == [
-        f"note: {label}: {note.removeprefix('note: ')}" for note in _notes(ran.stdout)[1:]]
+        f"note: {label}: {note.removeprefix('note: ')}" for note in _notes(ran.stdout)[4:]]
 
 
 @pytest.fixture(scope="module")
@@ -129,9 +135,10 @@ def test_report_on_a_repeats_folder_shows_the_mean_row_run_printed(qwen3_dir: Pa
 
     report = _wtb("report", str(out), "--table", "6")
     rows = _rows(report.stdout)
-    assert list(rows) == [f"Qwen_Qwen3-8B ({out / 'repeats' / '0'})", "paper: Qwen3-8B",
-                          f"diff: Qwen_Qwen3-8B ({out / 'repeats' / '0'})", f"Qwen_Qwen3-8B ({out / 'repeats' / '1'})",
-                          f"diff: Qwen_Qwen3-8B ({out / 'repeats' / '1'})", mean, f"diff: {mean}"]
+    assert list(rows) == [short_label(label) for label in (
+        f"Qwen_Qwen3-8B ({out / 'repeats' / '0'})", "paper: Qwen3-8B", f"diff: Qwen_Qwen3-8B ({out / 'repeats' / '0'})",
+        f"Qwen_Qwen3-8B ({out / 'repeats' / '1'})", f"diff: Qwen_Qwen3-8B ({out / 'repeats' / '1'})", mean,
+        f"diff: {mean}")]
     assert rows[mean] == _rows(ran.stdout)[mean]
     assert error_bars in report.stdout.splitlines()
     assert f"note: {mean}: the mean of 2 repeats (repeats/0, repeats/1)" in report.stdout.splitlines()

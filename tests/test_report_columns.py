@@ -2,7 +2,9 @@
 exports read (headers, CSV columns, glossary, Table 6/7 sources, health, versions, the leaderboard's and
 MLflow's columns) comes from it, and `report`'s output did not move when the parallel lists became records:
 the recorded harness run of the golden vectors gives, byte for byte, the files and lines `report` wrote
-before (tests/fixtures/report_columns, written by the code before the registry)."""
+before (tests/fixtures/report_columns, written by the code before the registry), with the uncertainty rows
+(± se, 95% CI, n) and the legend notes added on purpose since (docs/reports.md "Uncertainty"; the task,
+single, clarify and chat standard errors checked by an independent computation from the score file)."""
 
 from __future__ import annotations
 

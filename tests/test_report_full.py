@@ -112,8 +112,13 @@ def test_paper_rows_and_differences(oracle: Path, tmp_path: Path) -> None:
     six = _csv(tmp_path / "table6.csv")
     # the oracle renders no prompt: compared as Qwen3's template default (thinking), as the note says
     assert [(r["model"], r["kind"]) for r in six] == [
-        ("Qwen_Qwen3-8B", "ours"), ("paper: Qwen3-8B-Thinking", "paper"), ("diff: Qwen_Qwen3-8B", "diff")]
+        ("Qwen_Qwen3-8B", "ours"), ("paper: Qwen3-8B-Thinking", "paper"), ("diff: Qwen_Qwen3-8B", "diff"),
+        ("Qwen_Qwen3-8B: ± se", "se"), ("Qwen_Qwen3-8B: 95% low", "low"), ("Qwen_Qwen3-8B: 95% high", "high"),
+        ("Qwen_Qwen3-8B: n", "n")]
     assert six[1]["task_acc"] == "54.3000" and six[2]["task_acc"] == "45.7000"
+    # every task right: no spread, so se 0; Wilson's 32 of 32 is 32 / (32 + 1.96^2) = 89.28..100; 8 sessions
+    assert [six[i]["task_acc"] for i in range(3, 7)] == ["0.0000", "89.2821", "100.0000", "32"]
+    assert [six[i]["session_acc"] for i in range(3, 7)] == ["0.0000", "67.5592", "100.0000", "8"]
     assert "diff: Qwen_Qwen3-8B       +43.36" in done.stdout
     assert ("note: Qwen_Qwen3-8B: paper row Qwen3-8B-Thinking: the run records no thinking mode (its manifest "
             "says: no prompt rendered: unknown); compared as its model's chat template behaves without a switch: "
@@ -138,8 +143,11 @@ def test_benchmark_harness_layout_from_the_vectors(tmp_path: Path) -> None:
                 "--format", "csv,html")
     assert done.returncode == 0, done.stderr
     six = _csv(tmp_path / "r" / "table6.csv")
-    assert [r["model"] for r in six] == ["gpt-4o", "paper: GPT-4o", "diff: gpt-4o"]
+    assert [r["model"] for r in six] == ["gpt-4o", "paper: GPT-4o", "diff: gpt-4o", "gpt-4o: ± se",
+                                         "gpt-4o: 95% low", "gpt-4o: 95% high", "gpt-4o: n"]
     assert six[0]["task_acc"] == "53.1250" and six[0]["session_acc"] == "4.6875"
+    # the task accuracy's error clustered by session, as test_report_columns' fixture prints it (±2.97, n 256)
+    assert (six[3]["task_acc"], six[6]["task_acc"], six[6]["session_acc"]) == ("2.9725", "256", "64")
     errors = _csv(tmp_path / "r" / "errors.csv")
     assert errors[0]["failed"] == "120" and errors[0]["Redundant Call"] == f"{100 * 46 / 120:.4f}"
     health = _csv(tmp_path / "r" / "health.csv")
@@ -264,4 +272,4 @@ def test_a_score_file_path_finds_its_run(oracle: Path, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     health = _csv(tmp_path / "health.csv")
     assert [(r["model"], r["steps"], r["status"]) for r in health] == [("Qwen_Qwen3-8B", "74", "complete")]
-    assert [r["kind"] for r in _csv(tmp_path / "table6.csv")] == ["ours", "paper", "diff"]
+    assert [r["kind"] for r in _csv(tmp_path / "table6.csv")] == ["ours", "paper", "diff", "se", "low", "high", "n"]

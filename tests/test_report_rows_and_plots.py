@@ -39,6 +39,8 @@ def _table6_labels(output: str) -> list[str]:
     start = lines.index("Table 6 (accuracy, %)") + 2
     labels = []
     for line in lines[start:]:
+        if line.startswith("  "):  # a row's ± se, 95% CI and n lines
+            continue
         cells = line.split()
         if len(cells) < 11 or not all(c == "-" or c.lstrip("+-").replace(".", "", 1).isdigit() for c in cells[-10:]):
             break

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
+from wtb_local.analysis.reports.table import short_label
 from wtb_local.cli import cli, main
 from wtb_local.contract.resources import sample_dataset_path
 
@@ -156,11 +157,15 @@ def test_report_tells_runs_of_one_model_apart_and_leaves_empty_buckets_blank(tmp
     done = _cli(["report", str(tmp_path / "all"), str(tmp_path / "s0"), "--table", "6", "--no-paper"])
     assert done.exit_code == 0, done.output
     lines = done.stdout.splitlines()
-    ours = {line.split("  ")[0].strip(): line.split() for line in lines[2:]}
-    assert set(ours) == {f"Qwen_Qwen3-8B ({tmp_path / 'all'})", f"Qwen_Qwen3-8B ({tmp_path / 's0'})"}
+    # each run's row (its ± se, 95% CI and n lines are indented); a label over 40 characters keeps its
+    # folder's end, where the two runs differ
+    ours = {line.split("  ")[0].strip(): line.split() for line in lines[2:]
+            if line and not line.startswith(("  ", "note: ", "paired: "))}
+    all_label, s0_label = (short_label(f"Qwen_Qwen3-8B ({tmp_path / name})") for name in ("all", "s0"))
+    assert set(ours) == {all_label, s0_label} and all_label.endswith("/all)") and s0_label.endswith("/s0)")
     clarify = lines[1].split().index("clarify")
-    assert ours[f"Qwen_Qwen3-8B ({tmp_path / 's0'})"][1 + clarify] == "-"
-    assert ours[f"Qwen_Qwen3-8B ({tmp_path / 'all'})"][1 + clarify] == "100.00"
+    assert ours[s0_label][1 + clarify] == "-"
+    assert ours[all_label][1 + clarify] == "100.00"
 
 
 def test_score_refuses_a_run_scored_against_another_dataset(tmp_path: Path) -> None:

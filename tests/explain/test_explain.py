@@ -91,6 +91,14 @@ def test_a_checker_only_difference_is_wholly_the_checker(checker_runs: tuple[Pat
     assert item["parts"][1]["how"] == "the same result rows re-scored with the lenient checker"
     pair = data["pairs"][0]
     assert (pair["flips"], pair["only_a"], pair["only_b"], pair["p_tasks"]) == (8, 0, 8, 0.0078125)
+    # the errors every command shows (docs/reports.md "Uncertainty"): the strict run's task accuracy as
+    # `report` prints it (±2.97, 47-59), and the gap's paired error clustered by session: the 8 flips sit
+    # in 8 sessions, so d = 1 in 8 of 64 sessions: se = sqrt(64/63 * (8 * 0.875^2 + 56 * 0.125^2)) / 256 = 1/96
+    strict_run = data["runs"][0]
+    assert (round(strict_run["task_se"], 2), round(strict_run["task_low"]), round(strict_run["task_high"])) == (
+        2.97, 47, 59)
+    assert math.isclose(pair["task_gap_se"], 100 / 96, abs_tol=1e-9) and pair["beyond_noise_clustered"] is True
+    assert (round(pair["task_gap_low"], 2), round(pair["task_gap_high"], 2)) == (1.08, 5.17)
     assert [f["task"] for f in pair["flipped"]] == [
         "wild_tool_bench_7/0", "wild_tool_bench_11/1", "wild_tool_bench_15/3", "wild_tool_bench_28/0",
         "wild_tool_bench_40/0", "wild_tool_bench_48/1", "wild_tool_bench_52/0", "wild_tool_bench_59/1"]

@@ -93,3 +93,32 @@ def test_a_full_release_run_is_standard_and_a_subset_or_a_shard_is_not(tmp_path:
     assert done.returncode == 1
     assert done.stderr == (f"Error: {shard}: one shard of a sharded run has no leaderboard row; "
                            "`python -m wtb_local merge` its run directory and export that\n")
+
+
+def test_the_json_row_carries_each_columns_uncertainty(tmp_path: Path) -> None:
+    """The recorded harness run (64 sessions, 256 tasks): its task accuracy's standard error clustered by
+    session, 2.97 points (docs/reports.md "Uncertainty", the same figure `report` prints), and session
+    accuracy's binomial one, sqrt(3/64 * 61/64 / 64) = 2.6421."""
+    run, dataset = recorded_run(tmp_path)
+    out = tmp_path / "row.json"
+    done = wtb(["export", str(run), "--dataset", str(dataset), "--to", "leaderboard", str(out)], tmp_path)
+    assert done.returncode == 0, done.stderr
+    uncertainty = json.loads(out.read_text())["rows"][0]["uncertainty"]
+    assert list(uncertainty) == list(_reference_row())
+    assert {key: uncertainty["task_acc"][key] for key in ("se", "n", "sessions")} == {
+        "se": 2.9725, "n": 256, "sessions": 64}
+    assert (uncertainty["session_acc"]["se"], uncertainty["session_acc"]["n"]) == (2.6421, 64)
+
+
+def test_mlflow_logs_each_columns_standard_error(tmp_path: Path) -> None:
+    """The metrics MLflow is given (no server needed to build them): each column's value and its `.se`, the
+    figure `report` prints for the recorded harness run."""
+    from wtb_local.analysis.exports.mlflow_run import metrics_of
+    from wtb_local.analysis.exports.source import load_export_runs
+
+    run, dataset = recorded_run(tmp_path)
+    (found,) = load_export_runs([str(run)], str(dataset))
+    metrics = metrics_of(found)
+    assert (round(metrics["table6.task_acc"], 2), round(metrics["table6.task_acc.se"], 2)) == (53.12, 2.97)
+    assert round(metrics["table6.single.se"], 2) == 9.08 and round(metrics["table7.ap_overall.se"], 2) == 2.75
+    assert {name.removesuffix(".se") for name in metrics if name.endswith(".se")} <= set(metrics)

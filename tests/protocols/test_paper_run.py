@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.runner.conftest import VECTORS, chat_template, invoke, read_jsonl, scripted_args
+from wtb_local.analysis.reports.table import short_label
 
 REPO = Path(__file__).resolve().parents[2]
 QWEN = "Qwen/Qwen2.5-7B-Instruct"
@@ -123,13 +124,16 @@ def test_rescore_gives_the_labels_of_a_fresh_scoring_under_the_same_checker(tmp_
     report = CliRunner().invoke(cli, ["report", str(release), "--table", "6", "--no-paper"])
     assert report.exit_code == 0, report.output
     lines = report.output.splitlines()
-    # the run (default protocol: a plain label) and its two re-scorings, then a line naming every row's protocol
-    assert [line.split("  ")[0] for line in lines[2:5]] == [
+    # the run (default protocol: a plain label) and its two re-scorings (each with its ± se, 95% CI and n
+    # lines), then a line naming every row's protocol
+    rows = [line.split("  ")[0] for line in lines[2:] if line and not line.startswith("  ")]
+    assert rows[:3] == [short_label(label) for label in (
         "Qwen_Qwen2.5-7B-Instruct", "Qwen_Qwen2.5-7B-Instruct [release-lenient]",
-        "Qwen_Qwen2.5-7B-Instruct [release-strict]"]
-    assert lines[5] == ("protocols: Qwen_Qwen2.5-7B-Instruct = release, strict checker; "
+        "Qwen_Qwen2.5-7B-Instruct [release-strict]")]
+    assert rows[1] == "Qwen_Qwen2.5-7B-Instr… [release-lenient]"  # over 40 characters: its scoring kept
+    assert [line for line in lines if line.startswith("protocols: ")] == [("protocols: Qwen_Qwen2.5-7B-Instruct = release, strict checker; "
                         "Qwen_Qwen2.5-7B-Instruct [release-lenient] = release, lenient checker; "
-                        "Qwen_Qwen2.5-7B-Instruct [release-strict] = release, strict checker")
+                        "Qwen_Qwen2.5-7B-Instruct [release-strict] = release, strict checker")]
 
 
 def test_scripted_replies_get_the_same_action_verdicts_under_both_protocols(tmp_path: Path) -> None:

@@ -51,16 +51,30 @@ def test_manifest_holds_each_fact_once_and_the_tables_are_saved(tmp_path: Path) 
     printed = done.stdout[done.stdout.index("Table 6"):]
     notes = [line for line in printed.splitlines() if line.startswith("note:")]
     tables = printed[: printed.index(notes[0])]
-    assert len(notes) == 3 and (out / "summary.md").read_text() == (
-        f"```text\n{tables}```\n" + "".join(f"\n{note}\n" for note in notes))
+    # the run-health lines the run printed before its tables, then the notes
+    health = [line for line in done.stdout.splitlines() if line.startswith("steps cut at the token limit")]
+    assert health == ["steps cut at the token limit: 0 of 17 (0.00%), 0 inside reasoning (max_new_tokens 512)"]
+    assert len(notes) == 6 and (out / "summary.md").read_text() == (
+        f"```text\n{tables}```\n" + "".join(f"\n{line}\n" for line in [*health, *notes]))
+    # what the HTML's legends say, under the tables too: the uncertainty lines, AP, OP
+    assert [note[:22] for note in notes[:3]] == ["note: ± se: standard e", "note: AP (accomplished",
+                                                 "note: OP (optimal path"]
     # no prompt rendered, no mode recorded: the row of Qwen3's template default, said in a note
-    assert notes[1] == ("note: paper row Qwen3-8B-Thinking: the run records no thinking mode (its manifest says: "
+    assert notes[4] == ("note: paper row Qwen3-8B-Thinking: the run records no thinking mode (its manifest says: "
                         "no prompt rendered: unknown); compared as its model's chat template behaves without a "
                         "switch: Qwen3's chat template thinks unless enable_thinking=false (--no-thinking: Qwen3-8B)")
     data = json.loads((out / "summary.json").read_text())
     assert [row["label"] for row in data["rows"]] == ["Qwen_Qwen3-8B", "paper: Qwen3-8B-Thinking"]
     assert data["rows"][0]["tables"]["6"]["task"] == 100.0 and data["rows"][0]["tables"]["7"]["OP"] == 100.0
-    assert data["notes"] == notes
+    # the uncertainty as numbers: 8 of 8 tasks in 2 sessions (se 0, Wilson's low 8 / (8 + 1.96^2)), 2 of 2
+    # sessions (2 / (2 + 1.96^2))
+    uncertainty = data["rows"][0]["uncertainty"]["6"]
+    assert {key: uncertainty["task"][key] for key in ("se", "low", "high", "n", "sessions")} == {
+        "se": 0.0, "low": 67.5592, "high": 100.0, "n": 8, "sessions": 2}
+    assert {key: uncertainty["session"][key] for key in ("se", "low", "high", "n")} == {
+        "se": 0.0, "low": 34.238, "high": 100.0, "n": 2}
+    assert "uncertainty" not in data["rows"][1]  # the paper's row: it gives none
+    assert data["notes"] == notes and data["health"] == health
 
 
 def test_sampling_used_is_resolved_from_generation_config(qwen_tiny_dir: Path, tmp_path: Path) -> None:

@@ -12,9 +12,16 @@ import click
 from wtb_local.contract.faults import failed_request, masked, step_outputs
 
 
-def health_lines(outcome: Any, prefix: str = "") -> None:
+def health_lines(outcome: Any, prefix: str = "") -> list[str]:
     """What went wrong or was cut in a run, each line after `prefix` (a repeat names its seed): failed
-    requests, steps cut at the token limit, calls in reasoning, calls outside the model's format."""
+    requests, steps cut at the token limit, calls in reasoning, calls outside the model's format. Returns
+    the lines printed (summary.md keeps them under the tables)."""
+    printed: list[str] = []
+
+    def echo(line: str, err: bool = False) -> None:
+        printed.append(line)
+        click.echo(line, err=err)
+
     from wtb_local.analysis.reports.health import format_deviations_line, reasoning_calls_line
     from wtb_local.benchmark.scoring.length_cuts import cuts_line, cuts_warning  # deferred: start-up (--help)
 
@@ -26,20 +33,21 @@ def health_lines(outcome: Any, prefix: str = "") -> None:
         reasons = ", ".join(_reason_group(examples[reason], count, kinds[reason])
                             for reason, count in failed.most_common(3))
         more = f", {len(failed) - 3} other reason(s)" if len(failed) > 3 else ""
-        click.echo(f"{prefix}warning: {sum(failed.values())} request(s) failed and were scored as step errors: "
-                   f"{reasons}{more}", err=True)
+        echo(f"{prefix}warning: {sum(failed.values())} request(s) failed and were scored as step errors: "
+             f"{reasons}{more}", err=True)
     run_settings = outcome.settings
     cuts = outcome.recorded.summary.length_cuts
     if cuts.steps:
-        click.echo(f"{prefix}steps cut at the token limit: {cuts_line(cuts.written())} "
-                   f"(max_new_tokens {run_settings.sampling.max_new_tokens})")
+        echo(f"{prefix}steps cut at the token limit: {cuts_line(cuts.written())} "
+             f"(max_new_tokens {run_settings.sampling.max_new_tokens})")
         warning = cuts_warning(cuts.written(), run_settings.sampling.max_new_tokens)
         if warning:
-            click.echo(f"{prefix}{warning}", err=True)
+            echo(f"{prefix}{warning}", err=True)
     for line in (reasoning_calls_line(outcome.result_rows, run_settings.protocol),
                  format_deviations_line(outcome.result_rows, run_settings.protocol)):
         if line:
-            click.echo(f"{prefix}{line}")
+            echo(f"{prefix}{line}")
+    return printed
 
 
 def failed_requests(result_rows: list[dict[str, Any]], sessions: set[str],

@@ -40,7 +40,8 @@ def merge(run_dir: str, dataset: str | None, thinking: bool | None) -> None:
     click.echo(f"score:    {paths.score_dir}")
     click.echo(f"manifest: {paths.manifest}")
     # the paper's row by the thinking mode the shards recorded; --thinking only for manifests without one
-    present(paths.run_dir, outcome.metric, manifest=outcome.manifest, thinking=thinking).show(sys.stdout)
+    present(paths.run_dir, outcome.metric, manifest=outcome.manifest, thinking=thinking,
+            score_rows=outcome.score_rows, sessions=outcome.sessions).show(sys.stdout)
 
 
 for _param in merge.params:

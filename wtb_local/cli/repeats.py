@@ -32,8 +32,10 @@ def run_repeated(options: RunOptions, repeats: int) -> Path:
     print(f"summary:  {outcome.run_dir / REPEATS_JSON}")
     for r, one in enumerate(outcome.outcomes):
         health_lines(one, f"repeat {r + 1} (seed {one.settings.seed}): ")
-    # the mean row, the paper's row by the recorded thinking mode and the ± line, as `report` shows them
-    present(outcome.run_dir, outcome.summary["mean_metric"]).show(sys.stdout)
+    # the mean row, the paper's row by the recorded thinking mode and the ± line, as `report` shows them;
+    # the mean row's errors hold the seeds' spread and the sessions' together (docs/reports.md "Uncertainty")
+    present(outcome.run_dir, outcome.summary["mean_metric"],
+            repeats=[(one.score_rows, one.sessions) for one in outcome.outcomes]).show(sys.stdout)
     return outcome.run_dir
 
 

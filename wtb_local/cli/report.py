@@ -67,11 +67,13 @@ def report(ctx: click.Context, paths: tuple[str, ...], tables: tuple[str, ...], 
     from wtb_local.analysis.commands.repeat_runs import error_bar_line  # deferred: start-up (--help)
     from wtb_local.analysis.reports import diff_row, metric_row, print_tables  # deferred: start-up (--help)
     from wtb_local.analysis.reports.build import parse_formats, png_refused, run_notes, write_report
+    from wtb_local.analysis.reports.paired import paired_lines  # deferred: start-up (--help)
     from wtb_local.analysis.reports.present import paper_row_of, row_label  # deferred: start-up (--help)
     from wtb_local.analysis.reports.protocols import protocol_notes  # deferred: start-up (--help)
     from wtb_local.analysis.reports.render import section_plain  # deferred: start-up (--help)
     from wtb_local.analysis.reports.runs import ReportError, load_runs  # deferred: start-up (--help)
     from wtb_local.analysis.reports.sections import build_sections  # deferred: start-up (--help)
+    from wtb_local.analysis.reports.table import legend_notes, scored_errors  # deferred: start-up (--help)
     from wtb_local.benchmark.scoring import ScoringError  # deferred: start-up (--help)
 
     try:
@@ -92,7 +94,8 @@ def report(ctx: click.Context, paths: tuple[str, ...], tables: tuple[str, ...], 
     rows = []
     shown_paper: set[str] = set()
     for run in runs:
-        ours = metric_row(run.metric, run.label)
+        errors = scored_errors(run.score_rows, run.sessions, run.metric, run.protocol[1]) if run.summary is None else {}
+        ours = metric_row(run.metric, run.label, errors)
         rows.append(ours)
         known = paper_row_of(run.facts) if paper else None  # by the run's recorded thinking mode
         if known is not None:
@@ -101,9 +104,13 @@ def report(ctx: click.Context, paths: tuple[str, ...], tables: tuple[str, ...], 
                 rows.append(known)
             rows.append(diff_row(ours, known))
     print_tables(rows, tuple(int(t) for t in tables) or (6, 7))
+    for note in legend_notes(rows, tuple(int(t) for t in tables) or (6, 7)):
+        click.echo(f"note: {note}")
     for run in runs:  # a --repeats run: mean ± standard error, as `run --repeats` prints it
         if run.summary is not None:
             click.echo(error_bar_line(row_label(run.facts), run.summary))
+    for line in paired_lines(runs):
+        click.echo(line)
     _warn_length_cuts(runs)
     for note in protocol_notes(runs, paper):
         click.echo(note)

@@ -97,4 +97,4 @@ def _rescore(run_dir: str, checker: str, dataset: str | None) -> None:
     click.echo(f"score:  {score_path}")
     click.echo(f"metric: {metric_path}")
     # labelled `model [protocol-checker]`, with the paper's row, as `report` shows this re-scoring
-    present(run_dir, metric, manifest=manifest, checker=checker).show()
+    present(run_dir, metric, manifest=manifest, checker=checker, score_rows=score_rows, sessions=list(sessions)).show()

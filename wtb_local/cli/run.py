@@ -65,11 +65,12 @@ def run(ctx: click.Context, **params: Any) -> None:
     from wtb_local.analysis.reports.present import present  # deferred: start-up (--help)
     from wtb_local.cli.health import health_lines  # deferred: start-up (--help)
 
-    health_lines(outcome)
+    health = health_lines(outcome)
     # label, paper row (by the recorded thinking mode) and notes as every command shows this run
-    shown = present(paths.run_dir, outcome.metric, manifest=outcome.manifest)
+    shown = present(paths.run_dir, outcome.metric, manifest=outcome.manifest, score_rows=outcome.score_rows,
+                    sessions=outcome.sessions)
     shown.show(sys.stdout)
-    _save_summary(outcome, shown.rows, [f"note: {note}" for note in shown.notes])
+    _save_summary(outcome, shown.rows, [f"note: {note}" for note in shown.notes], health)
     _export(exporters, paths.run_dir)
 
 
@@ -124,10 +125,10 @@ def _exit_interrupted(line: str) -> None:
     os._exit(130)
 
 
-def _save_summary(outcome: Any, rows: list[Any], notes: list[str]) -> None:
-    """The tables and notes just printed, also in the run folder (summary.md, summary.json)."""
+def _save_summary(outcome: Any, rows: list[Any], notes: list[str], health: list[str]) -> None:
+    """The tables, health lines and notes just printed, also in the run folder (summary.md, summary.json)."""
     from wtb_local.analysis.reports.summary_files import write_summary  # deferred: start-up (--help)
     from wtb_local.analysis.reports.table import format_plain  # deferred: start-up (--help)
 
     text = "\n\n".join(format_plain(rows, table) for table in (6, 7))
-    write_summary(outcome.paths.run_dir, rows, text, notes)
+    write_summary(outcome.paths.run_dir, rows, text, notes, health)

@@ -124,7 +124,7 @@ def score(
     # label, paper row (by the recorded thinking mode; --thinking where none is recorded) and notes as
     # every command shows this run
     present(run_dir, scored.metric, manifest=manifest, name=None if manifest else model_dir_name(scored.model_name),
-            thinking=thinking).show()
+            thinking=thinking, score_rows=scored.score_rows, sessions=list(sessions)).show()
 
 def _result_file(path: str, model_name: str | None) -> str:
     """A run directory's result file (like `report` and `--replay` take a run directory), or `path`."""

@@ -61,6 +61,7 @@ class RunOutcome:
     manifest: dict[str, Any]
     skipped_sessions: list[str] = field(default_factory=list)
     ran_sessions: list[str] = field(default_factory=list)
+    sessions: list[Any] = field(default_factory=list)  # the dataset's sessions: what the score rows are judged on
 
     @property
     def recorded(self) -> Manifest:
@@ -432,7 +433,7 @@ def _close_record(job: _Job, result_rows: list[dict[str, Any]], score_rows: list
                        "record it")
     job.stop.raise_held()
     return RunOutcome(paths, settings, metric, score_rows, result_rows, record.manifest, job.skipped,
-                      [s.id for s in job.pending])
+                      [s.id for s in job.pending], list(prep.sessions))
 
 
 def _keep_broken(paths: RunPaths, internal: InternalLog, written: set[str], resumed: bool) -> Path | None:

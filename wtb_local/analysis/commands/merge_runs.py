@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,8 @@ class MergeOutcome:
     metric: dict[str, Any]
     result_rows: list[dict[str, Any]]
     shards: list[str]
+    score_rows: list[dict[str, Any]] = field(default_factory=list)
+    sessions: list[Any] = field(default_factory=list)  # the dataset's: with score_rows, the uncertainty
 
 
 def _listing(items: list[str]) -> str:
@@ -239,4 +241,4 @@ def _merge_locked(run_dir: Path, dataset: str | None, err: Any) -> MergeOutcome:
     merged["dataset"] = {**first.dataset.written(), "path": dataset_path,
                          "sessions_selected": first.shard.selection_size}
     write_manifest(run_dir, merged)
-    return MergeOutcome(paths, merged, metric, rows, [shard.name for shard in loaded])
+    return MergeOutcome(paths, merged, metric, rows, [shard.name for shard in loaded], score_rows, list(sessions))

@@ -13,11 +13,26 @@ from wtb_local.analysis.explain.divergence import compare_pair
 from wtb_local.analysis.explain.factors import FACTORS
 from wtb_local.analysis.explain.runs import ExplainRun, TaskKey, common_tasks
 from wtb_local.analysis.explain.stats import ALPHA, TEST_NAME, flip_rate, mcnemar_exact, pairwise_flip_rate
+from wtb_local.benchmark.scoring.uncertainty import beyond_noise, binomial, cluster_ratio, paired_difference
 
 
 def _accuracy(run: ExplainRun, keys: list[TaskKey], sessions: dict[str, list[TaskKey]]) -> tuple[float, float]:
     tasks, whole = counts(run.verdicts, keys, sessions)
     return (100.0 * tasks / len(keys) if keys else 0.0, 100.0 * whole / len(sessions) if sessions else 0.0)
+
+
+def _errors(run: ExplainRun, keys: list[TaskKey], sessions: dict[str, list[TaskKey]]) -> dict[str, Any]:
+    """The run's task accuracy error (clustered by session) and session accuracy error (binomial), in %,
+    from benchmark/scoring/uncertainty.py as every command takes them."""
+    by_session: dict[str, list[float]] = {}
+    for key in keys:
+        part = by_session.setdefault(key[0], [0.0, 0.0])
+        part[0] += float(run.verdicts.get(key, False))
+        part[1] += 1
+    task = cluster_ratio((y, m) for y, m in by_session.values())
+    whole = binomial(counts(run.verdicts, keys, sessions)[1], len(sessions))
+    return {"task_se": 100 * task.se, "task_low": 100 * task.low, "task_high": 100 * task.high,
+            "session_se": 100 * whole.se, "session_low": 100 * whole.low, "session_high": 100 * whole.high}
 
 
 def _session_verdicts(run: ExplainRun, sessions: dict[str, list[TaskKey]]) -> dict[str, bool]:
@@ -33,6 +48,9 @@ def _pair(a: ExplainRun, b: ExplainRun, keys: list[TaskKey], sessions: dict[str,
     only_b_sessions = sum(1 for sid in sessions if vb[sid] and not va[sid])
     p_tasks = mcnemar_exact(compared["only_a"], compared["only_b"])
     same_group = a.group is not None and a.group == b.group
+    # the task gap with its paired error, clustered by session (docs/reports.md "Uncertainty")
+    gap = paired_difference((key[0], float(b.verdicts.get(key, False)), float(a.verdicts.get(key, False)))
+                            for key in keys)
     return {"a": a.label, "b": b.label, "seed_pair": same_group,
             "task_gap": tb - ta, "session_gap": sb - sa, "flips": len(compared["flipped"]),
             "only_a": compared["only_a"], "only_b": compared["only_b"],
@@ -40,6 +58,8 @@ def _pair(a: ExplainRun, b: ExplainRun, keys: list[TaskKey], sessions: dict[str,
             "seed_flip_rate": seed_rate,
             "p_tasks": p_tasks, "p_sessions": mcnemar_exact(only_a_sessions, only_b_sessions),
             "beyond_noise": p_tasks < ALPHA,
+            "task_gap_se": 100 * gap.se, "task_gap_low": 100 * gap.low, "task_gap_high": 100 * gap.high,
+            "beyond_noise_clustered": beyond_noise(gap),
             "stages": compared["stages"], "flipped": compared["flipped"]}
 
 
@@ -93,7 +113,7 @@ def explain_runs(runs: Sequence[ExplainRun], replay: Callable[..., Any]) -> dict
     for run in runs:
         task, session = _accuracy(run, keys, sessions)
         summary.append({"label": run.label, "path": str(run.path), "group": run.group, "seed": run.factors["seed"],
-                        "task_accuracy": task, "session_accuracy": session})
+                        "task_accuracy": task, "session_accuracy": session, **_errors(run, keys, sessions)})
     return {"runs": summary, "tasks": len(keys), "sessions": len(sessions), "notes": notes,
             "test": TEST_NAME, "factors": factors, "pairs": pairs, "decompositions": decompositions,
             "seeds": seeds}

@@ -30,6 +30,16 @@ def _pct(value: float) -> str:
     return f"{100 * value:.1f}%"
 
 
+def _se(value: float) -> str:
+    return "-" if math.isnan(value) else f"±{value:.2f}"
+
+
+def _ci(low: float, high: float, signed: bool = False) -> str:
+    if math.isnan(low):
+        return "-"
+    return f"{low:+.2f}..{high:+.2f}" if signed else f"{low:.0f}-{high:.0f}"
+
+
 # What each explain column means, shown under its table and as the header's hover title (tasks are named
 # session/task, the task numbered from 0 as in the result files and the report's trajectory browser).
 PAIR_WORDS = {
@@ -39,6 +49,10 @@ PAIR_WORDS = {
     "flip_rate": "flips as % of the compared tasks", "only_a": "tasks correct in the first run only",
     "only_b": "tasks correct in the second run only", "p_tasks": "exact McNemar p-value over the flipped tasks",
     "p_sessions": "the same over whole sessions", "noise": "yes when p tasks < 0.05; seed pair: two seeds of one run",
+    "gap_se": "the task gap's standard error, paired and clustered by session (docs/reports.md 'Uncertainty')",
+    "gap_ci": "the task gap's 95% interval from that error",
+    "noise_clustered": "yes when that interval excludes 0 (the clustered test; the exact McNemar test treats "
+                       "tasks as independent)",
     "prompt": "flips whose first divergence is the prompt", "completion": "flips that first diverge in the completion",
     "parse": "flips that first diverge in how the reply was parsed",
     "verdict": "flips with the same parsed reply and another verdict (the checker)"}
@@ -61,16 +75,26 @@ SEED_WORDS = {
 
 def run_section(data: dict[str, Any]) -> Section:
     section = Section("runs", f"Runs compared ({data['tasks']} tasks, {data['sessions']} whole sessions)",
-                      [("task_accuracy", "task %"), ("session_accuracy", "session %"), ("seed", "seed"),
-                       ("group", "seed group")], label_header="run",
+                      [("task_accuracy", "task %"), ("task_se", "task ± se"), ("task_ci", "task 95% CI"),
+                       ("session_accuracy", "session %"), ("session_se", "session ± se"), ("session_ci", "session 95% CI"),
+                       ("tasks", "n"), ("seed", "seed"), ("group", "seed group")], label_header="run",
                       definitions={"task_accuracy": "% of the compared tasks judged correct",
+                                   "task_se": "its standard error, clustered by session (docs/reports.md "
+                                              "'Uncertainty')",
+                                   "task_ci": "its 95% interval (Wilson's at the clustered effective n)",
                                    "session_accuracy": "% of the whole sessions compared whose every task is correct",
+                                   "session_se": "its binomial standard error",
+                                   "session_ci": "its 95% interval (Wilson's)",
+                                   "tasks": "the tasks compared (n of the task figures)",
                                    "seed": "the run's sampling seed, as recorded",
                                    "group": "the --repeats run this seed belongs to (empty: a single run)"},
                       note="Accuracy over the tasks every run has (sessions: those whose every task is compared).")
     for run in data["runs"]:
         section.rows.append({"label": run["label"], "kind": "ours", "task_accuracy": run["task_accuracy"],
-                             "session_accuracy": run["session_accuracy"], "seed": run["seed"],
+                             "task_se": _se(run["task_se"]), "task_ci": _ci(run["task_low"], run["task_high"]),
+                             "session_accuracy": run["session_accuracy"], "session_se": _se(run["session_se"]),
+                             "session_ci": _ci(run["session_low"], run["session_high"]), "tasks": data["tasks"],
+                             "seed": run["seed"],
                              "group": run["group"] or ""})
     return section
 
@@ -104,7 +128,8 @@ def pair_section(data: dict[str, Any]) -> Section:
     columns = [("b", "vs"), ("task_gap", "task gap"), ("session_gap", "session gap"), ("flips", "flips"),
                ("flip_rate", "flipped %"), ("only_a", "only first correct"), ("only_b", "only second correct"),
                ("p_tasks", "p tasks"),
-               ("p_sessions", "p sessions"), ("noise", "beyond noise"), ("prompt", "prompt"),
+               ("p_sessions", "p sessions"), ("noise", "beyond noise"), ("gap_se", "gap ± se"),
+               ("gap_ci", "gap 95% CI"), ("noise_clustered", "beyond noise (clustered)"), ("prompt", "prompt"),
                ("completion", "completion"), ("parse", "parse"), ("verdict", "verdict")]
     section = Section("pairs", "Verdict flips per pair, by first point of divergence", columns,
                       label_header="run", percent=False, definitions=PAIR_WORDS,
@@ -119,6 +144,9 @@ def pair_section(data: dict[str, Any]) -> Section:
                              "flips": pair["flips"], "flip_rate": _pct(pair["flip_rate"]),
                              "only_a": pair["only_a"], "only_b": pair["only_b"],
                              "p_tasks": _p(pair["p_tasks"]), "p_sessions": _p(pair["p_sessions"]), "noise": noise,
+                             "gap_se": _se(pair["task_gap_se"]),
+                             "gap_ci": _ci(pair["task_gap_low"], pair["task_gap_high"], signed=True),
+                             "noise_clustered": "yes" if pair["beyond_noise_clustered"] else "no",
                              **pair["stages"]})
     return section
 

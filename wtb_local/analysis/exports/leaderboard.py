@@ -81,6 +81,8 @@ def leaderboard_row(run: ExportRun) -> dict[str, Any]:
         "checker": run.facts.checker, "sessions": run.sessions_scored, "tasks": run.tasks_scored,
         "wtb_local": run.section("wtb_local").get("version"), "config_hash": run.manifest.config_hash,
         "not_carried": [f"{', '.join(empty)}: no task in the bucket (null)"] if empty else [],
+        # each column's standard error, 95% interval (in %) and n (docs/reports.md "Uncertainty"); JSON only
+        "uncertainty": {column: estimate.as_percent() for column, estimate in run.errors.get(6, {}).items()},
     }
 
 

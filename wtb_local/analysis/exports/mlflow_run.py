@@ -55,13 +55,18 @@ def params_of(run: ExportRun) -> dict[str, str]:
 
 
 def metrics_of(run: ExportRun) -> dict[str, float]:
-    """`table6.<column>`, `table7.<column>` (in %), `sessions`, `tasks` and `health.<figure>`; an empty
-    bucket or a figure the files do not record is left out."""
+    """`table6.<column>`, `table7.<column>` (in %) with `.se` (its standard error in %, docs/reports.md
+    "Uncertainty"), `sessions`, `tasks` and `health.<figure>`; an empty bucket or a figure the files do not
+    record is left out."""
     out: dict[str, float] = {}
+    errors = run.errors
     for table in (6, 7):
         for column, value in run.tables[table].items():
             if value is not None:
                 out[f"table{table}.{column}"] = float(value)
+                se = errors.get(table, {}).get(column)
+                if se is not None and math.isfinite(se.se):
+                    out[f"table{table}.{column}.se"] = 100.0 * se.se
     out["sessions"] = float(run.sessions_scored)
     out["tasks"] = float(run.tasks_scored)
     health = run.health()

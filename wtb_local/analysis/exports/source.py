@@ -72,6 +72,18 @@ class ExportRun:
         return int(self.metric.get("total_info", {}).get("task", {}).get("total_count", 0))
 
     @property
+    def errors(self) -> dict[int, dict[str, Any]]:
+        """Table 6/7 estimates per column (docs/reports.md "Uncertainty"); none for a bare metric file or a
+        --repeats mean row."""
+        if "_errors" not in self.__dict__:
+            from wtb_local.analysis.reports.table import scored_errors  # deferred: start-up
+
+            run = self.run
+            self.__dict__["_errors"] = scored_errors(run.score_rows, run.sessions, run.metric, run.protocol[1]) \
+                if run.summary is None else {}
+        return self.__dict__["_errors"]
+
+    @property
     def empty_columns(self) -> list[str]:
         """`table6.chat`, ...: the columns whose bucket holds no task (no figure to carry)."""
         return [f"table{t}.{c}" for t in (6, 7) for c, v in self.tables[t].items() if v is None]

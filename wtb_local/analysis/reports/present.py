@@ -196,10 +196,19 @@ class Presentation:
 
 def present(run_dir: str | Path | None, metric: dict[str, Any], *, manifest: Manifest | dict[str, Any] | None = None,
             name: str | None = None, checker: str | None = None, thinking: bool | None = None,
-            paper: bool = True) -> Presentation:
+            paper: bool = True, score_rows: list[dict[str, Any]] | None = None,
+            sessions: list[Any] | None = None,
+            repeats: list[tuple[list[dict[str, Any]], list[Any]]] | None = None) -> Presentation:
     """A run directory (its manifest) and the metric shown for it -> label, rows and notes. A `--repeats`
-    run (`repeats.json`) is shown as the mean of its repeats, with the ± line."""
+    run (`repeats.json`) is shown as the mean of its repeats, with the ± line. With the score rows the
+    metric was counted from (and the dataset's sessions), our row carries its standard errors and n; a
+    `--repeats` run's mean row carries them with each repeat's (score rows, sessions) as `repeats`."""
     from wtb_local.analysis.commands.repeat_runs import error_bar_line, read_summary  # deferred: start-up
+    from wtb_local.analysis.reports.table import (  # deferred: start-up
+        legend_notes,
+        repeated_errors,
+        scored_errors,
+    )
 
     manifest = as_manifest(manifest)  # a run's own (a dict it wrote) or one read
     if manifest is None and run_dir is not None:
@@ -215,8 +224,10 @@ def present(run_dir: str | Path | None, metric: dict[str, Any], *, manifest: Man
     else:
         label = row_label(facts)
     known = paper_row_of(facts) if paper else None
-    rows = [metric_row(metric, label)] + ([known] if known else [])
-    notes = run_notes(facts, metric, paper_shown=known is not None)
+    errors = scored_errors(score_rows, sessions, metric, facts.checker) if summary is None else \
+        repeated_errors(repeats or [], metric, facts.checker)
+    rows = [metric_row(metric, label, errors)] + ([known] if known else [])
+    notes = legend_notes(rows) + run_notes(facts, metric, paper_shown=known is not None)
     if run_dir is not None:  # a manifest that says running: still running, or its process died
         from wtb_local.analysis.reports.run_status import status_note  # deferred: start-up
 

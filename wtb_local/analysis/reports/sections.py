@@ -19,7 +19,7 @@ from wtb_local.analysis.reports.glossary import definition
 from wtb_local.analysis.reports.health import HEALTH_COLUMNS, format_deviation_counts, run_health
 from wtb_local.analysis.reports.paper import paper_name, paper_rows
 from wtb_local.analysis.reports.runs import Run
-from wtb_local.analysis.reports.table import COLUMNS, HEADERS, metric_values
+from wtb_local.analysis.reports.table import COLUMNS, HEADERS, UNCERTAINTY_NOTE, metric_values, scored_errors
 from wtb_local.benchmark.scoring.taxonomy import LABELS, PAPER_COLUMNS, PAPER_HEADERS
 
 SUBTYPE_COLUMNS = tuple(pairs_of("subtypes"))  # analysis/reports/columns.py
@@ -59,15 +59,28 @@ def _paper(run: Run, table: int) -> tuple[str, dict[str, float]] | None:
 
 
 def _with_paper(rows: list[dict[str, Any]], run: Run, ours: dict[str, float], table: int,
-                columns: Sequence[str], paper: bool) -> None:
+                columns: Sequence[str], paper: bool, errors: dict[str, Any] | None = None) -> None:
     rows.append({"label": run.label, "kind": "ours", **ours})
     found = _paper(run, table) if paper else None
-    if found is None:
-        return
-    name, values = found
-    rows.append({"label": f"paper: {name}", "kind": "paper", **{c: values[c] for c in columns}})
-    rows.append({"label": f"diff: {run.label}", "kind": "diff",
-                 **{c: ours[c] - values[c] for c in columns}})
+    if found is not None:  # right after ours: the plots pair them so
+        name, values = found
+        rows.append({"label": f"paper: {name}", "kind": "paper", **{c: values[c] for c in columns}})
+        rows.append({"label": f"diff: {run.label}", "kind": "diff",
+                     **{c: ours[c] - values[c] for c in columns}})
+    if errors:  # the row's uncertainty (docs/reports.md "Uncertainty"): se and 95% interval in %, n a count
+        for kind, text, part in UNCERTAINTY_ROWS:
+            rows.append({"label": f"{run.label}: {text}", "kind": kind,
+                         **{c: _part(errors[c], part) for c in columns}})
+
+
+UNCERTAINTY_ROWS = (("se", "± se", "se"), ("low", "95% low", "low"), ("high", "95% high", "high"),
+                    ("n", "n", "n"))
+
+
+def _part(estimate: Any, part: str) -> float | int:
+    if part == "n":
+        return int(estimate.n) if float(estimate.n).is_integer() else float(estimate.n)
+    return 100.0 * float(getattr(estimate, part))
 
 
 def table_section(runs: Sequence[Run], table: int, paper: bool = True) -> Section:
@@ -75,7 +88,12 @@ def table_section(runs: Sequence[Run], table: int, paper: bool = True) -> Sectio
              else "Table 7: multi-tool accuracy (P, S, S+P), AP and OP rates, %")
     section = Section(f"table{table}", title, list(zip(COLUMNS[table], HEADERS[table], strict=True)))
     for run in runs:
-        _with_paper(section.rows, run, metric_values(run.metric, table), table, COLUMNS[table], paper)
+        errors = scored_errors(run.score_rows, run.sessions, run.metric, run.protocol[1]) \
+            if run.summary is None else {}
+        _with_paper(section.rows, run, metric_values(run.metric, table), table, COLUMNS[table], paper,
+                    errors.get(table))
+        if errors:
+            section.note = UNCERTAINTY_NOTE
     return section
 
 

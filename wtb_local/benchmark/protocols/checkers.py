@@ -9,6 +9,7 @@ from typing import Any
 
 from wtb_local.benchmark.scoring import (
     ScoredFile,
+    compute_metrics,
     load_scorable,
     model_dir_name,
     score_results,
@@ -32,6 +33,16 @@ def score_with(checker: str, result_rows: list[dict[str, Any]], sessions: list[A
     if checker != "strict":
         raise ValueError(f"unknown checker {checker!r}; choose one of {', '.join(CHECKERS)}")
     return score_results(result_rows, sessions, model_name, source=source)
+
+
+def metrics_of(checker: str) -> Any:
+    """The metric function of a checker's score rows (score rows, sessions, model name -> metric dict):
+    the release's, or the harness's buckets for the lenient checker."""
+    if checker == "lenient":
+        from wtb_local.benchmark.protocols.harness_scoring import harness_metrics  # deferred: start-up
+
+        return harness_metrics
+    return compute_metrics
 
 
 def score_run(result_rows: list[dict[str, Any]], sessions: list[Any], model_name: str,
