@@ -27,7 +27,9 @@ from typing import Any
 FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures"
 FILES = {"reference": FIXTURES / "parsers" / "output_samples.jsonl",
          "2026-a": FIXTURES / "parsers" / "2026" / "fam_a_samples.jsonl",
-         "2026-b": FIXTURES / "parsers" / "2026" / "gemma-qwen35-olmo.jsonl"}
+         "2026-b": FIXTURES / "parsers" / "2026" / "gemma-qwen35-olmo.jsonl",
+         "2026h2-a": FIXTURES / "parsers" / "2026h2" / "fam_a_samples.jsonl",
+         "2026h2-b": FIXTURES / "parsers" / "2026h2" / "fam_b_samples.jsonl"}
 # Markers that vLLM's parsers look up in the vocabulary but that no fixture writes in a special-token shape.
 SPECIAL_TAGS = ("<tool_call>", "</tool_call>", "<think>", "</think>", "<tool_calls>", "</tool_calls>",
                 "<function_calls>", "</function_calls>", "<seed:tool_call>", "</seed:tool_call>",
@@ -44,6 +46,9 @@ _CONTROL = re.compile(r"<\|[^\s|<>]{1,48}\|>|<｜[^\s｜<>]{1,48}｜>|\[/?[A-Z][
 # keep non-special, so a parser engine reads them as text; taken from the chat templates only, since a
 # sample's own tags (`<city>` inside a MiniMax call) are argument names, not tokens.
 _TAG = re.compile(r"<[a-z_:]{2,30}>|</[a-z_:]{2,30}>")
+# The second-half 2026 families' namespaced markers (K2 Horizon's `<ifm|tool_call>`, Hy4's
+# `<tool_call:opensource>`): added tokens of their tokenizers, taken from those families' samples.
+_NAMESPACED = re.compile(r"</?ifm\|[a-z_]{2,30}>|</?[a-z_]{2,30}:opensource>")
 
 
 @dataclass
@@ -55,12 +60,15 @@ class Sample:
     tools: list[dict[str, Any]] | None
     finish_reason: str
     options: dict[str, Any] = field(default_factory=dict)
+    parser: str | None = None  # our parser, where the sample's test names it rather than the model id selecting it
 
 
 def samples() -> list[Sample]:
     """Every sample, with the reasoning pre-fill and finish reason its own test reads it with."""
     from tests.parsers import (
         test_samples,
+        test_samples_2026h2,
+        test_samples_2026h2_fam_a,
         test_samples_deepseek_glm_kimi_minimax,
         test_samples_gemma_qwen35_olmo,
     )
@@ -78,6 +86,14 @@ def samples() -> list[Sample]:
     for row in map(json.loads, FILES["2026-b"].read_text(encoding="utf-8").splitlines()):
         found.append(Sample(f"2026-b:{row['line']}", row["family"], row["model"], row["text"], row.get("tools"),
                             "stop", dict(module.OPTIONS.get(row["line"], {}))))
+    # the second-half 2026 samples, each with the parser, options and tools its own test reads it with
+    fam_a, fam_b = test_samples_2026h2_fam_a, test_samples_2026h2
+    for line, row in sorted(fam_a.SAMPLES.items()):
+        found.append(Sample(f"2026h2-a:{line}", row["family"], row["model"], row["text"], row.get("tools"), "stop",
+                            fam_a.options(row), fam_a.PARSER[row["family"]]))
+    for line, row in sorted(fam_b.SAMPLES.items()):
+        found.append(Sample(f"2026h2-b:{line}", row["family"], row["model"], row["text"], fam_b.tools_of(row), "stop",
+                            fam_b.options(row), fam_b.parser_name(row)))
     return found
 
 
@@ -85,6 +101,8 @@ def our_parser_name(sample: Sample) -> str:
     from tests.parsers.test_samples_gemma_qwen35_olmo import SELECTED
     from wtb_local.formats.parsers import select_parser
 
+    if sample.parser is not None:
+        return sample.parser
     if sample.model in SELECTED:
         return SELECTED[sample.model]
     return select_parser(sample.model)
@@ -130,6 +148,8 @@ def special_tokens() -> tuple[list[str], list[str]]:
         special.update(_CONTROL.findall(text))
     for text in texts[:len(templates)]:
         added.update(_TAG.findall(text))
+    for text in texts[len(templates):]:
+        added.update(_NAMESPACED.findall(text))
     return sorted(special), sorted(added - special)
 
 
