@@ -114,9 +114,18 @@ NOT_RUN = {"2026-a:100": ("vLLM bug: poolside_v1's call regex backtracks catastr
                           "4,121-character sample on 2 CPU cores")}
 
 
+def release_of(version: str) -> str:
+    return ".".join(version.split("+")[0].split(".")[:2])
+
+
+def unexamined_at(version: str) -> frozenset[str]:
+    """The differences measured at `version` but not yet traced to a cause (counted so in the docs' table)."""
+    return UNEXAMINED.get(release_of(version), frozenset())
+
+
 def named_at(version: str) -> dict[str, str]:
     """The differences named at `version` (NAMED with its release's BY_VERSION entry applied)."""
-    release = ".".join(version.split("+")[0].split(".")[:2])
+    release = release_of(version)
     if release not in BY_VERSION:
         pytest.fail(f"vLLM {version}: no BY_VERSION entry for {release}; run scripts/vllm_parity.py with it and "
                     "name what it changes")
@@ -152,13 +161,16 @@ def measured(request: pytest.FixtureRequest) -> tuple[str, list[vllm_parity.Outc
 def test_every_difference_is_named(measured: tuple[str, list[vllm_parity.Outcome]]) -> None:
     version, outcomes = measured
     named = named_at(version)
+    unexamined = unexamined_at(version)
     differing = {o.sample.key: o for o in outcomes if o.differs}
     unnamed = {key: f"{o.ours} vs {o.vllm}: {','.join(o.differs)} {o.detail[:300]}"
-               for key, o in differing.items() if key not in named}
+               for key, o in differing.items() if key not in named and key not in unexamined}
     assert unnamed == {}, f"differences with vLLM {version}'s parser that are not named (NAMED, BY_VERSION):"
-    gone = sorted(set(named) - set(differing))
+    gone = sorted((set(named) | unexamined) - set(differing))
     assert gone == [], f"named differences that are gone at vLLM {version} (BY_VERSION: None for this release)"
-    assert not any(o.vllm is None for o in outcomes), "a family without a vLLM parser of its name"
+    assert not set(named) & unexamined
+    without = {o.ours for o in outcomes if o.vllm is None}
+    assert without == NO_PARSER[release_of(version)], f"the families vLLM {version} has no parser for"
 
 
 def test_the_docs_table_is_the_measured_one(measured: tuple[str, list[vllm_parity.Outcome]]) -> None:
@@ -171,7 +183,7 @@ def test_the_docs_table_is_the_measured_one(measured: tuple[str, list[vllm_parit
     shown = vllm_parity.parse_table(found.group(1))
     assert vllm_parity.render_table(shown) == found.group(1), "the docs' table is not in render_table's form"
     assert version in shown, f"docs/parser-policies.md §4 has no column for vLLM {version}"
-    measured_counts = vllm_parity.counts(outcomes, named_at(version), NOT_RUN)
+    measured_counts = vllm_parity.counts(outcomes, named_at(version), NOT_RUN, unexamined_at(version))
     assert vllm_parity.render_table({**shown, version: measured_counts}) == found.group(1), (
         vllm_parity.render_table({**shown, version: measured_counts}))
 
@@ -179,7 +191,7 @@ def test_the_docs_table_is_the_measured_one(measured: tuple[str, list[vllm_parit
 def test_named_causes_are_counted_once(measured: tuple[str, list[vllm_parity.Outcome]]) -> None:
     version, outcomes = measured
     named = named_at(version)
-    assert sum(Counter(named.values()).values()) == len(named) == sum(1 for o in outcomes if o.differs)
+    assert len(named) + len(unexamined_at(version)) == sum(1 for o in outcomes if o.differs)
     causes = [*NAMED.values(), *(c for by in BY_VERSION.values() for c in by.values() if c), *NOT_RUN.values()]
     assert set(Counter(vllm_parity.cause_kind(cause) for cause in causes)) <= {"policy", "vLLM bug", "adapter"}
     assert len(outcomes) + len(NOT_RUN) == len(vllm_parity.samples())
