@@ -65,7 +65,7 @@ GLM_LITERAL_NEWLINE = ("vLLM bug: GLM-4.6's literal `\\n` after the function nam
 EMPTY_NAME = "vLLM bug: an empty <tool_call> block becomes a call with an empty function name"
 FUNCTOOLS_TEXT = "vLLM bug: text after an empty `functools[]` list is dropped"
 NO_TEXT_INTERFACE = ("vLLM bug: vLLM 0.32's parser has no text interface: `openai` is a stub (the serving layer reads "
-                     "harmony tokens), `cohere_command3` does not implement extract_tool_calls: a parser error")
+                     "harmony tokens), `cohere_command3` and `hf` do not implement extract_tool_calls: a parser error")
 MINIMAX_SKIPPED_THINKING = (f"policy: a MiniMax-M2 reply with a call and no </think> skipped its thinking, so the text "
                             f"before the call is content ({PP} §4, the reasoning parser); vLLM's minimax_m2 reasoning "
                             "parser (--reasoning-parser minimax_m2) takes it as reasoning, the template having "
@@ -78,6 +78,33 @@ LLAMA_STRICT = (f"policy: our llama3_json reads a JSON call wherever it stands (
 LLAMA_TWO_TAGS = (f"policy: our llama3_json reads every <|python_tag|> call, as SGLang's llama3 detector does (its "
                   f"test_function_call_parser, the sample's source) ({PP} §2); vLLM 0.34's rewritten llama3_json "
                   "allows one tag and `;` between calls, so a second tag makes the whole reply content")
+
+# The second-half 2026 samples (tests/parsers/test_samples_2026h2*.py; their OURS tables name our policies).
+H2 = "tests/parsers/test_samples_2026h2_fam_a.py / test_samples_2026h2.py OURS"
+CUT_KEPT = (f"policy: a call cut off at a normal stop stays in the content with an error ({PT}, What every parser "
+            f"shares; {H2}); vLLM drops the partial call")
+K2_FORMAT_OPTION = ("adapter: the vllm: adapter does not hand the run's `tool_call_format` template option to vLLM's "
+                    "request (chat_template_kwargs), so vLLM's k2_horizon reads the default xml form")
+K2_FORM_FROM_CALL = (f"policy: without a `tool_call_format` the form is read from each call, as SGLang does ({H2}); "
+                     "vLLM defaults to xml and returns a JSON call as content")
+K2_BARE_CALL = (f"policy: a bare <ifm|tool_call> without the <ifm|tool_calls> group is read, as SGLang's k2_horizon "
+                f"detector (the samples' source) does ({H2}); vLLM's k2_horizon reads calls only inside the group")
+K2_REASONING = ("adapter: the harness reads K2 Horizon with vLLM's tool parser alone (no --reasoning-parser), so the "
+                "<ifm|think> block stays in the content; ours splits it off as vLLM's reasoning parser does")
+INKLING_PREFIX = (f"policy: an unterminated Inkling JSON frame is recovered and the visible text before it discarded, "
+                  f"as SGLang's inkling detector (the sample's source) does ({H2}); vLLM keeps that text as content")
+INKLING_QUOT = ("vLLM bug: the model samples `&quot;` for the closing quote of a string; vLLM's inkling parser keeps "
+                "it in the argument (eugr/spark-vllm-docker PR #329, the inkling-tool-unescape mod)")
+LEGACY_DSML = (f"policy: legacy DSML invokes (ASCII bars, no <｜DSML｜tool_calls> block) are kept as calls with an "
+               f"error ({H2}; local-inference-lab/vllm PR #417 reads them); vLLM returns them as content")
+CUT_NAME = (f"policy: a PLaMo 3 request cut before its name was closed is no call ({H2}); vLLM returns one named by "
+            "the fragment")
+PLAMO_REASONING = ("adapter: the harness reads PLaMo 3 with vLLM's tool parser alone (no --reasoning-parser plamo3, "
+                   "the samples' source composes both), so the reasoning text stays in the content")
+UNKNOWN_TOOL = (f"policy: a call to a tool the request did not offer is kept; the evaluator judges it ({H2}); "
+                "vLLM's dots parser leaves the block as content")
+STRAY_END = (f"policy: a stray </dots_function_call> is removed from the content, as vLLM's streaming path does (the "
+             f"sample's source, {H2}); vLLM's non-streaming extract_tool_calls keeps it")
 
 NAMED: dict[str, str] = {
     **dict.fromkeys(["reference:3", "reference:22", "reference:29", "reference:147", "2026-a:89", "2026-b:59",
@@ -100,6 +127,19 @@ NAMED: dict[str, str] = {
     **dict.fromkeys(["2026-b:32", "2026-b:33", "2026-b:35"], GEMMA_BARE_CALL),
     **dict.fromkeys(["2026-b:71", "2026-b:77"], PYTHON_LITERAL),
     "reference:60": GLM_LITERAL_NEWLINE,
+    "2026h2-a:17": CUT_KEPT,
+    **dict.fromkeys(["2026h2-a:26", "2026h2-a:27", "2026h2-a:38", "2026h2-a:39", "2026h2-b:83", "2026h2-b:84",
+                     "2026h2-b:85", "2026h2-b:112"], UNREADABLE),
+    **dict.fromkeys(["2026h2-a:23", "2026h2-a:25", "2026h2-a:30"], K2_FORMAT_OPTION),
+    "2026h2-a:24": K2_FORM_FROM_CALL,
+    **dict.fromkeys([f"2026h2-a:{n}" for n in (31, 32, 33, 34, 40)], K2_BARE_CALL),
+    **dict.fromkeys(["2026h2-a:36", "2026h2-a:37"], K2_REASONING),
+    "2026h2-a:55": INKLING_PREFIX, "2026h2-a:57": INKLING_QUOT,
+    **dict.fromkeys(["2026h2-a:71", "2026h2-a:72"], LEGACY_DSML),
+    **dict.fromkeys([f"2026h2-a:{n}" for n in range(87, 94)] + [f"2026h2-a:{n}" for n in range(118, 125)],
+                    NO_TEXT_INTERFACE),
+    "2026h2-b:99": CUT_NAME, "2026h2-b:114": UNKNOWN_TOOL, "2026h2-b:116": STRAY_END,
+    **dict.fromkeys(["2026h2-b:101", "2026h2-b:102"], PLAMO_REASONING),
 }
 # What one release names otherwise (key: major.minor): a cause, or None where that release reads the sample as
 # ours does. A release with no entry fails the test, so its differences are looked at before it is trusted.
@@ -107,6 +147,14 @@ BY_VERSION: dict[str, dict[str, str | None]] = {
     "0.32": {},
     "0.34": {"reference:19": LLAMA_STRICT, "reference:28": LLAMA_STRICT, "reference:26": LLAMA_TWO_TAGS,
              "reference:27": None},  # 0.34 keeps the text before <|python_tag|>, as ours does
+}
+# Differences measured but not yet traced to a cause, per release: listed so that a change still fails the test.
+UNEXAMINED: dict[str, frozenset[str]] = {
+    "0.32": frozenset(["2026h2-a:43", "2026h2-b:94", "2026h2-b:143", "2026h2-b:145", "2026h2-b:146"]),
+}
+# The families of ours a release has no vLLM parser of the name for (their samples count as not run).
+NO_PARSER: dict[str, set[str]] = {
+    "0.32": {"beam", "gigachat35", "granite42", "iquest_q1", "ripple", "spark25", "step5", "trinity", "zaya"},
 }
 # Samples not read by vLLM's parser here, with why.
 NOT_RUN = {"2026-a:100": ("vLLM bug: poolside_v1's call regex backtracks catastrophically on a long unterminated "
