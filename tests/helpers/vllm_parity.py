@@ -27,7 +27,9 @@ from typing import Any
 FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures"
 FILES = {"reference": FIXTURES / "parsers" / "output_samples.jsonl",
          "2026-a": FIXTURES / "parsers" / "2026" / "fam_a_samples.jsonl",
-         "2026-b": FIXTURES / "parsers" / "2026" / "gemma-qwen35-olmo.jsonl"}
+         "2026-b": FIXTURES / "parsers" / "2026" / "gemma-qwen35-olmo.jsonl",
+         "2026h2-a": FIXTURES / "parsers" / "2026h2" / "fam_a_samples.jsonl",
+         "2026h2-b": FIXTURES / "parsers" / "2026h2" / "fam_b_samples.jsonl"}
 # Markers that vLLM's parsers look up in the vocabulary but that no fixture writes in a special-token shape.
 SPECIAL_TAGS = ("<tool_call>", "</tool_call>", "<think>", "</think>", "<tool_calls>", "</tool_calls>",
                 "<function_calls>", "</function_calls>", "<seed:tool_call>", "</seed:tool_call>",
@@ -44,6 +46,9 @@ _CONTROL = re.compile(r"<\|[^\s|<>]{1,48}\|>|<｜[^\s｜<>]{1,48}｜>|\[/?[A-Z][
 # keep non-special, so a parser engine reads them as text; taken from the chat templates only, since a
 # sample's own tags (`<city>` inside a MiniMax call) are argument names, not tokens.
 _TAG = re.compile(r"<[a-z_:]{2,30}>|</[a-z_:]{2,30}>")
+# The second-half 2026 families' namespaced markers (K2 Horizon's `<ifm|tool_call>`, Hy4's
+# `<tool_call:opensource>`): added tokens of their tokenizers, taken from those families' samples.
+_NAMESPACED = re.compile(r"</?ifm\|[a-z_]{2,30}>|</?[a-z_]{2,30}:opensource>")
 
 
 @dataclass
@@ -55,12 +60,15 @@ class Sample:
     tools: list[dict[str, Any]] | None
     finish_reason: str
     options: dict[str, Any] = field(default_factory=dict)
+    parser: str | None = None  # our parser, where the sample's test names it rather than the model id selecting it
 
 
 def samples() -> list[Sample]:
     """Every sample, with the reasoning pre-fill and finish reason its own test reads it with."""
     from tests.parsers import (
         test_samples,
+        test_samples_2026h2,
+        test_samples_2026h2_fam_a,
         test_samples_deepseek_glm_kimi_minimax,
         test_samples_gemma_qwen35_olmo,
     )
@@ -78,6 +86,14 @@ def samples() -> list[Sample]:
     for row in map(json.loads, FILES["2026-b"].read_text(encoding="utf-8").splitlines()):
         found.append(Sample(f"2026-b:{row['line']}", row["family"], row["model"], row["text"], row.get("tools"),
                             "stop", dict(module.OPTIONS.get(row["line"], {}))))
+    # the second-half 2026 samples, each with the parser, options and tools its own test reads it with
+    fam_a, fam_b = test_samples_2026h2_fam_a, test_samples_2026h2
+    for line, row in sorted(fam_a.SAMPLES.items()):
+        found.append(Sample(f"2026h2-a:{line}", row["family"], row["model"], row["text"], row.get("tools"), "stop",
+                            fam_a.options(row), fam_a.PARSER[row["family"]]))
+    for line, row in sorted(fam_b.SAMPLES.items()):
+        found.append(Sample(f"2026h2-b:{line}", row["family"], row["model"], row["text"], fam_b.tools_of(row), "stop",
+                            fam_b.options(row), fam_b.parser_name(row)))
     return found
 
 
@@ -85,6 +101,8 @@ def our_parser_name(sample: Sample) -> str:
     from tests.parsers.test_samples_gemma_qwen35_olmo import SELECTED
     from wtb_local.formats.parsers import select_parser
 
+    if sample.parser is not None:
+        return sample.parser
     if sample.model in SELECTED:
         return SELECTED[sample.model]
     return select_parser(sample.model)
@@ -130,13 +148,19 @@ def special_tokens() -> tuple[list[str], list[str]]:
         special.update(_CONTROL.findall(text))
     for text in texts[:len(templates)]:
         added.update(_TAG.findall(text))
+    for text in texts[len(templates):]:
+        added.update(_NAMESPACED.findall(text))
     return sorted(special), sorted(added - special)
 
 
 # Per family of ours, the stand-in's tokens a real tokenizer of that family lacks. vLLM's mistral parser
 # reads a tokenizer without `[ARGS]` as one before v11 (`[TOOL_CALLS][{"name": ..., "arguments": ...}]`);
 # Mistral-7B-Instruct-v0.3 and the other models our `mistral` parser serves have neither token.
-WITHOUT: dict[str, frozenset[str]] = {"mistral": frozenset({"[ARGS]", "[CALL_ID]"})}
+# Hy4's parser takes its markers' checkpoint suffix (`:opensource`) from the first structural tag in the
+# vocabulary, so its stand-in holds only the suffixed ones, as Hy4's tokenizer does.
+_HY4_PLAIN = frozenset(f"<{end}{tag}>" for tag in ("think", "tool_calls", "tool_call", "arg_key", "arg_value")
+                       for end in ("", "/"))
+WITHOUT: dict[str, frozenset[str]] = {"mistral": frozenset({"[ARGS]", "[CALL_ID]"}), "hy_v4": _HY4_PLAIN}
 
 
 def build_tokenizer(out_dir: Path, *, without: frozenset[str] = frozenset()) -> Any:
@@ -225,33 +249,38 @@ def cause_kind(cause: str) -> str:
     return found[0]
 
 
-COLUMNS = ("samples", "same", *KINDS.values(), "not run")
+COLUMNS = ("samples", "same", *KINDS.values(), "not yet examined", "not run")
 
 
-def counts(outcomes: list[Outcome], named: dict[str, str], not_run: dict[str, str]) -> dict[tuple[str, str], list[int]]:
+def counts(outcomes: list[Outcome], named: dict[str, str], not_run: dict[str, str],
+           unexamined: frozenset[str] = frozenset()) -> dict[tuple[str, str], list[int]]:
     """Per (our parser, vLLM parser): samples, same result, differences by the kind of their named cause
-    (policy / vLLM bug / adapter), not run. Every difference must be named (KeyError)."""
-    kinds = tuple(KINDS.values())
+    (policy / vLLM bug / adapter), differences not yet traced to a cause (`unexamined`), not run (NOT_RUN's
+    samples, and every sample of a family the release has no parser for: vLLM parser "-"). Every
+    other difference must be named (KeyError)."""
     rows: dict[tuple[str, str], dict[str, int]] = {}
     for outcome in outcomes:
         row = rows.setdefault((outcome.ours, outcome.vllm or "-"), dict.fromkeys(COLUMNS, 0))
         row["samples"] += 1
-        if outcome.differs:
-            row[cause_kind(named[outcome.sample.key])] += 1
-        else:
+        if outcome.vllm is None:  # that release has no parser of the family: nothing to compare
+            row["not run"] += 1
+        elif not outcome.differs:
             row["same"] += 1
+        elif outcome.sample.key in unexamined:
+            row["not yet examined"] += 1
+        else:
+            row[cause_kind(named[outcome.sample.key])] += 1
     by_key = {s.key: s for s in samples()}
     for key in not_run:
         ours = our_parser_name(by_key[key])
         row = next(r for (name, _), r in rows.items() if name == ours)
         row["samples"] += 1
         row["not run"] += 1
-    assert all(kind in COLUMNS for kind in kinds)
     return {key: [row[c] for c in COLUMNS] for key, row in rows.items()}
 
 
 HEAD = ("| our parser | vLLM parser | samples | same | differ: our policy | differ: vLLM bug | differ: vllm: adapter "
-        "| not run |")
+        "| differ: not yet examined | not run |")
 
 
 def render_table(by_version: dict[str, dict[tuple[str, str], list[int]]]) -> str:
@@ -259,7 +288,7 @@ def render_table(by_version: dict[str, dict[tuple[str, str], list[int]]]) -> str
     holds the versions' counts, "a / b" in the order of the first line (a row a version lacks: "-")."""
     versions = sorted(by_version, key=_version_key)
     lines = [f"Measured on vLLM {' / '.join(versions)} by `tests/parsers/test_vllm_parity.py` (`scripts/vllm_parity.py` "
-             "prints it); each count is per version, in that order.", "", HEAD, "|---|---|---:|---:|---:|---:|---:|---:|"]
+             "prints it); each count is per version, in that order.", "", HEAD, "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     keys = sorted({key for rows in by_version.values() for key in rows})
     totals = {v: [0] * len(COLUMNS) for v in versions}
     for key in keys:

@@ -65,7 +65,8 @@ GLM_LITERAL_NEWLINE = ("vLLM bug: GLM-4.6's literal `\\n` after the function nam
 EMPTY_NAME = "vLLM bug: an empty <tool_call> block becomes a call with an empty function name"
 FUNCTOOLS_TEXT = "vLLM bug: text after an empty `functools[]` list is dropped"
 NO_TEXT_INTERFACE = ("vLLM bug: vLLM 0.32's parser has no text interface: `openai` is a stub (the serving layer reads "
-                     "harmony tokens), `cohere_command3` does not implement extract_tool_calls: a parser error")
+                     "harmony tokens), `cohere_command3` and `hf` (and 0.34's `beam`) do not implement "
+                     "extract_tool_calls: a parser error")
 MINIMAX_SKIPPED_THINKING = (f"policy: a MiniMax-M2 reply with a call and no </think> skipped its thinking, so the text "
                             f"before the call is content ({PP} §4, the reasoning parser); vLLM's minimax_m2 reasoning "
                             "parser (--reasoning-parser minimax_m2) takes it as reasoning, the template having "
@@ -78,6 +79,35 @@ LLAMA_STRICT = (f"policy: our llama3_json reads a JSON call wherever it stands (
 LLAMA_TWO_TAGS = (f"policy: our llama3_json reads every <|python_tag|> call, as SGLang's llama3 detector does (its "
                   f"test_function_call_parser, the sample's source) ({PP} §2); vLLM 0.34's rewritten llama3_json "
                   "allows one tag and `;` between calls, so a second tag makes the whole reply content")
+
+# The second-half 2026 samples (tests/parsers/test_samples_2026h2*.py; their OURS tables name our policies).
+H2 = "tests/parsers/test_samples_2026h2_fam_a.py / test_samples_2026h2.py OURS"
+CUT_KEPT = (f"policy: a call cut off at a normal stop stays in the content with an error ({PT}, What every parser "
+            f"shares; {H2}); vLLM drops the partial call")
+K2_FORMAT_OPTION = ("adapter: the vllm: adapter does not hand the run's `tool_call_format` template option to vLLM's "
+                    "request (chat_template_kwargs), so vLLM's k2_horizon reads the default xml form")
+K2_FORM_FROM_CALL = (f"policy: without a `tool_call_format` the form is read from each call, as SGLang does ({H2}); "
+                     "vLLM defaults to xml and returns a JSON call as content")
+K2_BARE_CALL = (f"policy: a bare <ifm|tool_call> without the <ifm|tool_calls> group is read, as SGLang's k2_horizon "
+                f"detector (the samples' source) does ({H2}); vLLM's k2_horizon reads calls only inside the group")
+K2_REASONING = ("adapter: the harness reads K2 Horizon with vLLM's tool parser alone (no --reasoning-parser), so the "
+                "<ifm|think> block stays in the content; ours splits it off as vLLM's reasoning parser does")
+INKLING_PREFIX = (f"policy: an unterminated Inkling JSON frame is recovered and the visible text before it discarded, "
+                  f"as SGLang's inkling detector (the sample's source) does ({H2}); vLLM keeps that text as content")
+INKLING_QUOT = ("vLLM bug: the model samples `&quot;` for the closing quote of a string; vLLM's inkling parser keeps "
+                "it in the argument (eugr/spark-vllm-docker PR #329, the inkling-tool-unescape mod)")
+LEGACY_DSML = (f"policy: legacy DSML invokes (ASCII bars, no <｜DSML｜tool_calls> block) are kept as calls with an "
+               f"error ({H2}; local-inference-lab/vllm PR #417 reads them); vLLM returns them as content")
+CUT_NAME = (f"policy: a PLaMo 3 request cut before its name was closed is no call ({H2}); vLLM returns one named by "
+            "the fragment")
+HY4_PLAIN_MARKERS = ("adapter: Hy4's stand-in tokenizer holds only the `:opensource` markers (WITHOUT), so vLLM's "
+                     "hy_v4 does not see this sample's unsuffixed <tool_calls> as markup")
+PLAMO_REASONING = ("adapter: the harness reads PLaMo 3 with vLLM's tool parser alone (no --reasoning-parser plamo3, "
+                   "the samples' source composes both), so the reasoning text stays in the content")
+UNKNOWN_TOOL = (f"policy: a call to a tool the request did not offer is kept; the evaluator judges it ({H2}); "
+                "vLLM's dots parser leaves the block as content")
+STRAY_END = (f"policy: a stray </dots_function_call> is removed from the content, as vLLM's streaming path does (the "
+             f"sample's source, {H2}); vLLM's non-streaming extract_tool_calls keeps it")
 
 NAMED: dict[str, str] = {
     **dict.fromkeys(["reference:3", "reference:22", "reference:29", "reference:147", "2026-a:89", "2026-b:59",
@@ -100,13 +130,37 @@ NAMED: dict[str, str] = {
     **dict.fromkeys(["2026-b:32", "2026-b:33", "2026-b:35"], GEMMA_BARE_CALL),
     **dict.fromkeys(["2026-b:71", "2026-b:77"], PYTHON_LITERAL),
     "reference:60": GLM_LITERAL_NEWLINE,
+    "2026h2-a:17": CUT_KEPT,
+    **dict.fromkeys(["2026h2-a:26", "2026h2-a:27", "2026h2-a:38", "2026h2-a:39", "2026h2-b:83", "2026h2-b:84",
+                     "2026h2-b:85", "2026h2-b:112"], UNREADABLE),
+    **dict.fromkeys(["2026h2-a:23", "2026h2-a:25", "2026h2-a:30"], K2_FORMAT_OPTION),
+    "2026h2-a:24": K2_FORM_FROM_CALL,
+    **dict.fromkeys([f"2026h2-a:{n}" for n in (31, 32, 33, 34, 40)], K2_BARE_CALL),
+    **dict.fromkeys(["2026h2-a:36", "2026h2-a:37"], K2_REASONING),
+    "2026h2-a:55": INKLING_PREFIX, "2026h2-a:57": INKLING_QUOT,
+    **dict.fromkeys(["2026h2-a:71", "2026h2-a:72"], LEGACY_DSML),
+    **dict.fromkeys([f"2026h2-a:{n}" for n in range(87, 94)] + [f"2026h2-a:{n}" for n in range(118, 125)],
+                    NO_TEXT_INTERFACE),
+    "2026h2-b:86": HY4_PLAIN_MARKERS, "2026h2-b:99": CUT_NAME, "2026h2-b:114": UNKNOWN_TOOL, "2026h2-b:116": STRAY_END,
+    **dict.fromkeys(["2026h2-b:101", "2026h2-b:102"], PLAMO_REASONING),
 }
 # What one release names otherwise (key: major.minor): a cause, or None where that release reads the sample as
 # ours does. A release with no entry fails the test, so its differences are looked at before it is trusted.
 BY_VERSION: dict[str, dict[str, str | None]] = {
     "0.32": {},
     "0.34": {"reference:19": LLAMA_STRICT, "reference:28": LLAMA_STRICT, "reference:26": LLAMA_TWO_TAGS,
-             "reference:27": None},  # 0.34 keeps the text before <|python_tag|>, as ours does
+             "reference:27": None,  # 0.34 keeps the text before <|python_tag|>, as ours does
+             "2026h2-b:151": NO_TEXT_INTERFACE},
+}
+# Differences measured but not yet traced to a cause, per release: listed so that a change still fails the test.
+UNEXAMINED: dict[str, frozenset[str]] = {
+    "0.32": frozenset(["2026h2-a:43", "2026h2-b:94", "2026h2-b:143", "2026h2-b:145", "2026h2-b:146"]),
+    "0.34": frozenset(["2026h2-a:43", "2026h2-b:94", "2026h2-b:143", "2026h2-b:145", "2026h2-b:146"]),
+}
+# The families of ours a release has no vLLM parser of the name for (their samples count as not run).
+NO_PARSER: dict[str, set[str]] = {
+    "0.32": {"beam", "gigachat35", "granite42", "iquest_q1", "ripple", "spark25", "step5", "trinity", "zaya"},
+    "0.34": {"gigachat35", "iquest_q1", "spark25", "trinity"},
 }
 # Samples not read by vLLM's parser here, with why.
 NOT_RUN = {"2026-a:100": ("vLLM bug: poolside_v1's call regex backtracks catastrophically on a long unterminated "
@@ -114,9 +168,18 @@ NOT_RUN = {"2026-a:100": ("vLLM bug: poolside_v1's call regex backtracks catastr
                           "4,121-character sample on 2 CPU cores")}
 
 
+def release_of(version: str) -> str:
+    return ".".join(version.split("+")[0].split(".")[:2])
+
+
+def unexamined_at(version: str) -> frozenset[str]:
+    """The differences measured at `version` but not yet traced to a cause (counted so in the docs' table)."""
+    return UNEXAMINED.get(release_of(version), frozenset())
+
+
 def named_at(version: str) -> dict[str, str]:
     """The differences named at `version` (NAMED with its release's BY_VERSION entry applied)."""
-    release = ".".join(version.split("+")[0].split(".")[:2])
+    release = release_of(version)
     if release not in BY_VERSION:
         pytest.fail(f"vLLM {version}: no BY_VERSION entry for {release}; run scripts/vllm_parity.py with it and "
                     "name what it changes")
@@ -152,13 +215,16 @@ def measured(request: pytest.FixtureRequest) -> tuple[str, list[vllm_parity.Outc
 def test_every_difference_is_named(measured: tuple[str, list[vllm_parity.Outcome]]) -> None:
     version, outcomes = measured
     named = named_at(version)
+    unexamined = unexamined_at(version)
     differing = {o.sample.key: o for o in outcomes if o.differs}
     unnamed = {key: f"{o.ours} vs {o.vllm}: {','.join(o.differs)} {o.detail[:300]}"
-               for key, o in differing.items() if key not in named}
+               for key, o in differing.items() if key not in named and key not in unexamined}
     assert unnamed == {}, f"differences with vLLM {version}'s parser that are not named (NAMED, BY_VERSION):"
-    gone = sorted(set(named) - set(differing))
+    gone = sorted((set(named) | unexamined) - set(differing))
     assert gone == [], f"named differences that are gone at vLLM {version} (BY_VERSION: None for this release)"
-    assert not any(o.vllm is None for o in outcomes), "a family without a vLLM parser of its name"
+    assert not set(named) & unexamined
+    without = {o.ours for o in outcomes if o.vllm is None}
+    assert without == NO_PARSER[release_of(version)], f"the families vLLM {version} has no parser for"
 
 
 def test_the_docs_table_is_the_measured_one(measured: tuple[str, list[vllm_parity.Outcome]]) -> None:
@@ -171,7 +237,7 @@ def test_the_docs_table_is_the_measured_one(measured: tuple[str, list[vllm_parit
     shown = vllm_parity.parse_table(found.group(1))
     assert vllm_parity.render_table(shown) == found.group(1), "the docs' table is not in render_table's form"
     assert version in shown, f"docs/parser-policies.md §4 has no column for vLLM {version}"
-    measured_counts = vllm_parity.counts(outcomes, named_at(version), NOT_RUN)
+    measured_counts = vllm_parity.counts(outcomes, named_at(version), NOT_RUN, unexamined_at(version))
     assert vllm_parity.render_table({**shown, version: measured_counts}) == found.group(1), (
         vllm_parity.render_table({**shown, version: measured_counts}))
 
@@ -179,7 +245,7 @@ def test_the_docs_table_is_the_measured_one(measured: tuple[str, list[vllm_parit
 def test_named_causes_are_counted_once(measured: tuple[str, list[vllm_parity.Outcome]]) -> None:
     version, outcomes = measured
     named = named_at(version)
-    assert sum(Counter(named.values()).values()) == len(named) == sum(1 for o in outcomes if o.differs)
+    assert len(named) + len(unexamined_at(version)) == sum(1 for o in outcomes if o.differs)
     causes = [*NAMED.values(), *(c for by in BY_VERSION.values() for c in by.values() if c), *NOT_RUN.values()]
     assert set(Counter(vllm_parity.cause_kind(cause) for cause in causes)) <= {"policy", "vLLM bug", "adapter"}
     assert len(outcomes) + len(NOT_RUN) == len(vllm_parity.samples())

@@ -46,6 +46,9 @@ MIRRORS = {
     "minimax-m2": "minimax_m2", "minimax-m3": "minimax_m3", "mistral": "mistral", "poolside_v1": "poolside_v1",
     "pythonic": "pythonic", "qwen": "hermes", "qwen25": "hermes", "qwen3_coder": "qwen3_coder",
     "step3p5": "step3p5",
+    "beam": "beam", "dots": "dots", "gigachat35": "gigachat35", "inkling": "inkling", "interns1": "internlm",
+    "iquest_q1": "iquest_q1", "k2_horizon": "k2_horizon", "ling3": "ling3", "mimo": "mimo", "muse": "muse_glimmer",
+    "spark25": "spark25", "trinity": "trinity",
 }
 
 
