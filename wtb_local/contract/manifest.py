@@ -31,8 +31,10 @@ from wtb_local.contract.sections import (
     ContextLengthSection,
     DatasetSection,
     FilesSection,
+    MachineSection,
     ProgramSection,
     ProtocolSection,
+    SamplingUsedSection,
     SettingsSection,
     ShardSection,
     SummarySection,
@@ -90,9 +92,9 @@ class Manifest(BaseModel):
     template: TemplateSection = TemplateSection()
     context_length: ContextLengthSection = ContextLengthSection()
     packages: dict[str, StrictStr | None] = {}  # the installed version of each, None when absent
-    machine: dict[str, Any] = {}
+    machine: MachineSection = MachineSection()
     sources: dict[str, StrictStr] = {}  # where each resolved value came from
-    sampling_used: dict[str, Any] = {}
+    sampling_used: SamplingUsedSection = SamplingUsedSection()
     invocations: list[Invocation] = []
 
     _written: dict[str, Any] = PrivateAttr(default_factory=dict)
