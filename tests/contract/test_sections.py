@@ -69,3 +69,16 @@ def test_a_section_of_the_wrong_shape_is_one_line(written: dict[str, Any], secti
     with pytest.raises(ManifestError) as refused:
         check_manifest(data, FIXTURE)
     assert str(refused.value) == f"{FIXTURE}: {line}"
+
+
+def test_an_older_manifests_top_level_sampling_reads_as_the_requested_sampling(written: dict[str, Any]) -> None:
+    data = copy.deepcopy(written)
+    data["config"].pop("sampling")
+    data["sampling"] = {"temperature": 0.7, "top_p": 0.95, "max_new_tokens": 1024, "seed": 3}
+    sampling = check_manifest(data, FIXTURE).sampling
+    assert (sampling.temperature, sampling.top_p, sampling.max_new_tokens, sampling.seed) == (0.7, 0.95, 1024, 3)
+    assert check_manifest(written, FIXTURE).sampling.max_new_tokens == 512  # `config.sampling` when written
+    data["sampling"] = "greedy"
+    with pytest.raises(ManifestError) as refused:
+        check_manifest(data, FIXTURE)
+    assert str(refused.value) == f'{FIXTURE}: field sampling: expected an object (got "greedy")'

@@ -234,8 +234,8 @@ def build_log(run: ExportRun) -> Any:
                             samples=len(samples), sample_ids=[s.id for s in samples]),
         model=model,
         model_generate_config=GenerateConfig(
-            temperature=sampling.get("temperature"), top_p=sampling.get("top_p"),
-            max_tokens=sampling.get("max_new_tokens"), seed=sampling.get("seed")),
+            temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=sampling.max_new_tokens,
+            seed=sampling.seed),
         config=EvalConfig(),
         revision=EvalRevision(type="git", origin="wtb_local", commit=versions.git_commit,
                               dirty=versions.git_dirty) if versions.git_commit else None,
