@@ -48,8 +48,8 @@ def params_of(run: ExportRun) -> dict[str, str]:
     """The resolved options as MLflow parameters: `config.<name>` (the hashed settings) and
     `settings.<name>` (the others), nested values dotted, lists and nulls as JSON."""
     out: dict[str, str] = {}
-    for section in ("config", "settings"):
-        for key, value in sorted(run.section(section).items()):
+    for section, values in (("config", run.config), ("settings", run.settings)):
+        for key, value in sorted(values.items()):
             _flatten(f"{section}.{key}", value, out)
     return {name: mask_text(value) for name, value in out.items()}  # a URL's credentials never recorded
 
