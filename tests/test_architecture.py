@@ -638,6 +638,44 @@ def test_the_manifest_dict_rule_sees_each_read() -> None:
     assert [hit.split(":")[0] for hit in _reads_manifest_dict(source)] == ["1", "2", "3", "4"]
 
 
+def _reads_section_by_name(source: str) -> list[str]:
+    """`line: code` of every read of a manifest section by its name: `<run or manifest>.section("name")` and
+    a `.get(...)` or `[...]` on `as_written()`. A reader reads the typed section (`manifest.dataset.source`);
+    an export that copies a section whole copies its `.written()`."""
+    def named(node: ast.AST) -> str:
+        return (node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else "").lower()
+
+    def as_written(node: ast.AST) -> bool:
+        return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "as_written"
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        call = isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+        read = (call and node.func.attr == "section" and any(w in named(node.func.value) for w in ("run", "manifest"))
+                ) or (call and node.func.attr == "get" and as_written(node.func.value)) or (
+            isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and as_written(node.value))
+        if read:
+            found.append(f"{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_no_manifest_section_is_read_by_name_outside_the_contract() -> None:
+    found = {path.relative_to(ROOT).as_posix(): _reads_section_by_name(path.read_text(encoding="utf-8"))
+             for path in sorted(PACKAGE.rglob("*.py")) if not path.is_relative_to(PACKAGE / "contract")}
+    assert {path: reads for path, reads in found.items() if reads} == {}
+
+
+def test_the_section_by_name_rule_sees_each_read() -> None:
+    source = ("dataset = run.section('dataset')\n"
+              "name = self.manifest.section('config').get('model')\n"
+              "invocations = run.manifest.as_written().get('invocations')\n"
+              "status = manifest.as_written()['status']\n"
+              "with formatter.section('Commands'):\n    pass\n"
+              "source = run.manifest.dataset.source\n"
+              "copied = manifest.thinking.written()\n")
+    assert sorted(hit.split(":")[0] for hit in _reads_section_by_name(source)) == ["1", "2", "3", "4"]
+
+
 def test_the_manifest_rule_sees_a_direct_parse() -> None:
     direct = ("import json\nfrom pathlib import Path\n"
               "def recorded(run_dir):\n    return json.loads((Path(run_dir) / 'manifest.json').read_text())\n")

@@ -143,8 +143,7 @@ def _warn_length_cuts(runs: list) -> None:
     for run in runs:
         if run.result_rows is None:
             continue
-        sampling = run.manifest.sampling if run.manifest is not None else {}
-        budget = sampling.get("max_new_tokens")
+        budget = run.manifest.sampling.max_new_tokens if run.manifest is not None else None
         warning = cuts_warning(length_cuts(run.result_rows), budget)
         if warning:
             click.echo(f"warning: {run.label}: {warning.removeprefix('warning: ')}", err=True)

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Field,
     PrivateAttr,
     StrictInt,
     StrictStr,
@@ -31,8 +32,11 @@ from wtb_local.contract.sections import (
     ContextLengthSection,
     DatasetSection,
     FilesSection,
+    MachineSection,
     ProgramSection,
     ProtocolSection,
+    Sampling,
+    SamplingUsedSection,
     SettingsSection,
     ShardSection,
     SummarySection,
@@ -90,14 +94,16 @@ class Manifest(BaseModel):
     template: TemplateSection = TemplateSection()
     context_length: ContextLengthSection = ContextLengthSection()
     packages: dict[str, StrictStr | None] = {}  # the installed version of each, None when absent
-    machine: dict[str, Any] = {}
+    machine: MachineSection = MachineSection()
     sources: dict[str, StrictStr] = {}  # where each resolved value came from
-    sampling_used: dict[str, Any] = {}
+    sampling_used: SamplingUsedSection = SamplingUsedSection()
     invocations: list[Invocation] = []
+    # older manifests kept the requested sampling at the top level; read it through `sampling`
+    top_level_sampling: Sampling = Field(default=Sampling(), alias="sampling")
 
     _written: dict[str, Any] = PrivateAttr(default_factory=dict)
 
-    @field_validator(*SECTIONS, *MAPPINGS, mode="before")
+    @field_validator(*SECTIONS, *MAPPINGS, "top_level_sampling", mode="before")
     @classmethod
     def _absent_is_empty(cls, value: Any) -> Any:
         return {} if value is None else value  # `"template": null` (no renderer) reads as an empty section
@@ -144,12 +150,9 @@ class Manifest(BaseModel):
         return self.config.parser or self.parser or None
 
     @property
-    def sampling(self) -> dict[str, Any]:
-        """The sampling settings (`config.sampling`; a top-level `sampling` in older manifests)."""
-        if self.config.sampling:
-            return self.config.sampling.written()
-        value = self.extra("sampling")
-        return value if isinstance(value, dict) else {}
+    def sampling(self) -> Sampling:
+        """The requested sampling (`config.sampling`; a top-level `sampling` in older manifests)."""
+        return self.config.sampling if self.config.sampling else self.top_level_sampling
 
     @property
     def dataset_path(self) -> str | None:

@@ -262,13 +262,38 @@ class ContextLengthSection(Section):
     how: StrictStr | None = None
 
 
+class MachineSection(Section):
+    """`machine`: where the run ran (engines/environment.py, `machine`)."""
+
+    python: StrictStr | None = None
+    platform: StrictStr | None = None
+    cpu_count: StrictInt | None = None
+    gpus: list[StrictStr] | None = None  # `name, memory, driver` per visible GPU
+
+
+class SamplingUsedSection(Section):
+    """`sampling_used`: what the requests were sampled with, and where it came from
+    (run/record/run_record.py, `sampling_used`); a server backend records what it `sent`."""
+
+    source: StrictStr | None = None
+    do_sample: StrictBool | None = None
+    temperature: Number | None = None
+    top_p: Number | None = None
+    top_k: StrictInt | None = None
+    min_p: Number | None = None
+    repetition_penalty: Number | None = None
+    max_new_tokens: StrictInt | None = None
+    seed: StrictInt | None = None
+    sent: dict[str, Any] | None = None
+
+
 # The sections read as models, by manifest key; an absent or null one reads as empty.
 SECTIONS: dict[str, type[Section]] = {
     "config": ConfigSection, "settings": SettingsSection, "protocol": ProtocolSection,
     "thinking": ThinkingSection, "shard": ShardSection, "dataset": DatasetSection,
     "versions": VersionsSection, "wtb_local": ProgramSection, "files": FilesSection,
     "summary": SummarySection, "backend": BackendSection, "template": TemplateSection,
-    "context_length": ContextLengthSection,
+    "context_length": ContextLengthSection, "machine": MachineSection, "sampling_used": SamplingUsedSection,
 }
 # Objects whose keys are open-ended (package names, option names): read as a plain mapping.
-MAPPINGS = ("packages", "machine", "sources", "sampling_used", "parser_options")
+MAPPINGS = ("packages", "sources", "parser_options")

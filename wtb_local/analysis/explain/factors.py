@@ -147,13 +147,14 @@ def _checker(r: RunRecords) -> str:
 
 
 def _sampling(r: RunRecords) -> str:
-    used = {k: v for k, v in r.generation.sampling_used.items() if k not in ("max_new_tokens", "seed")}
-    if set(used) <= {"source"}:
-        if used.get("source"):
-            return str(used["source"])
+    used = r.generation.sampling_used
+    shown = {k: v for k, v in used.written().items() if k not in ("max_new_tokens", "seed")}  # factors of their own
+    if set(shown) <= {"source"}:
+        if used.source:
+            return used.source
         sampling = r.generation.config.sampling
         return _text({"temperature": sampling.temperature, "top_p": sampling.top_p})
-    return ", ".join(f"{k} {_text(v)}" for k, v in used.items())
+    return ", ".join(f"{k} {_text(v)}" for k, v in shown.items())
 
 
 def _max_new_tokens(r: RunRecords) -> str:

@@ -217,37 +217,39 @@ def build_log(run: ExportRun) -> Any:
     samples = [_sample(run, record, tasks.get((record.session_id, record.task_idx)), model)
                for record in run.run.tasks]
     sampling = run.manifest.sampling
-    versions = run.section("wtb_local")
-    packages = {name: str(v) for name, v in sorted(run.section("packages").items()) if v}
-    if versions.get("version"):
-        packages["wtb_local"] = str(versions["version"])
-    dataset = run.section("dataset")
+    manifest = run.manifest
+    versions = manifest.wtb_local
+    packages = {name: v for name, v in sorted(manifest.packages.items()) if v}
+    if versions.version:
+        packages["wtb_local"] = versions.version
+    dataset = manifest.dataset
     created = _created(run)
     status = run_status(run)
     missing = not_carried(run)
     spec = EvalSpec(
         task_id=key[:22], eval_id=key[22:44], run_id=key[44:64], created=created, task=TASK_NAME,
         task_display_name=f"WildToolBench ({facts.protocol} protocol, {facts.checker} checker)",
-        dataset=EvalDataset(name=str(dataset.get("source") or facts.dataset or "unknown"),
-                            location=str(dataset.get("path")) if dataset.get("path") else None,
+        dataset=EvalDataset(name=str(dataset.source or facts.dataset or "unknown"),
+                            location=dataset.path or None,
                             samples=len(samples), sample_ids=[s.id for s in samples]),
         model=model,
         model_generate_config=GenerateConfig(
-            temperature=sampling.get("temperature"), top_p=sampling.get("top_p"),
-            max_tokens=sampling.get("max_new_tokens"), seed=sampling.get("seed")),
+            temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=sampling.max_new_tokens,
+            seed=sampling.seed),
         config=EvalConfig(),
-        revision=EvalRevision(type="git", origin="wtb_local", commit=str(versions["git_commit"]),
-                              dirty=versions.get("git_dirty")) if versions.get("git_commit") else None,
+        revision=EvalRevision(type="git", origin="wtb_local", commit=versions.git_commit,
+                              dirty=versions.git_dirty) if versions.git_commit else None,
         packages=packages,
         metadata=masked({"wtb_local_run_key": key, "wtb_local_score_set": run.score_set.name,
                   "wtb_local_run_of": run.run_key, "run_dir": str(run.folder), "label": run.label,
-                  "status": status, "protocol": run.section("protocol") or {"name": facts.protocol,
+                  "status": status, "protocol": manifest.protocol.written() or {"name": facts.protocol,
                                                                              "checker": facts.checker},
                   "config_hash": run.manifest.config_hash, "config": run.config,
-                  "settings": run.settings, "sources": run.section("sources"), "wtb_local": versions,
-                  "packages": run.section("packages"), "machine": run.section("machine"),
-                  "sampling_used": run.section("sampling_used"), "dataset": dataset,
-                  "thinking": run.section("thinking"), "invocations": run.manifest.as_written().get("invocations"),
+                  "settings": run.settings, "sources": dict(manifest.sources), "wtb_local": versions.written(),
+                  "packages": dict(manifest.packages), "machine": manifest.machine.written(),
+                  "sampling_used": manifest.sampling_used.written(), "dataset": dataset.written(),
+                  "thinking": manifest.thinking.written(),
+                  "invocations": manifest.written_invocations() if manifest.has("invocations") else None,
                   "health": run.health(), "not_carried": missing}),
     )
 

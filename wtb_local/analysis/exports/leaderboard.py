@@ -29,11 +29,10 @@ COLUMNS = keys_of("table6")
 
 def refusal(run: ExportRun) -> str | None:
     """The one line that refuses a run without a leaderboard row, or None."""
-    dataset = run.section("dataset")
-    if run.facts.dataset == "sample" or dataset.get("source") == "sample":
+    if run.facts.dataset == "sample" or run.manifest.dataset.source == "sample":
         return (f"{run.folder}: a run on the {run.sessions_scored}-session sample has no leaderboard row; "
                 "run --dataset release")
-    if run.section("shard"):
+    if run.manifest.shard:
         return (f"{run.folder}: one shard of a sharded run has no leaderboard row; `python -m wtb_local merge` "
                 "its run directory and export that")
     return None
@@ -50,9 +49,9 @@ def differences(run: ExportRun) -> list[str]:
         differs.append(f"protocol {facts.protocol} (standard: {protocol})")
     if facts.checker != checker or facts.rescore:
         differs.append(f"checker {facts.checker}{' (a re-scoring)' if facts.rescore else ''} (standard: {checker})")
-    dataset = run.section("dataset")
-    if run.run.manifest is not None and dataset.get("source") != "release":
-        differs.append(f"dataset {dataset.get('source') or facts.dataset or 'unknown'} (standard: the pinned "
+    source = run.manifest.dataset.source
+    if run.run.manifest is not None and source != "release":
+        differs.append(f"dataset {source or facts.dataset or 'unknown'} (standard: the pinned "
                        "release)")
     if (run.sessions_scored, run.tasks_scored) != (RELEASE_SESSIONS, RELEASE_TASKS):
         differs.append(f"{run.sessions_scored} sessions / {run.tasks_scored} tasks scored (standard: "
@@ -79,7 +78,7 @@ def leaderboard_row(run: ExportRun) -> dict[str, Any]:
         "row": row, "submission": "custom" if differs else "standard", "differs": differs,
         "run_dir": str(run.folder), "label": run.label, "protocol": run.facts.protocol,
         "checker": run.facts.checker, "sessions": run.sessions_scored, "tasks": run.tasks_scored,
-        "wtb_local": run.section("wtb_local").get("version"), "config_hash": run.manifest.config_hash,
+        "wtb_local": run.manifest.wtb_local.version, "config_hash": run.manifest.config_hash,
         "not_carried": [f"{', '.join(empty)}: no task in the bucket (null)"] if empty else [],
         # each column's standard error, 95% interval (in %) and n (docs/reports.md "Uncertainty"); JSON only
         "uncertainty": {column: estimate.as_percent() for column, estimate in run.errors.get(6, {}).items()},

@@ -48,8 +48,8 @@ def params_of(run: ExportRun) -> dict[str, str]:
     """The resolved options as MLflow parameters: `config.<name>` (the hashed settings) and
     `settings.<name>` (the others), nested values dotted, lists and nulls as JSON."""
     out: dict[str, str] = {}
-    for section in ("config", "settings"):
-        for key, value in sorted(run.section(section).items()):
+    for section, values in (("config", run.config), ("settings", run.settings)):
+        for key, value in sorted(values.items()):
             _flatten(f"{section}.{key}", value, out)
     return {name: mask_text(value) for name, value in out.items()}  # a URL's credentials never recorded
 
@@ -79,19 +79,19 @@ def metrics_of(run: ExportRun) -> dict[str, float]:
 
 def tags_of(run: ExportRun) -> dict[str, str]:
     facts = run.facts
-    versions = run.section("wtb_local")
+    versions = run.manifest.wtb_local
     tags = {KEY_TAG: run.key, RUN_TAG: run.run_key, SCORE_SET_TAG: run.score_set.name, "mlflow.runName": run.label,
             "model": facts.model_id, "protocol": facts.protocol, "checker": facts.checker,
-            "engine": str(run.config.get("backend") or "unknown"),
-            "status": run_status(run), "dataset": str(run.section("dataset").get("source") or facts.dataset
+            "engine": str(run.manifest.config.backend or "unknown"),
+            "status": run_status(run), "dataset": str(run.manifest.dataset.source or facts.dataset
                                                       or "unknown"),
             "run_dir": str(run.folder)}
-    if versions.get("version"):
-        tags["version.wtb_local"] = str(versions["version"])
-    if versions.get("git_commit"):
-        tags["version.wtb_local_commit"] = str(versions["git_commit"]) + (" (dirty)" if versions.get("git_dirty")
+    if versions.version:
+        tags["version.wtb_local"] = versions.version
+    if versions.git_commit:
+        tags["version.wtb_local_commit"] = versions.git_commit + (" (dirty)" if versions.git_dirty
                                                                          else "")
-    for name, version in sorted(run.section("packages").items()):
+    for name, version in sorted(run.manifest.packages.items()):
         if version:
             tags[f"version.{name}"] = str(version)
     return masked(tags)

@@ -50,11 +50,6 @@ class ExportRun:
         """The run directory (the folder that holds `result/` and `score/`)."""
         return self.run.base
 
-    def section(self, name: str) -> dict[str, Any]:
-        """A manifest object as written, for exporters that copy it whole ({} when absent or not one)."""
-        value = self.manifest.as_written().get(name)
-        return value if isinstance(value, dict) else {}
-
     @property
     def config(self) -> dict[str, Any]:
         return self.manifest.config.written()
