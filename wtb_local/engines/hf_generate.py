@@ -44,6 +44,34 @@ class _Pending:
     future: asyncio.Future[Completion] = field(repr=False)
 
 
+class WaveWatch:
+    """How far the running wave is, for `activity`: a streamer `generate` hands the prompt (before the
+    prefill) and then every decoding step's tokens. It only counts, so the wave's tokens are unchanged."""
+
+    def __init__(self, rows: int, prompt_tokens: int, max_new_tokens: int, queued: int) -> None:
+        self.rows = rows
+        self.prompt_tokens = prompt_tokens
+        self.max_new_tokens = max_new_tokens
+        self.queued = queued  # requests waiting for a later wave
+        self.puts = 0
+        self.started = time.monotonic()
+
+    def put(self, value: Any) -> None:
+        self.puts += 1
+
+    def end(self) -> None:
+        """Nothing to flush: it only counts."""
+
+    def text(self) -> str:
+        waited = f"{time.monotonic() - self.started:.0f}s"
+        later = f"; {self.queued} request(s) wait for a later wave" if self.queued else ""
+        steps = self.puts - 1  # the first put is the prompt
+        if steps <= 0:
+            return f"prefilling a wave of {self.rows} prompt(s), {self.prompt_tokens:,} prompt tok ({waited}){later}"
+        return (f"wave of {self.rows} prompt(s) ({self.prompt_tokens:,} prompt tok prefilled): decoding step {steps} "
+                f"of at most {self.max_new_tokens}, up to {steps * self.rows:,} tok generated ({waited}){later}")
+
+
 def wave_seed(run_seed: int, request_ids: list[str]) -> int:
     """The torch seed of one wave: sha256 of the run seed and the wave's sorted request ids."""
     text = f"{run_seed}\n" + "\n".join(sorted(request_ids))
@@ -69,6 +97,7 @@ class TransformersBackend(Backend):
         self._pending: list[_Pending] = []
         self._worker: asyncio.Task[None] | None = None
         self._broken: Fault | None = None  # the fault a wave met: every later request meets it too
+        self._watch: WaveWatch | None = None  # the running wave's progress (activity)
 
     # --- lifecycle -------------------------------------------------------------------------------------
 
@@ -223,15 +252,26 @@ class TransformersBackend(Backend):
             kwargs.update(temperature=sampling.temperature, top_p=sampling.top_p, top_k=sampling.top_k)
             if sampling.min_p > 0:
                 kwargs["min_p"] = sampling.min_p
+        watch = WaveWatch(len(wave), sum(len(p.prompt_ids) for p in wave), sampling.max_new_tokens,
+                          len(self._pending))
+        kwargs["streamer"] = watch
+        self._watch = watch
         torch.manual_seed(wave_seed(wave[0].request.sampling.seed, [p.request.request_id for p in wave]))
-        with torch.inference_mode():
-            output = self._model.generate(
-                input_ids=torch.tensor(rows, dtype=torch.long, device=device),
-                attention_mask=torch.tensor(mask, dtype=torch.long, device=device),
-                **kwargs,
-            )
+        try:
+            with torch.inference_mode():
+                output = self._model.generate(
+                    input_ids=torch.tensor(rows, dtype=torch.long, device=device),
+                    attention_mask=torch.tensor(mask, dtype=torch.long, device=device),
+                    **kwargs,
+                )
+        finally:
+            self._watch = None
         new_tokens = output[:, width:].tolist()
         return [self._completion(p, tokens) for p, tokens in zip(wave, new_tokens, strict=True)]
+
+    def activity(self) -> str | None:
+        watch = self._watch
+        return watch.text() if watch is not None and self._worker is not None else None
 
     def _completion(self, pending: _Pending, tokens: list[int]) -> Completion:
         stop_at = next((i for i, tok in enumerate(tokens) if tok in self._eos), None)
