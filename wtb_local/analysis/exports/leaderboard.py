@@ -5,8 +5,8 @@ decimals), marked `standard` or `custom`.
 Standard means what the leaderboard's rows are: the release protocol scored by the released evaluator's
 strict checker, on the full release (the dataset the run was given as `release`, which wtb_local uses only
 after checking the pinned file's git blob sha1, all 256 of its sessions and 1,024 tasks scored), unsharded or
-merged, and finished (`complete`). Anything else is custom and says what differs. A run on the 8-session
-sample or one shard of a sharded run has no row: refused in one line."""
+merged, and finished (`complete`). Anything else, any subset included (the 8-session sample, `--limit`, one
+shard of a sharded run), is custom and says what differs."""
 
 from __future__ import annotations
 
@@ -28,14 +28,8 @@ COLUMNS = keys_of("table6")
 
 
 def refusal(run: ExportRun) -> str | None:
-    """The one line that refuses a run without a leaderboard row, or None."""
-    dataset = run.section("dataset")
-    if run.facts.dataset == "sample" or dataset.get("source") == "sample":
-        return (f"{run.folder}: a run on the {run.sessions_scored}-session sample has no leaderboard row; "
-                "run --dataset release")
-    if run.section("shard"):
-        return (f"{run.folder}: one shard of a sharded run has no leaderboard row; `python -m wtb_local merge` "
-                "its run directory and export that")
+    """The one line that refuses a run without a leaderboard row, or None. Every scored run has one now: a
+    subset's row is custom and names what differs (kept for the exporters' interface)."""
     return None
 
 
@@ -57,6 +51,10 @@ def differences(run: ExportRun) -> list[str]:
     if (run.sessions_scored, run.tasks_scored) != (RELEASE_SESSIONS, RELEASE_TASKS):
         differs.append(f"{run.sessions_scored} sessions / {run.tasks_scored} tasks scored (standard: "
                        f"{RELEASE_SESSIONS} / {RELEASE_TASKS})")
+    shard = run.section("shard")
+    if shard:
+        differs.append(f"shard {shard.get('index')} of {shard.get('count')} of a sharded run (standard: all shards "
+                       "merged)")
     status = run_status(run)
     if status != "complete":
         differs.append(f"status {status} (standard: complete)")
