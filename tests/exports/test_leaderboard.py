@@ -96,5 +96,5 @@ def test_a_full_release_run_is_standard_and_a_subset_or_a_shard_is_not(tmp_path:
     assert done.returncode == 0, done.stderr
     (entry,) = json.loads((tmp_path / "shard.json").read_text())["rows"]
     assert entry["submission"] == "custom"
-    assert entry["differs"] == [f"{entry['sessions']} sessions / {entry['tasks']} tasks scored (standard: 256 / "
-                                "1024)", "shard 0 of 2 of a sharded run (standard: all shards merged)"]
+    counts = f"{entry['sessions']} sessions / {entry['tasks']} tasks scored (standard: 256 / 1024)"
+    assert entry["differs"] == [counts, "shard 0 of 2 of a sharded run (standard: all shards merged)"]

@@ -54,16 +54,16 @@ def test_the_estimate_line() -> None:
 def test_a_run_states_its_estimate_before_it_starts(qwen_tiny_dir, tmp_path, monkeypatch) -> None:
     from wtb_local.engines import environment
 
-    monkeypatch.setattr(environment, "gpus", lambda: [])  # the CPU rates: this machine may hold a GPU
+    monkeypatch.setattr(environment, "gpus", list)  # the CPU rates: this machine may hold a GPU
     common = ["--dataset", "sample", "--limit", "1", "--max-new-tokens", "8", "--progress", "plain"]
     done = invoke(["--backend", "transformers", "--model", str(qwen_tiny_dir), "--out", str(tmp_path / "t"),
                    *common], env={"HF_HUB_OFFLINE": "1"})
     assert done.exit_code == 0, done.output
     lines = done.stderr.splitlines()
     said = [line for line in lines if line.startswith("estimate:")]
-    assert said == ["estimate: about 72 s for 4 task(s), about 5 steps and 37 generated tok at 0.52 tok/s "
-                    "(transformers on the CPU, docs/explain-real-model.md (680 tok in 1,317 s); off by -62% to "
-                    "+201% on the documented runs); the progress line's eta updates it"]
+    assert said == [("estimate: about 72 s for 4 task(s), about 5 steps and 37 generated tok at 0.52 tok/s "
+                     "(transformers on the CPU, docs/explain-real-model.md (680 tok in 1,317 s); off by -62% to "
+                     "+201% on the documented runs); the progress line's eta updates it")]
     assert lines.index(said[0]) < next(i for i, x in enumerate(lines) if x.startswith("loading the"))
     oracle = invoke(["--backend", "oracle", "--model", "Qwen/Qwen2.5-7B-Instruct", "--out", str(tmp_path / "o"),
                      *common], env={"HF_HUB_OFFLINE": "1"})

@@ -246,7 +246,7 @@ def test_rerunning_a_finished_run_marks_its_throughput_as_recorded(tmp_path: Pat
             "--out", str(tmp_path), "--progress", "none"]
     first = invoke(args, env={"HF_HUB_OFFLINE": "1"})
     assert first.exit_code == 0, first.output
-    assert [x for x in first.stdout.splitlines() if "throughput" in x][0].startswith("throughput: ")
+    assert next(x for x in first.stdout.splitlines() if "throughput" in x).startswith("throughput: ")
     again = invoke(args, env={"HF_HUB_OFFLINE": "1"})
     assert again.exit_code == 0, again.output
     lines = [x for x in again.stdout.splitlines() if "throughput" in x]

@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from wtb_local.analysis.exports.registry import Exported, ExportError, Target
+from wtb_local.analysis.exports.registry import Exported, Target
 from wtb_local.analysis.exports.source import ExportRun, run_status
 from wtb_local.analysis.reports.columns import keys_of
 from wtb_local.analysis.reports.present import RELEASE_SESSIONS
@@ -25,12 +25,6 @@ from wtb_local.benchmark.protocols.registry import default_scoring
 RELEASE_TASKS = 4 * RELEASE_SESSIONS
 # the leaderboard's columns: the paper's Table 6, named as its CSV names them (analysis/reports/columns.py)
 COLUMNS = keys_of("table6")
-
-
-def refusal(run: ExportRun) -> str | None:
-    """The one line that refuses a run without a leaderboard row, or None. Every scored run has one now: a
-    subset's row is custom and names what differs (kept for the exporters' interface)."""
-    return None
 
 
 def differences(run: ExportRun) -> list[str]:
@@ -62,10 +56,7 @@ def differences(run: ExportRun) -> list[str]:
 
 
 def leaderboard_row(run: ExportRun) -> dict[str, Any]:
-    """The row, its marking and what it could not carry; refused runs raise ExportError."""
-    refused = refusal(run)
-    if refused:
-        raise ExportError(refused)
+    """The row, its marking and what it could not carry."""
     values = {**run.tables[6]}
     row: dict[str, Any] = {"model": run.facts.model_id}
     for column in COLUMNS:
@@ -120,5 +111,4 @@ class LeaderboardExporter:
         return exported
 
 
-__all__ = ["COLUMNS", "RELEASE_TASKS", "LeaderboardExporter", "differences", "leaderboard_row", "refusal",
-           "write_leaderboard"]
+__all__ = ["COLUMNS", "RELEASE_TASKS", "LeaderboardExporter", "differences", "leaderboard_row", "write_leaderboard"]
