@@ -1,5 +1,4 @@
-"""A run's time, estimated before it starts, from the documented runs (docs/outputs-and-reports.md, "Time
-estimate").
+"""A run's time, estimated before it starts, from the documented runs (docs/runner-speed.md §8).
 
 Tokens to generate: the tasks to run times the steps a task took (37 steps for 32 tasks) times the tokens
 a step generated (4,090 tokens over those 37 steps, capped at `max_new_tokens`), both the means of the

@@ -7,7 +7,7 @@ requests of the finished sessions (counted from their written lines, so the resu
 number) and the time left. While requests are at the engine and none has come back for `quiet_after`
 seconds the line says what the engine is doing: the engine's own account when it gives one
 (`Backend.activity`: the transformers wave's prefill and decode step), else the requests in flight and the
-prompt tokens submitted to it (docs/outputs-and-reports.md, "Progress").
+prompt tokens submitted to it (docs/runner-speed.md §8).
 """
 
 from __future__ import annotations

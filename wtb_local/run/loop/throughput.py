@@ -132,7 +132,7 @@ def run_end_line(block: dict[str, Any] | None, *, ran: bool, replayed: dict[str,
                  replay: bool = False) -> str | None:
     """The throughput line `run` prints at its end, only for figures measured now: a replay's speed is the
     speed of reading a file (its recorded run's figures are shown, marked as read back), and a rerun that ran
-    nothing prints the recorded figures marked as such (docs/outputs-and-reports.md, "Progress")."""
+    nothing prints the recorded figures marked as such (docs/runner-speed.md §8)."""
     if replay:
         if replayed and replayed.get("steps"):
             return summary_line(replayed, "throughput of the replayed run (recorded, not measured now)")
