@@ -44,11 +44,11 @@ class Estimate:
     seconds: float | None
     rate: Rate | None
 
-    def line(self) -> str:
-        work = f"{self.tasks} task(s), about {self.steps:.0f} steps and {self.tokens:,.0f} generated tok"
+    def line(self, where: str = "this backend on this machine") -> str:
+        work = f"{self.tasks:,} task(s), about {self.steps:,.0f} steps and {self.tokens:,.0f} generated tok"
         if self.rate is None or self.seconds is None:
-            return (f"estimate: {work}; no recorded rate for this backend on this machine: the progress "
-                    "line's eta, from this run's first tasks, is the estimate")
+            return (f"estimate: {work}; no recorded rate for {where}: the progress line's eta, from this run's "
+                    "first tasks, is the estimate")
         tps = self.rate.tokens_per_s
         return (f"estimate: about {_duration(self.seconds)} for {work} at {tps:.{1 if tps >= 1 else 2}f} tok/s "
                 f"({self.rate.source}; {DOCUMENTED_ERROR}); the progress line's eta updates it")
