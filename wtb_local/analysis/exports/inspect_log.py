@@ -139,10 +139,11 @@ def _events(steps: list[tuple[int, dict[str, Any]]], model: str, config: Any, wh
     events: list[Any] = []
     for position, (index, step) in enumerate(steps):
         shown = step.get("inference_input") or {}
-        output = step.get("inference_output") if isinstance(step.get("inference_output"), dict) else {}
+        recorded = step.get("inference_output")
+        output: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
         reply = _reply(output, model)
+        error = (_text(output.get("error_reason")) or None) if output.get("finish_reason") == "error" else None
         tokens_in, tokens_out = _count(counts[0], index), _count(counts[1], index)
-        failed = output.get("finish_reason") == "error"
         events.append(ModelEvent(
             timestamp=when, working_start=0.0, model=model, input=_messages(shown.get("messages")),
             tools=_tool_infos(shown.get("tools")), tool_choice="auto", config=config,
@@ -152,9 +153,8 @@ def _events(steps: list[tuple[int, dict[str, Any]]], model: str, config: Any, wh
                                usage=ModelUsage(input_tokens=tokens_in, output_tokens=tokens_out,
                                                 total_tokens=tokens_in + tokens_out)
                                if tokens_in or tokens_out else None,
-                               error=_text(output.get("error_reason")) or None if failed else None),
-            error=_text(output.get("error_reason")) or None if failed else None,
-            metadata={"step": index}))
+                               error=error),
+            error=error, metadata={"step": index}))
         later = steps[position + 1][1].get("inference_input") or {} if position + 1 < len(steps) else {}
         results = {m.get("tool_call_id"): m for m in later.get("messages") or []
                    if isinstance(m, dict) and m.get("role") == "tool"}
