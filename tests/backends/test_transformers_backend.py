@@ -149,9 +149,9 @@ def test_a_wave_out_of_memory_is_a_fault_for_it_and_every_later_request(tiny_mod
     assert fault.advice == "rerun the same command with a smaller --batch-size to resume"
 
 
-def _watched(model_dir: Path, requests: list[GenerationRequest], keep_streamer: bool = True) -> tuple[
+def _watched(model_dir: Path, requests: list[GenerationRequest], keep_watch: bool = True) -> tuple[
         list[Completion], list[str | None]]:
-    """Serve `requests` recording the backend's `activity()` after each thing `generate` streams."""
+    """Serve `requests` recording the backend's `activity()` before each wave and after each decoding step."""
     backend = TransformersBackend(TransformersConfig(model=str(model_dir), batch_size=3))
     seen: list[str | None] = []
 
@@ -160,17 +160,15 @@ def _watched(model_dir: Path, requests: list[GenerationRequest], keep_streamer: 
         generate = backend._model.generate
 
         def spy(**kwargs: Any) -> Any:
-            watch = kwargs.pop("streamer")
-            if keep_streamer:
-                class Recording:
-                    def put(self, value: Any) -> None:
-                        watch.put(value)
-                        seen.append(backend.activity())
+            (watch,) = kwargs.pop("stopping_criteria")
+            seen.append(backend.activity())  # before the prefill
+            if keep_watch:
+                def recording(input_ids: Any, scores: Any, **more: Any) -> Any:
+                    done = watch(input_ids, scores, **more)
+                    seen.append(backend.activity())
+                    return done
 
-                    def end(self) -> None:
-                        watch.end()
-
-                kwargs["streamer"] = Recording()
+                kwargs["stopping_criteria"] = [recording]
             return generate(**kwargs)
 
         backend._model.generate = spy
@@ -194,5 +192,5 @@ def test_a_wave_says_its_prefill_and_decoding_step_and_keeps_its_tokens(mixed_mo
     assert seen[1] == ("wave of 3 prompt(s) (12 prompt tok prefilled): decoding step 1 of at most 6, up to 3 tok "
                        "generated (Ns); 1 request(s) wait for a later wave")
     assert seen[-1] is not None and seen[-1].startswith("wave of 1 prompt(s) (2 prompt tok prefilled): decoding step")
-    unwatched, nothing = _watched(mixed_model_dir, requests, keep_streamer=False)
-    assert nothing == [] and [c.text for c in out] == [c.text for c in unwatched]
+    unwatched, _ = _watched(mixed_model_dir, requests, keep_watch=False)
+    assert [c.text for c in out] == [c.text for c in unwatched]

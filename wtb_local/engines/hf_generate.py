@@ -45,27 +45,27 @@ class _Pending:
 
 
 class WaveWatch:
-    """How far the running wave is, for `activity`: a streamer `generate` hands the prompt (before the
-    prefill) and then every decoding step's tokens. It only counts, so the wave's tokens are unchanged."""
+    """How far the running wave is, for `activity`: a stopping criterion `generate` calls after every decoding
+    step (the first after the prefill), which never stops anything, so the wave's tokens are unchanged."""
 
     def __init__(self, rows: int, prompt_tokens: int, max_new_tokens: int, queued: int) -> None:
         self.rows = rows
         self.prompt_tokens = prompt_tokens
         self.max_new_tokens = max_new_tokens
         self.queued = queued  # requests waiting for a later wave
-        self.puts = 0
+        self.steps = 0
         self.started = time.monotonic()
 
-    def put(self, value: Any) -> None:
-        self.puts += 1
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        import torch
 
-    def end(self) -> None:
-        """Nothing to flush: it only counts."""
+        self.steps += 1
+        return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
 
     def text(self) -> str:
         waited = f"{time.monotonic() - self.started:.0f}s"
         later = f"; {self.queued} request(s) wait for a later wave" if self.queued else ""
-        steps = self.puts - 1  # the first put is the prompt
+        steps = self.steps
         if steps <= 0:
             return f"prefilling a wave of {self.rows} prompt(s), {self.prompt_tokens:,} prompt tok ({waited}){later}"
         return (f"wave of {self.rows} prompt(s) ({self.prompt_tokens:,} prompt tok prefilled): decoding step {steps} "
@@ -236,6 +236,7 @@ class TransformersBackend(Backend):
 
     def _run_wave(self, wave: list[_Pending]) -> list[Completion]:
         import torch
+        from transformers import StoppingCriteriaList
 
         sampling = wave[0].sampling
         width = max(len(p.prompt_ids) for p in wave)
@@ -254,7 +255,7 @@ class TransformersBackend(Backend):
                 kwargs["min_p"] = sampling.min_p
         watch = WaveWatch(len(wave), sum(len(p.prompt_ids) for p in wave), sampling.max_new_tokens,
                           len(self._pending))
-        kwargs["streamer"] = watch
+        kwargs["stopping_criteria"] = StoppingCriteriaList([watch])
         self._watch = watch
         torch.manual_seed(wave_seed(wave[0].request.sampling.seed, [p.request.request_id for p in wave]))
         try:
