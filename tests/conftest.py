@@ -76,6 +76,7 @@ SLOW = {
     "test_report_full.py::test_a_folder_of_runs_keeps_runs_of_one_model_apart": 8.7,
     "runner/test_openai_run.py::test_text_prompts_on_request_and_recorded": 8.2,
     "runner/test_secrets_run.py::test_planted_credentials_work_and_appear_in_no_output_and_no_file": 51.9,
+    "runner/test_estimate.py::test_a_run_states_its_estimate_before_it_starts": 11.8,
 }
 
 SLOW_LIMIT_S = 300

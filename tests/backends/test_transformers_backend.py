@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 from typing import Any
 
@@ -146,3 +147,50 @@ def test_a_wave_out_of_memory_is_a_fault_for_it_and_every_later_request(tiny_mod
     assert fault.summary() == ("machine fault (out_of_memory): OutOfMemoryError: CUDA out of memory. Tried to "
                                "allocate 20.00 MiB")
     assert fault.advice == "rerun the same command with a smaller --batch-size to resume"
+
+
+def _watched(model_dir: Path, requests: list[GenerationRequest], keep_watch: bool = True) -> tuple[
+        list[Completion], list[str | None]]:
+    """Serve `requests` recording the backend's `activity()` before each wave and after each decoding step."""
+    backend = TransformersBackend(TransformersConfig(model=str(model_dir), batch_size=3))
+    seen: list[str | None] = []
+
+    async def main() -> list[Completion]:
+        await backend.start()
+        generate = backend._model.generate
+
+        def spy(**kwargs: Any) -> Any:
+            (watch,) = kwargs.pop("stopping_criteria")
+            seen.append(backend.activity())  # before the prefill
+            if keep_watch:
+                def recording(input_ids: Any, scores: Any, **more: Any) -> Any:
+                    done = watch(input_ids, scores, **more)
+                    seen.append(backend.activity())
+                    return done
+
+                kwargs["stopping_criteria"] = [recording]
+            return generate(**kwargs)
+
+        backend._model.generate = spy
+        try:
+            return list(await asyncio.gather(*(backend.generate(r) for r in requests)))
+        finally:
+            await backend.close()
+
+    return asyncio.run(main()), seen
+
+
+def test_a_wave_says_its_prefill_and_decoding_step_and_keeps_its_tokens(mixed_model_dir: Path) -> None:
+    """The progress line's account of a transformers wave (nothing finishes for minutes on a CPU): the
+    prompt tokens being prefilled, then the decoding step; watching changes no sampled token."""
+    ids = [[5, 6, 7, 8], [9, 10, 11], [12, 13, 14, 15, 16], [17, 18]]
+    requests = [make_request(i, max_new_tokens=6, prompt_token_ids=ids[i]) for i in range(4)]
+    out, watched = _watched(mixed_model_dir, requests)
+    seen = [re.sub(r"\(\d+s\)", "(Ns)", text) if text else text for text in watched]  # seconds waited
+    # the first wave is requests 0-2 (12 prompt tokens), request 3 waits for the next one
+    assert seen[0] == "prefilling a wave of 3 prompt(s), 12 prompt tok (Ns); 1 request(s) wait for a later wave"
+    assert seen[1] == ("wave of 3 prompt(s) (12 prompt tok prefilled): decoding step 1 of at most 6, up to 3 tok "
+                       "generated (Ns); 1 request(s) wait for a later wave")
+    assert seen[-1] is not None and seen[-1].startswith("wave of 1 prompt(s) (2 prompt tok prefilled): decoding step")
+    unwatched, _ = _watched(mixed_model_dir, requests, keep_watch=False)
+    assert [c.text for c in out] == [c.text for c in unwatched]

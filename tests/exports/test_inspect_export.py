@@ -123,3 +123,37 @@ def test_a_run_that_did_not_complete_keeps_its_status(tmp_path: Path, status: st
     assert f"status {status}: Inspect's closest is {inspect_status} (the manifest's status is in the eval " \
            "metadata)" in log.eval.metadata["not_carried"]
     assert (log.error.message if log.error else None) == ("engine died" if status == "failed" else None)
+
+
+def test_the_transcript_holds_each_step_as_a_model_event_and_its_tool_results(tmp_path: Path) -> None:
+    """Inspect's transcript tab reads a sample's events: per step the conversation shown, the tools offered
+    and the reply, then the observation the next step was shown for each call, as the result file has them."""
+    from inspect_ai.log import read_eval_log
+
+    run, dataset = recorded_run(tmp_path)
+    (path,) = _export([str(run)], tmp_path / "logs", tmp_path, ["--dataset", str(dataset)])
+    log = read_eval_log(str(path))
+    result = [json.loads(line) for line in (VECTORS / "result.jsonl").read_text().splitlines()]
+    task = next(row for row in result if row["id"] == "wild_tool_bench_60")["result"][2]  # 7 steps
+    steps = [task["inference_log"][f"step_{i}"] for i in range(len(
+        [k for k in task["inference_log"] if k.startswith("step_")]))]
+    sample = next(s for s in log.samples if s.id == "wild_tool_bench_60_t2")
+    models = [e for e in sample.events if e.event == "model"]
+    assert len(models) == len(steps) > 1
+    for event, step, tokens_in, tokens_out in zip(models, steps, task["input_token_count"],
+                                                  task["output_token_count"], strict=False):
+        shown = step["inference_input"]
+        assert [(m.role, m.text) for m in event.input] == [(m["role"], m["content"] or "") for m in shown["messages"]]
+        assert [t.name for t in event.tools] == [t["function"]["name"] for t in shown["tools"]]
+        reply = step["inference_output"]
+        assert event.output.message.text == (reply["content"] or "")
+        calls = [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in reply["tool_calls"] or []]
+        assert [(c.function, c.arguments) for c in event.output.message.tool_calls or []] == calls
+        assert event.output.usage is not None
+        assert (event.output.usage.input_tokens, event.output.usage.output_tokens) == (tokens_in, tokens_out)
+    tools = [e for e in sample.events if e.event == "tool"]
+    observed = {m["tool_call_id"]: m["content"] for step in steps[1:] for m in step["inference_input"]["messages"]
+                if m["role"] == "tool"}
+    assert tools and {e.id: e.result for e in tools}.items() <= observed.items()
+    assert sample.events.index(tools[0]) > sample.events.index(models[0])  # after the reply that made the call
+    assert not any("model events" in line for line in log.eval.metadata["not_carried"])

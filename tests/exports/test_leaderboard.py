@@ -1,6 +1,6 @@
-"""`export --to leaderboard`: the benchmark's leaderboard row, marked standard or custom, refused for the
-sample and for a shard (docs/exports.md). The expected figures are the reference implementation's metric
-file of the golden vectors, which both runs here score: the recorded harness run itself and the
+"""`export --to leaderboard`: the benchmark's leaderboard row, marked standard or custom (a subset such
+as the sample or a shard custom, naming what differs; docs/exports.md). The expected figures are the
+reference implementation's metric file of the golden vectors, which both runs here score: the recorded harness run itself and the
 full-release run (the vectors' replies over 256 sessions, each vector four times)."""
 
 from __future__ import annotations
@@ -31,13 +31,16 @@ def test_the_reference_row_is_what_the_paper_table_would_print() -> None:
                                 "task_acc": "53.12", "session_acc": "4.69"}
 
 
-def test_the_oracle_demo_on_the_sample_is_refused_in_one_line(tmp_path: Path) -> None:
+def test_the_oracle_demo_on_the_sample_is_a_custom_row_naming_the_subset(tmp_path: Path) -> None:
     run = oracle_demo(tmp_path, limit=2)
-    done = wtb(["export", str(run), "--to", "leaderboard", str(tmp_path / "row.json")], tmp_path)
-    assert done.returncode == 1
-    assert done.stderr == (f"Error: {run}: a run on the 2-session sample has no leaderboard row; "
-                           "run --dataset release\n")
-    assert not (tmp_path / "row.json").exists()
+    out = tmp_path / "row.json"
+    done = wtb(["export", str(run), "--to", "leaderboard", str(out)], tmp_path)
+    assert done.returncode == 0, done.stderr
+    differs = ["dataset sample (standard: the pinned release)", "2 sessions / 8 tasks scored (standard: 256 / 1024)"]
+    assert done.stdout == f"leaderboard: Qwen_Qwen3-8B: custom ({'; '.join(differs)}): {out}\n"
+    (entry,) = json.loads(out.read_text())["rows"]
+    assert (entry["submission"], entry["differs"], entry["sessions"], entry["tasks"]) == ("custom", differs, 2, 8)
+    assert entry["row"]["task_acc"] == 100.0  # the oracle answers every task with its gold reply
 
 
 def test_a_recorded_harness_run_is_custom_and_says_what_differs(tmp_path: Path) -> None:
@@ -86,13 +89,15 @@ def test_a_full_release_run_is_standard_and_a_subset_or_a_shard_is_not(tmp_path:
     assert entry["submission"] == "custom"
     assert entry["differs"] == ["10 sessions / 40 tasks scored (standard: 256 / 1024)"]
 
-    # one shard of a sharded run: refused
+    # one shard of a sharded run: custom, naming the shard and its count
     sharded = full_release_run(tmp_path, ["--shard", "0/2"], name="sharded")
     shard = sharded / "shards" / "0-of-2"
     done = wtb(["export", str(shard), "--to", "leaderboard", str(tmp_path / "shard.json")], tmp_path)
-    assert done.returncode == 1
-    assert done.stderr == (f"Error: {shard}: one shard of a sharded run has no leaderboard row; "
-                           "`python -m wtb_local merge` its run directory and export that\n")
+    assert done.returncode == 0, done.stderr
+    (entry,) = json.loads((tmp_path / "shard.json").read_text())["rows"]
+    assert entry["submission"] == "custom"
+    counts = f"{entry['sessions']} sessions / {entry['tasks']} tasks scored (standard: 256 / 1024)"
+    assert entry["differs"] == [counts, "shard 0 of 2 of a sharded run (standard: all shards merged)"]
 
 
 def test_the_json_row_carries_each_columns_uncertainty(tmp_path: Path) -> None:

@@ -37,6 +37,11 @@ def test_the_paper_roster_plans_offline_exactly(tmp_path: Path) -> None:
 
     assert sorted(statuses) == sorted(open_weight_rows()) and len(statuses) == 41
     assert set(statuses.values()) == {"ok"}
+    # the work of each entry, with no recorded GPU rate to turn it into a time (docs/runner-speed.md §8)
+    assert proc.stderr.splitlines() == [(
+        "estimate per entry (the release, at most 512 new tok a step): 1,024 task(s), about 1,184 steps and 130,880 "
+        "generated tok; no recorded rate for vllm on the roster's GPUs: the progress line's eta, from this run's "
+        "first tasks, is the estimate")]
     assert proc.stdout.splitlines()[-1] == ("41 entries: 41 ok, 0 warning, 0 error; 41 of the paper's 41 "
                                            "open-weight rows have an entry")
     rows = {line.split()[0]: line for line in proc.stdout.splitlines()}

@@ -48,13 +48,16 @@ SKIPPED: list[tuple[str, str]] = [
     (r"^python -m pytest\b|(^|\s)\S*python -m pytest\b", "the test suite itself (CI runs it)"),
     (r"^vllm serve ", ("starts a vLLM server on a GPU; tests/runner/test_openai_chat.py starts the real (CPU) "
                        "server, and the lines that use one run against loopback servers")),
+    (r"^mlflow server ", "starts an MLflow tracking server; tests/exports/test_mlflow_export.py starts one"),
+    (r"^until curl -sf http://127\.0\.0\.1:\d+/health;", "waits for the server started on the line before"),
+    (r"^VLLM_CPU_KVCACHE_SPACE=\S+ vllm serve ", "starts vLLM's CPU-build server; tests/real_model starts one"),
     (r"(^|\s)sbatch ", "needs SLURM; tests/test_slurm.py runs the scripts with a fake srun"),
     (r"(^|\s)slurm/\S+\.sh\b", "submits SLURM jobs (sbatch); the slurm/ scripts are tested with fakes"),
     (r"^python -m wtb_local export \S+ --to (inspect|mlflow)\b|^inspect view |\s--mlflow-uri ",
      "needs the export extra (inspect_ai, mlflow) and a server; tests/exports/ runs these in the export tier"),
     (r"^python -m wtb_local export \S+ --to leaderboard\b",
-     ("the release is not here, and a sample run's leaderboard row is refused; tests/exports/test_leaderboard.py "
-      "writes a full-release run's row and checks the refusal")),
+     ("the release is not here, so the row would be a sample run's custom one; tests/exports/test_leaderboard.py "
+      "writes a full-release run's row and the sample's")),
     (r"\svllm:\w|--parser(s)? \S*vllm:",
      ("vLLM's own parsers need vLLM and the run's tokenizer on disk; tests/runner/test_vllm_parser.py runs "
       "`parsers compare` and a replay through vllm:hermes (marker vllm)")),

@@ -247,3 +247,18 @@ def test_replay_reads_the_recorded_runs_dataset_unless_one_is_given(tmp_path: Pa
     assert given.exit_code == 0, given.output
     manifest = json.loads((tmp_path / "given" / "manifest.json").read_text())
     assert (manifest["dataset"]["source"], manifest["sources"]["dataset"]) == ("sample", "given (--dataset)")
+
+
+def test_a_replay_prints_the_recorded_runs_throughput_marked_as_read_back(recorded: Path, tmp_path: Path) -> None:
+    """Answering from a file is not a model's speed: the line names the replayed run's own figures."""
+    from wtb_local.contract.recorded import recorded_manifest
+    from wtb_local.run.loop.throughput import summary_line
+
+    done = invoke(_replay(recorded, tmp_path / "again"), env={"HF_HUB_OFFLINE": "1"})
+    assert done.exit_code == 0, done.output
+    manifest = recorded_manifest(recorded)
+    assert manifest is not None
+    block = manifest.section("summary")["throughput"]
+    lines = [line for line in done.stdout.splitlines() if "throughput" in line]
+    assert lines == [summary_line(block, "throughput of the replayed run (recorded, not measured now)")]
+    assert lines[0].startswith("throughput of the replayed run (recorded, not measured now): ")

@@ -309,6 +309,42 @@ def test_plain_progress_prints_periodic_and_final_lines() -> None:
     assert "requests 1 (failed 1)" in lines[-1]
 
 
+def test_progress_says_what_the_engine_does_while_no_reply_comes() -> None:
+    """No zero-rate line without an account: the requests in flight and their prompt tokens, or the engine's
+    own words when it gives them; the rate only once tokens were generated."""
+    stats = ProgressStats(total_sessions=2, total_tasks=8)
+    progress = Progress(stats)
+    stats.quiet_after = 0.0
+    progress.sent(1200)
+    progress.sent(34)
+    line = stats.line()
+    assert "tok/s" not in line
+    assert line.endswith("engine: 2 request(s) in flight, prefilling 1,234 prompt tok or generating, "
+                         "no reply for 0s")
+    stats.activity = lambda: "decoding step 7 of at most 64"
+    assert stats.line().endswith("eta -  engine: decoding step 7 of at most 64")
+    progress.returned(1200)
+    progress.step(1200, 40)
+    assert "tok/s" in stats.line() and stats.in_flight_prompt_tokens == 34
+    progress.returned(34)
+    assert "engine" not in stats.line()  # nothing at the engine: nothing to account for
+    stats.quiet_after = 60.0
+    progress.sent(5)
+    assert "engine" not in stats.line()  # a reply came back less than `quiet_after` seconds ago
+
+
+def test_resumed_progress_names_whose_accuracy_it_shows() -> None:
+    stats = ProgressStats(2, 8, 1, 4)
+    progress = Progress(stats)
+    for _ in range(4):
+        progress.task_done()
+    progress.session_done(1, 4)
+    assert stats.line().startswith("sessions 2/2  tasks 8/8  acc 25.00% (this invocation's 4 tasks)  requests 0")
+    fresh = ProgressStats(1, 4)
+    Progress(fresh).session_done(1, 4)
+    assert fresh.line().startswith("sessions 1/1  tasks 0/4  acc 25.00%  requests 0")
+
+
 def test_make_progress_modes() -> None:
     stats = ProgressStats(1, 4)
     assert isinstance(make_progress("auto", stats, io.StringIO()), PlainProgress)  # not a terminal

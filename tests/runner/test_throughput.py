@@ -14,7 +14,7 @@ from typing import Any
 from wtb_local.contract.schema import Completion, GenerationRequest
 from wtb_local.engines.oracle import OracleBackend
 from wtb_local.run import RunOptions, run_job_async
-from wtb_local.run.loop.throughput import ThroughputMeter, summary_line
+from wtb_local.run.loop.throughput import ThroughputMeter, run_end_line, summary_line
 
 
 class FakeClock:
@@ -221,3 +221,34 @@ def test_cli_instant_backend_runs_every_stage_and_records_the_runner_ceiling(tmp
     _assert_ceiling_consistent(block)
     line = next(x for x in proc.stdout.splitlines() if x.startswith("throughput: "))
     assert line == summary_line(block)
+
+
+def test_the_run_end_line_prints_only_figures_measured_now() -> None:
+    block = {"steps": 3, "tasks_per_s": 0.2, "generated_tokens_per_s": 6.0, "prompt_tokens_per_s": 50.0,
+             "prefix_cache_hit_rate": None, "engine_busy_share": 0.5, "wall_s": 4.0, "runner_ms_per_step": 1.0}
+    measured = run_end_line(block, ran=True)
+    assert measured is not None and measured.startswith("throughput: 0.20 tasks/s, 6.0 generated tok/s")
+    assert run_end_line(block, ran=False) == measured.replace(
+        "throughput:", "throughput of the earlier invocation (recorded, not measured now):")
+    replayed = {**block, "generated_tokens_per_s": 12.5}
+    assert run_end_line({**block, "generated_tokens_per_s": 205606.0}, ran=True, replayed=replayed,
+                        replay=True) == measured.replace("6.0 generated", "12.5 generated").replace(
+        "throughput:", "throughput of the replayed run (recorded, not measured now):")
+    assert run_end_line(block, ran=True, replayed=None, replay=True) == (
+        "throughput: not measured (a replay answers with recorded completions)")
+    assert run_end_line({"steps": 0}, ran=True) is None and run_end_line(None, ran=False) is None
+
+
+def test_rerunning_a_finished_run_marks_its_throughput_as_recorded(tmp_path: Path) -> None:
+    from tests.runner.conftest import invoke
+
+    args = ["--backend", "oracle", "--model", "Qwen/Qwen2.5-7B-Instruct", "--dataset", "sample", "--limit", "1",
+            "--out", str(tmp_path), "--progress", "none"]
+    first = invoke(args, env={"HF_HUB_OFFLINE": "1"})
+    assert first.exit_code == 0, first.output
+    assert next(x for x in first.stdout.splitlines() if "throughput" in x).startswith("throughput: ")
+    again = invoke(args, env={"HF_HUB_OFFLINE": "1"})
+    assert again.exit_code == 0, again.output
+    lines = [x for x in again.stdout.splitlines() if "throughput" in x]
+    assert len(lines) == 1
+    assert lines[0].startswith("throughput of the earlier invocation (recorded, not measured now): ")

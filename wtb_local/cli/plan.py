@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -45,7 +46,8 @@ def plan(roster: str, submit: bool, dry_run: bool, runs_dir: str, sbatch_options
         click.echo(f"error: {len(failed)} entr{'y' if len(failed) == 1 else 'ies'} cannot run as written: "
                    f"{', '.join(failed)}", err=True)
         sys.exit(1)
-    if not submit:
+    if not submit:  # a plan read before submitting: the work each entry is, and its time where known
+        click.echo(_estimate_line(loaded), err=True)
         return
     from wtb_local.analysis.roster.submit import (  # deferred: start-up (--help)
         SubmitError,
@@ -60,6 +62,18 @@ def plan(roster: str, submit: bool, dry_run: bool, runs_dir: str, sbatch_options
             click.echo(line)
     except SubmitError as exc:
         raise click.ClickException(str(exc)) from None
+
+
+def _estimate_line(loaded: Any) -> str:
+    """Each entry's work on the release and the time where a rate is recorded (run/loop/estimate.py): the
+    entries run vLLM, on GPUs unless every resource class has none."""
+    from wtb_local.analysis.reports.present import RELEASE_SESSIONS  # deferred: start-up (--help)
+    from wtb_local.run.loop.estimate import estimate  # deferred: start-up (--help)
+
+    gpu = any(res.gpus_per_node for res in loaded.resources.values())
+    line = estimate("vllm", 4 * RELEASE_SESSIONS, 512, gpu=gpu).line("vllm on the roster's GPUs" if gpu else
+                                                                       "vllm on this machine")
+    return line.replace("estimate: ", "estimate per entry (the release, at most 512 new tok a step): ", 1)
 
 
 @click.command(name="roster-run")

@@ -19,7 +19,7 @@ from wtb_local.contract.secrets import mask_text, mask_url, url_secrets
 from wtb_local.run import RunError, run_job
 from wtb_local.run.errors import InternalErrors
 from wtb_local.run.loop.stopping import RunInterrupted
-from wtb_local.run.loop.throughput import summary_line
+from wtb_local.run.loop.throughput import run_end_line
 from wtb_local.run.setup.options import click_options, options_from_click
 
 
@@ -57,9 +57,9 @@ def run(ctx: click.Context, **params: Any) -> None:
     click.echo(f"score:    {paths.score_dir}")
     click.echo(f"manifest: {paths.manifest}")
     recorded = outcome.recorded
-    throughput = recorded.summary.throughput
-    if throughput and throughput.get("steps"):
-        click.echo(summary_line(throughput))
+    line = _throughput_line(outcome)
+    if line:
+        click.echo(line)
     if recorded.status != "complete":
         click.echo(f"warning: run status {recorded.status}", err=True)
     from wtb_local.analysis.reports.present import present  # deferred: start-up (--help)
@@ -72,6 +72,19 @@ def run(ctx: click.Context, **params: Any) -> None:
     shown.show(sys.stdout)
     _save_summary(outcome, shown.rows, [f"note: {note}" for note in shown.notes], health)
     _export(exporters, paths.run_dir)
+
+
+def _throughput_line(outcome: Any) -> str | None:
+    """Measured figures as measured; a replay's and a finished run's rerun marked as read back."""
+    block = outcome.recorded.summary.throughput
+    replay = getattr(outcome.settings, "replay", None)
+    replayed = None
+    if replay:
+        from wtb_local.contract.recorded import recorded_manifest  # deferred: start-up (--help)
+
+        earlier = recorded_manifest(replay)
+        replayed = earlier.summary.throughput if earlier is not None else None
+    return run_end_line(block, ran=bool(outcome.ran_sessions), replayed=replayed, replay=bool(replay))
 
 
 def _run_exporters(options: Any) -> list[tuple[str, str, Any]]:

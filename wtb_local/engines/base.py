@@ -140,6 +140,12 @@ class Backend(ABC):
     async def generate(self, request: GenerationRequest) -> Completion:
         """One completion for one request."""
 
+    def activity(self) -> str | None:
+        """What the engine is doing now, in a few words, for the progress line while no reply comes back
+        (e.g. a transformers wave's prefill and decode step); None: it cannot say (the line then counts the
+        requests in flight and their prompt tokens). Called from the display's thread: read, never block."""
+        return None
+
     def describe(self) -> BackendDescription:
         """Settings and versions recorded in the run manifest."""
         return {"backend": self.name}

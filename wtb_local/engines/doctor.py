@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -130,14 +131,53 @@ def release_check() -> Check:
     return Check(OK, "release", f"{path} (git blob sha1 {RELEASE_BLOB_SHA1})")
 
 
-def fit_check(model: str, config: dict[str, Any], gpu_rows: list[str]) -> Check:
+def host_memory_bytes() -> int | None:
+    """This machine's memory, where a CPU engine holds the weights; None when the system does not say."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def host_fit_check(gib: float, source: str, host_bytes: int | None, kv_gib: float) -> Check:
+    """Without a GPU the engines that run here (vLLM's CPU build, transformers) hold the weights, and the
+    CPU build its KV cache (`VLLM_CPU_KVCACHE_SPACE`), in this machine's memory."""
+    weights = f"{gib:.1f} GiB of weights ({source})"
+    if host_bytes is None:
+        return Check(WARNING, "fit", f"{weights}; no GPU visible and this machine's memory unknown")
+    host = host_bytes / 2**30
+    cache = f" + {kv_gib:g} GiB of KV cache" if kv_gib else ""
+    if gib + kv_gib <= host * WEIGHTS_SHARE:
+        return Check(OK, "fit", f"{weights}{cache} fit this machine's {host:.0f} GiB of memory: no GPU visible, "
+                                "a CPU engine holds them")
+    return Check(WARNING, "fit", f"{weights}{cache} exceed {WEIGHTS_SHARE:.0%} of this machine's {host:.0f} GiB of "
+                                 "memory, where a CPU engine holds them without a GPU: use a GPU or a smaller "
+                                 "checkpoint")
+
+
+def _kv_cache_gib() -> float:
+    """The CPU build's KV cache: `VLLM_CPU_KVCACHE_SPACE` GiB, else wtb_local's 2 (engines/vllm_engine.py)."""
+    try:
+        return float(os.environ.get("VLLM_CPU_KVCACHE_SPACE") or 2)
+    except ValueError:
+        return 2.0
+
+
+def fit_check(model: str, config: dict[str, Any], gpu_rows: list[str], host_bytes: int | None = None,
+              kv_gib: float | None = None) -> Check:
     size, source = weight_bytes(model, config)
     if size is None:
         return Check(WARNING, "fit", "weight size unknown (no safetensors files or config figures)")
     gib = size / 2**30
     memories = [m for m in (gpu_memory_mib(row) for row in gpu_rows) if m]
     if not memories:
-        return Check(WARNING, "fit", f"{gib:.1f} GiB of weights ({source}); no GPU visible to hold them")
+        if kv_gib is None:
+            from wtb_local.engines.environment import VLLM_CPU, vllm_build  # deferred: start-up
+
+            build = vllm_build()
+            # wtb_local's default for the CPU build's cache (engines/vllm_engine.py), unless set
+            kv_gib = _kv_cache_gib() if build and build[0] == VLLM_CPU else 0.0
+        return host_fit_check(gib, source, host_bytes if host_bytes is not None else host_memory_bytes(), kv_gib)
 
     version = vllm_release.target_version()
     share = vllm_release.default_gpu_memory_utilization(version, "cuda")

@@ -45,6 +45,34 @@ class _Pending:
     future: asyncio.Future[Completion] = field(repr=False)
 
 
+class WaveWatch:
+    """How far the running wave is, for `activity`: a stopping criterion `generate` calls after every decoding
+    step (the first after the prefill), which never stops anything, so the wave's tokens are unchanged."""
+
+    def __init__(self, rows: int, prompt_tokens: int, max_new_tokens: int, queued: int) -> None:
+        self.rows = rows
+        self.prompt_tokens = prompt_tokens
+        self.max_new_tokens = max_new_tokens
+        self.queued = queued  # requests waiting for a later wave
+        self.steps = 0
+        self.started = time.monotonic()
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        import torch
+
+        self.steps += 1
+        return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+
+    def text(self) -> str:
+        waited = f"{time.monotonic() - self.started:.0f}s"
+        later = f"; {self.queued} request(s) wait for a later wave" if self.queued else ""
+        steps = self.steps
+        if steps <= 0:
+            return f"prefilling a wave of {self.rows} prompt(s), {self.prompt_tokens:,} prompt tok ({waited}){later}"
+        return (f"wave of {self.rows} prompt(s) ({self.prompt_tokens:,} prompt tok prefilled): decoding step {steps} "
+                f"of at most {self.max_new_tokens}, up to {steps * self.rows:,} tok generated ({waited}){later}")
+
+
 def wave_seed(run_seed: int, request_ids: list[str]) -> int:
     """The torch seed of one wave: sha256 of the run seed and the wave's sorted request ids."""
     text = f"{run_seed}\n" + "\n".join(sorted(request_ids))
@@ -70,6 +98,7 @@ class TransformersBackend(Backend):
         self._pending: list[_Pending] = []
         self._worker: asyncio.Task[None] | None = None
         self._broken: Fault | None = None  # the fault a wave met: every later request meets it too
+        self._watch: WaveWatch | None = None  # the running wave's progress (activity)
 
     # --- lifecycle -------------------------------------------------------------------------------------
 
@@ -208,6 +237,7 @@ class TransformersBackend(Backend):
 
     def _run_wave(self, wave: list[_Pending]) -> list[Completion]:
         import torch
+        from transformers import StoppingCriteriaList
 
         sampling = wave[0].sampling
         width = max(len(p.prompt_ids) for p in wave)
@@ -224,15 +254,26 @@ class TransformersBackend(Backend):
             kwargs.update(temperature=sampling.temperature, top_p=sampling.top_p, top_k=sampling.top_k)
             if sampling.min_p > 0:
                 kwargs["min_p"] = sampling.min_p
+        watch = WaveWatch(len(wave), sum(len(p.prompt_ids) for p in wave), sampling.max_new_tokens,
+                          len(self._pending))
+        kwargs["stopping_criteria"] = StoppingCriteriaList([watch])
+        self._watch = watch
         torch.manual_seed(wave_seed(wave[0].request.sampling.seed, [p.request.request_id for p in wave]))
-        with torch.inference_mode():
-            output = self._model.generate(
-                input_ids=torch.tensor(rows, dtype=torch.long, device=device),
-                attention_mask=torch.tensor(mask, dtype=torch.long, device=device),
-                **kwargs,
-            )
+        try:
+            with torch.inference_mode():
+                output = self._model.generate(
+                    input_ids=torch.tensor(rows, dtype=torch.long, device=device),
+                    attention_mask=torch.tensor(mask, dtype=torch.long, device=device),
+                    **kwargs,
+                )
+        finally:
+            self._watch = None
         new_tokens = output[:, width:].tolist()
         return [self._completion(p, tokens) for p, tokens in zip(wave, new_tokens, strict=True)]
+
+    def activity(self) -> str | None:
+        watch = self._watch
+        return watch.text() if watch is not None and self._worker is not None else None
 
     def _completion(self, pending: _Pending, tokens: list[int]) -> Completion:
         stop_at = next((i for i, tok in enumerate(tokens) if tok in self._eos), None)

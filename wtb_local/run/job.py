@@ -28,10 +28,11 @@ from wtb_local.contract.paths import MANIFEST_NAME
 from wtb_local.contract.rows import ResultLines
 from wtb_local.contract.run_dir import as_manifest, check_manifest
 from wtb_local.contract.secrets import mask_url
-from wtb_local.engines import rerun_claim
+from wtb_local.engines import backend_class, rerun_claim
 from wtb_local.engines.base import Backend
 from wtb_local.engines.environment import machine, package_versions
 from wtb_local.run.errors import InternalErrors, LoopError
+from wtb_local.run.loop.estimate import start_line
 from wtb_local.run.loop.loop import SessionRunner, resolve_scheduling
 from wtb_local.run.loop.progress import Loading, ProgressStats, make_progress
 from wtb_local.run.loop.steps import StepDriver
@@ -321,6 +322,10 @@ def _open_record(prep: PreparedRun, backend: Backend | None, lock: RunLock, star
     # one base for sessions and tasks: the whole run, its finished part counted done
     stats = ProgressStats(len(prep.selected), sum(len(s.english_tasks) for s in prep.selected), len(skipped),
                           sum(len(s.english_tasks) for s in prep.selected if s.id in finished))
+    estimate = start_line(prep.run.backend, backend_class(prep.run.backend).capabilities,
+                          sum(len(s.english_tasks) for s in pending), prep.run.sampling.max_new_tokens)
+    if estimate:  # before the engine loads: how long the run will take (run/loop/estimate.py)
+        print(estimate, file=err)
     job = _Job(prep, previous, resume, store, record, stop, pending, skipped, stats, ThroughputMeter(),
                # faults: the backend's count since this run began (a backend given by the caller may have
                # served earlier runs), and the one that stopped it (docs/reliability.md)

@@ -101,7 +101,72 @@ def _step_record(index: int, step: dict[str, Any]) -> dict[str, Any]:
     return record
 
 
-def _sample(run: ExportRun, record: Any, task: dict[str, Any] | None, model: str) -> Any:
+def _tool_infos(tools: Any) -> list[Any]:
+    """The tools a step offered (OpenAI shape) as Inspect's ToolInfo; a schema Inspect cannot read keeps its
+    name and description only (the full schema stays in `metadata.steps`)."""
+    from inspect_ai.tool import ToolInfo
+    from pydantic import ValidationError
+
+    out = []
+    for tool in tools if isinstance(tools, list) else []:
+        function = tool.get("function", tool) if isinstance(tool, dict) else {}
+        if not isinstance(function, dict) or not function.get("name"):
+            continue
+        name, description = str(function["name"]), str(function.get("description") or "")
+        try:
+            out.append(ToolInfo.model_validate({"name": name, "description": description,
+                                                **({"parameters": function["parameters"]}
+                                                   if isinstance(function.get("parameters"), dict) else {})}))
+        except ValidationError:
+            out.append(ToolInfo(name=name, description=description))
+    return out
+
+
+def _count(counts: Any, index: int) -> int:
+    """A step's token count from the task's per-step list (0 when not recorded)."""
+    value = counts[index] if isinstance(counts, list) and index < len(counts) else 0
+    return int(value) if isinstance(value, int | float) else 0
+
+
+def _events(steps: list[tuple[int, dict[str, Any]]], model: str, config: Any, when: str,
+            counts: tuple[Any, Any] = (None, None)) -> list[Any]:
+    """The task's transcript: per step a model event (the conversation shown, the tools offered, the reply),
+    then a tool event per call whose result the next step's conversation holds (the dataset's observation).
+    Timestamps are the run's start, so exporting again writes the same events."""
+    from inspect_ai.event import ModelEvent, ToolEvent
+    from inspect_ai.model import ChatCompletionChoice, ModelOutput, ModelUsage
+
+    events: list[Any] = []
+    for position, (index, step) in enumerate(steps):
+        shown = step.get("inference_input") or {}
+        recorded = step.get("inference_output")
+        output: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
+        reply = _reply(output, model)
+        error = (_text(output.get("error_reason")) or None) if output.get("finish_reason") == "error" else None
+        tokens_in, tokens_out = _count(counts[0], index), _count(counts[1], index)
+        events.append(ModelEvent(
+            timestamp=when, working_start=0.0, model=model, input=_messages(shown.get("messages")),
+            tools=_tool_infos(shown.get("tools")), tool_choice="auto", config=config,
+            output=ModelOutput(model=model, completion=_text(output.get("raw", output.get("content"))),
+                               choices=[ChatCompletionChoice(message=reply, stop_reason=_STOP.get(
+                                   str(output.get("finish_reason")), "unknown"))],
+                               usage=ModelUsage(input_tokens=tokens_in, output_tokens=tokens_out,
+                                                total_tokens=tokens_in + tokens_out)
+                               if tokens_in or tokens_out else None,
+                               error=error),
+            error=error, metadata={"step": index}))
+        later = steps[position + 1][1].get("inference_input") or {} if position + 1 < len(steps) else {}
+        results = {m.get("tool_call_id"): m for m in later.get("messages") or []
+                   if isinstance(m, dict) and m.get("role") == "tool"}
+        for call in reply.tool_calls or []:
+            if call.id in results:
+                events.append(ToolEvent(timestamp=when, working_start=0.0, id=call.id, function=call.function,
+                                        arguments=call.arguments, result=_text(results[call.id].get("content")),
+                                        metadata={"step": index}))
+    return events
+
+
+def _sample(run: ExportRun, record: Any, task: dict[str, Any] | None, model: str, config: Any = None) -> Any:
     from inspect_ai.log import EvalSample
     from inspect_ai.model import ChatCompletionChoice, ModelOutput, ModelUsage
     from inspect_ai.scorer import Score
@@ -131,6 +196,9 @@ def _sample(run: ExportRun, record: Any, task: dict[str, Any] | None, model: str
                                str(output.get("finish_reason")), "unknown"))] if reply else [],
                            error=output.get("error_reason") if output.get("finish_reason") == "error" else None),
         scores={"verdict": verdict, "error_label": label},
+        events=_events(steps, model, config, _created(run), (task.get("input_token_count"),
+                                                             task.get("output_token_count")))
+        if config is not None else [],
         metadata={"session_id": record.session_id, "task_idx": record.task_idx, "task_type": record.task_type,
                   "subtype": record.subtype, "transitions": record.transitions,
                   "begin_of_current_task": (task.get("inference_log") or {}).get("begin_of_current_task"),
@@ -188,7 +256,6 @@ def not_carried(run: ExportRun) -> list[str]:
     if status not in ("complete",):
         missing.append(f"status {status}: Inspect's closest is {_STATUS.get(status, 'started')} "
                        "(the manifest's status is in the eval metadata)")
-    missing.append("per-step model events: each step's request and reply are in the sample's metadata (steps)")
     missing.append("report sections beyond Table 6/7 (subtypes, transitions, Table 8): each sample's "
                    "error_label carries its category")
     return missing
@@ -214,9 +281,11 @@ def build_log(run: ExportRun) -> Any:
     model = facts.model_id
     key = run.key
     tasks = _task_dicts(run)
-    samples = [_sample(run, record, tasks.get((record.session_id, record.task_idx)), model)
-               for record in run.run.tasks]
     sampling = run.manifest.sampling
+    config = GenerateConfig(temperature=sampling.temperature, top_p=sampling.top_p,
+                            max_tokens=sampling.max_new_tokens, seed=sampling.seed)
+    samples = [_sample(run, record, tasks.get((record.session_id, record.task_idx)), model, config)
+               for record in run.run.tasks]
     manifest = run.manifest
     versions = manifest.wtb_local
     packages = {name: v for name, v in sorted(manifest.packages.items()) if v}
@@ -233,9 +302,7 @@ def build_log(run: ExportRun) -> Any:
                             location=dataset.path or None,
                             samples=len(samples), sample_ids=[s.id for s in samples]),
         model=model,
-        model_generate_config=GenerateConfig(
-            temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=sampling.max_new_tokens,
-            seed=sampling.seed),
+        model_generate_config=config,
         config=EvalConfig(),
         revision=EvalRevision(type="git", origin="wtb_local", commit=versions.git_commit,
                               dirty=versions.git_dirty) if versions.git_commit else None,

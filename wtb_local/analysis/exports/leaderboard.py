@@ -5,8 +5,8 @@ decimals), marked `standard` or `custom`.
 Standard means what the leaderboard's rows are: the release protocol scored by the released evaluator's
 strict checker, on the full release (the dataset the run was given as `release`, which wtb_local uses only
 after checking the pinned file's git blob sha1, all 256 of its sessions and 1,024 tasks scored), unsharded or
-merged, and finished (`complete`). Anything else is custom and says what differs. A run on the 8-session
-sample or one shard of a sharded run has no row: refused in one line."""
+merged, and finished (`complete`). Anything else, any subset included (the 8-session sample, `--limit`, one
+shard of a sharded run), is custom and says what differs."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from wtb_local.analysis.exports.registry import Exported, ExportError, Target
+from wtb_local.analysis.exports.registry import Exported, Target
 from wtb_local.analysis.exports.source import ExportRun, run_status
 from wtb_local.analysis.reports.columns import keys_of
 from wtb_local.analysis.reports.present import RELEASE_SESSIONS
@@ -25,17 +25,6 @@ from wtb_local.benchmark.protocols.registry import default_scoring
 RELEASE_TASKS = 4 * RELEASE_SESSIONS
 # the leaderboard's columns: the paper's Table 6, named as its CSV names them (analysis/reports/columns.py)
 COLUMNS = keys_of("table6")
-
-
-def refusal(run: ExportRun) -> str | None:
-    """The one line that refuses a run without a leaderboard row, or None."""
-    if run.facts.dataset == "sample" or run.manifest.dataset.source == "sample":
-        return (f"{run.folder}: a run on the {run.sessions_scored}-session sample has no leaderboard row; "
-                "run --dataset release")
-    if run.manifest.shard:
-        return (f"{run.folder}: one shard of a sharded run has no leaderboard row; `python -m wtb_local merge` "
-                "its run directory and export that")
-    return None
 
 
 def differences(run: ExportRun) -> list[str]:
@@ -56,6 +45,9 @@ def differences(run: ExportRun) -> list[str]:
     if (run.sessions_scored, run.tasks_scored) != (RELEASE_SESSIONS, RELEASE_TASKS):
         differs.append(f"{run.sessions_scored} sessions / {run.tasks_scored} tasks scored (standard: "
                        f"{RELEASE_SESSIONS} / {RELEASE_TASKS})")
+    shard = run.manifest.shard
+    if shard:
+        differs.append(f"shard {shard.index} of {shard.count} of a sharded run (standard: all shards merged)")
     status = run_status(run)
     if status != "complete":
         differs.append(f"status {status} (standard: complete)")
@@ -63,10 +55,7 @@ def differences(run: ExportRun) -> list[str]:
 
 
 def leaderboard_row(run: ExportRun) -> dict[str, Any]:
-    """The row, its marking and what it could not carry; refused runs raise ExportError."""
-    refused = refusal(run)
-    if refused:
-        raise ExportError(refused)
+    """The row, its marking and what it could not carry."""
     values = {**run.tables[6]}
     row: dict[str, Any] = {"model": run.facts.model_id}
     for column in COLUMNS:
@@ -123,5 +112,4 @@ class LeaderboardExporter:
         return exported
 
 
-__all__ = ["COLUMNS", "RELEASE_TASKS", "LeaderboardExporter", "differences", "leaderboard_row", "refusal",
-           "write_leaderboard"]
+__all__ = ["COLUMNS", "RELEASE_TASKS", "LeaderboardExporter", "differences", "leaderboard_row", "write_leaderboard"]

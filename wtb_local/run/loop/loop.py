@@ -81,6 +81,8 @@ class SessionRunner:
         self.label_counts = label_counts
         self.should_stop = should_stop  # checked before every step: no new work after a stop signal
         self.on_finished = on_finished  # called with a session id once its line is durable
+        # the engine's own account of what it is doing, for the progress line while no reply comes
+        self.progress.stats.activity = getattr(getattr(driver, "backend", None), "activity", None)
         self._unwritten = 0  # sessions handed to the writer, not yet durable
         self._written = asyncio.Event()  # a fresh one per run (run()); an Event binds no loop until used
         self._task: asyncio.Task[Any] | None = None
@@ -141,11 +143,20 @@ class SessionRunner:
                 if self.should_stop():
                     raise StopRequested
                 request, error = await self.driver.build(episode)
-                completion = await self.driver.generate(request) if request is not None else None
+                completion = await self._generate(request) if request is not None else None
                 self._record(episode, request, completion, error)
         except InternalError as exc:
             self._internal(state, episode, exc)
         self._episode_done(state)
+
+    async def _generate(self, request: Any) -> Any:
+        """The driver's completion, counted in flight meanwhile (the progress line's engine account)."""
+        tokens = len(request.prompt_token_ids or ())
+        self.progress.sent(tokens)
+        try:
+            return await self.driver.generate(request)
+        finally:
+            self.progress.returned(tokens)
 
     def _internal(self, state: _SessionState, episode: Any, exc: InternalError) -> None:
         exc.step = exc.step or (episode.session_id, episode.task_idx, episode.step)
@@ -169,7 +180,7 @@ class SessionRunner:
             built = await asyncio.gather(*(self._guarded(st, ep, self.driver.build(ep)) for st, ep in active))
             built = [b if b is not None else (None, None) for b in built]  # in order
             async with asyncio.TaskGroup() as group:
-                tasks = [group.create_task(self._guarded(st, ep, self.driver.generate(req)))
+                tasks = [group.create_task(self._guarded(st, ep, self._generate(req)))
                          if req is not None and st.broken is None else None
                          for (st, ep), (req, _) in zip(active, built)]
             completions = [task.result() if task is not None else None for task in tasks]

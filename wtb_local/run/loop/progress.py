@@ -1,9 +1,13 @@
 """Run progress: a rich bar on a terminal, plain periodic lines otherwise (logs, CI), or nothing.
 
 Shows sessions and tasks done, the running task accuracy of the finished sessions (fully scored, names
-and arguments, when the judge is available), generated tokens per second, the failed requests of the
-finished sessions (counted from their written lines, so the result file holds the same number) and the time
-left.
+and arguments, when the judge is available; after a resume it is named as this invocation's, the sessions
+finished before are not re-judged here), generated tokens per second once any were measured, the failed
+requests of the finished sessions (counted from their written lines, so the result file holds the same
+number) and the time left. While requests are at the engine and none has come back for `quiet_after`
+seconds the line says what the engine is doing: the engine's own account when it gives one
+(`Backend.activity`: the transformers wave's prefill and decode step), else the requests in flight and the
+prompt tokens submitted to it (docs/runner-speed.md §8).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Self, TextIO
 
 
@@ -33,7 +38,13 @@ class ProgressStats:
         self.failed_requests = 0
         self.generated_tokens = 0
         self.prompt_tokens = 0
+        self.resumed_tasks = skipped_tasks  # finished before this invocation: not in the accuracy
+        self.in_flight = 0  # requests at the engine now
+        self.in_flight_prompt_tokens = 0  # their prompt tokens
+        self.activity: Callable[[], str | None] | None = None  # the engine's own account (Backend.activity)
+        self.quiet_after = 5.0  # seconds without a reply before the line says what the engine is doing
         self.started = time.monotonic()
+        self.last_reply: float | None = None
 
     @property
     def elapsed(self) -> float:
@@ -53,14 +64,43 @@ class ProgressStats:
             return None
         return remaining * self.elapsed / self.tasks_this_run
 
+    def accuracy_text(self) -> str:
+        if self.accuracy is None:
+            return "acc -"
+        acc = f"acc {100 * self.accuracy:.2f}%"
+        # after a resume the finished sessions are not re-judged: name whose tasks the figure covers
+        return f"{acc} (this invocation's {self.tasks_scored} tasks)" if self.resumed_tasks else acc
+
+    def rate_text(self) -> str:
+        """Generated tokens per second, only once some were generated: a zero rate says nothing."""
+        return f"  {self.tokens_per_s:.1f} tok/s" if self.generated_tokens else ""
+
+    def engine_text(self) -> str:
+        """What the engine is doing, when requests are at it and none has come back for `quiet_after` s."""
+        if self.in_flight <= 0:
+            return ""
+        waiting = time.monotonic() - (self.last_reply if self.last_reply is not None else self.started)
+        if waiting < self.quiet_after:
+            return ""
+        said = None
+        if self.activity is not None:
+            try:
+                said = self.activity()
+            except Exception:  # noqa: BLE001 - a display must not stop the run; the plain account stands
+                said = None
+        if said:
+            return f"  engine: {said}"
+        return (f"  engine: {self.in_flight} request(s) in flight, prefilling {self.in_flight_prompt_tokens:,} "
+                f"prompt tok or generating, no reply for {waiting:.0f}s")
+
     def line(self) -> str:
-        acc = "-" if self.accuracy is None else f"{100 * self.accuracy:.2f}%"
         eta = self.eta_s()
         eta_text = "-" if eta is None else f"{eta:.0f}s"
         return (f"sessions {self.sessions_done}/{self.total_sessions}"
                 f"  tasks {self.tasks_done}/{self.total_tasks}"
-                f"  acc {acc}  {self.tokens_per_s:.1f} tok/s  requests {self.requests}"
-                f" (failed {self.failed_requests})  elapsed {self.elapsed:.0f}s  eta {eta_text}")
+                f"  {self.accuracy_text()}{self.rate_text()}  requests {self.requests}"
+                f" (failed {self.failed_requests})  elapsed {self.elapsed:.0f}s  eta {eta_text}"
+                f"{self.engine_text()}")
 
 
 class Progress:
@@ -74,6 +114,17 @@ class Progress:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def sent(self, prompt_tokens: int) -> None:
+        """A request went to the engine."""
+        self.stats.in_flight += 1
+        self.stats.in_flight_prompt_tokens += prompt_tokens
+
+    def returned(self, prompt_tokens: int) -> None:
+        """A request sent came back (answered, failed or cancelled)."""
+        self.stats.in_flight -= 1
+        self.stats.in_flight_prompt_tokens -= prompt_tokens
+        self.stats.last_reply = time.monotonic()
 
     def step(self, prompt_tokens: int, completion_tokens: int) -> None:
         self.stats.requests += 1
@@ -157,16 +208,26 @@ class RichProgress(Progress):
                                             completed=stats.sessions_done, info="")
         self._tasks = self._bar.add_task("tasks", total=stats.total_tasks, completed=stats.tasks_done, info="")
         self._bar.start()
+        # redrawn every second also while no step finishes, so the engine's account shows (engine_text)
+        self._closed = threading.Event()
+        self._tick = threading.Thread(target=self._ticking, daemon=True)
+        self._tick.start()
+
+    def _ticking(self) -> None:
+        while not self._closed.wait(1.0):
+            self.refresh()
 
     def refresh(self) -> None:
         s = self.stats
-        acc = "-" if s.accuracy is None else f"{100 * s.accuracy:.2f}%"
         eta = s.eta_s()
-        self._bar.update(self._sessions, completed=s.sessions_done, info=f"acc {acc}")
+        self._bar.update(self._sessions, completed=s.sessions_done, info=s.accuracy_text())
         self._bar.update(self._tasks, completed=s.tasks_done,
-                         info=f"{s.tokens_per_s:.1f} tok/s  eta {'-' if eta is None else f'{eta:.0f}s'}")
+                         info=f"{s.rate_text().strip()}  eta {'-' if eta is None else f'{eta:.0f}s'}"
+                              f"{s.engine_text()}")
 
     def close(self) -> None:
+        self._closed.set()
+        self._tick.join()
         self.refresh()
         self._bar.stop()
 

@@ -170,7 +170,23 @@ class ThroughputMeter:
         }
 
 
-def summary_line(block: Mapping[str, Any]) -> str:
+def run_end_line(block: Mapping[str, Any] | None, *, ran: bool, replayed: Mapping[str, Any] | None = None,
+                 replay: bool = False) -> str | None:
+    """The throughput line `run` prints at its end, only for figures measured now: a replay's speed is the
+    speed of reading a file (its recorded run's figures are shown, marked as read back), and a rerun that ran
+    nothing prints the recorded figures marked as such (docs/runner-speed.md §8)."""
+    if replay:
+        if replayed and replayed.get("steps"):
+            return summary_line(replayed, "throughput of the replayed run (recorded, not measured now)")
+        return "throughput: not measured (a replay answers with recorded completions)"
+    if not block or not block.get("steps"):
+        return None
+    if not ran:
+        return summary_line(block, "throughput of the earlier invocation (recorded, not measured now)")
+    return summary_line(block)
+
+
+def summary_line(block: Mapping[str, Any], label: str = "throughput") -> str:
     """One line for the end of a run: `throughput: 12.1 tasks/s, ...`."""
     hit = block.get("prefix_cache_hit_rate")
     share = block.get("engine_busy_share")
@@ -186,4 +202,4 @@ def summary_line(block: Mapping[str, Any]) -> str:
     if share is not None and ceiling is not None:
         parts.append(f"runner busy {100 * share:.0f}%, could feed {ceiling:.0f} steps/s "
                      f"(ran {block.get('steps_per_s') or 0:.1f})")
-    return "throughput: " + ", ".join(parts)
+    return f"{label}: " + ", ".join(parts)
