@@ -199,7 +199,7 @@ def main() -> int:
     if args.tree is None or args.out is None:
         parser.error("--tree and --out are needed")
 
-    from tests.runner.fake_openai import fake_openai_server
+    from tests.run.fake_openai import fake_openai_server
 
     model = _tiny_model()
     env = {**os.environ, "PYTHONPATH": str(args.tree.resolve()), "HF_HUB_OFFLINE": "1",

@@ -47,7 +47,7 @@ def _env() -> dict[str, str]:
 
 def _files(out: Path) -> dict[str, object]:
     """The result and score files, timing keys removed."""
-    from tests.runner.conftest import run_files, without_timing
+    from tests.run.conftest import run_files, without_timing
 
     return without_timing(run_files(out, "tiny"))  # type: ignore[no-any-return]
 
@@ -120,7 +120,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/ctrl-c-vllm"))
     options = parser.parse_args()
     from tests.helpers import build_tiny_model
-    from tests.runner.conftest import chat_template
+    from tests.run.conftest import chat_template
 
     shutil.rmtree(options.work, ignore_errors=True)
     model = build_tiny_model(options.work / "qwen", chat_template("Qwen/Qwen2.5-7B-Instruct"),

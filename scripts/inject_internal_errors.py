@@ -114,7 +114,7 @@ def _patches(kind: str, target: tuple[str, int, int]) -> list[tuple[Any, str, Ca
 def main() -> int:
     import pytest
 
-    from tests.runner.conftest import METRIC_NAME, RESULT_NAME, SCORE_NAME, invoke, read_jsonl, without_timing
+    from tests.run.conftest import METRIC_NAME, RESULT_NAME, SCORE_NAME, invoke, read_jsonl, without_timing
 
     extra = sys.argv[1:]
 

@@ -16,9 +16,9 @@ TIERS = ("vllm", "real_model", "cluster", "faults", "wheel", "browser", "export"
 BY_PATH = {
     "slurm/": "cluster",  # a private single-node Slurm cluster, and Ray
     "faults/": "faults",  # kills, signals, full disks against real runs in subprocesses
-    "runner/test_signals.py": "faults",  # signals sent to real runs in subprocesses
+    "run/test_signals.py": "faults",  # signals sent to real runs in subprocesses
     "test_wheel_install.py": "wheel",  # builds the sdist and wheel, installs them into a clean venv
-    "test_report_html.py": "browser",  # headless Chromium
+    "analysis/test_report_html.py": "browser",  # headless Chromium
     "rendering/test_render_pool.py": "slow",  # render worker processes, each loading a tokenizer: 6-20 s a test
 }
 
@@ -38,7 +38,7 @@ SLOW = {
     "rendering/test_cli_probe.py::test_run_refuses_before_loading_the_model": 24.3,
     "protocols/test_paper_run.py::test_paper_oracle_run_rescore_and_report_in_subprocesses": 19.8,
     "real_model/test_figures_script.py::test_tables_from_finished_runs_with_a_replay": 19.2,
-    "runner/test_dtype.py::test_a_run_records_the_choice_and_its_reason_in_the_manifest": 16.1,
+    "run/test_dtype.py::test_a_run_records_the_choice_and_its_reason_in_the_manifest": 16.1,
     "roster/test_report.py::test_roster_runs_and_report": 13.3,
     "rendering/test_prompt_checks.py::test_reference_mode_on_the_loop_records_the_mismatch_and_sends_the_reference_prompts":
         8.9,
@@ -47,36 +47,36 @@ SLOW = {
     "protocols/test_harness_scoring.py::test_wrong_arguments_fail_the_task_but_not_the_action": 7.6,
     "explain/test_explain.py::test_seed_repeats_give_the_spread_and_gaps_are_tested_against_it": 7.5,
     "protocols/test_paper_run.py::test_report_splits_the_gap_to_the_paper_into_the_checkers_part_and_the_rest": 7.0,
-    "runner/test_requeue.py::test_requeued_run_resumes_after_the_first_run_downloaded_the_model": 82.8,
-    "runner/test_thinking_mode.py::test_qwen3_without_flag_records_thinking_and_picks_the_thinking_row": 63.1,
-    "runner/test_never_strand.py::test_a_failed_start_says_failed_and_the_corrected_command_runs": 40.6,
-    "test_presenter.py::test_repeats_and_merge_take_the_paper_row_of_the_recorded_thinking_mode": 36.7,
-    "test_presenter.py::test_report_on_a_repeats_folder_shows_the_mean_row_run_printed": 28.4,
-    "runner/test_repeats.py::test_repeats_of_a_greedy_generation_config_are_refused": 27.3,
-    "runner/test_shards.py::test_merged_sharded_run_equals_the_one_process_run": 26.5,
-    "test_presenter.py::test_the_gap_line_sees_every_run_of_the_report": 26.0,
-    "runner/test_thinking_mode.py::test_steps_cut_inside_reasoning_are_counted_and_warned_about": 24.0,
-    "runner/test_repeats.py::test_repeats_run_report_and_resume": 23.1,
-    "runner/test_repeats.py::test_repeats_of_greedy_decoding_are_refused": 21.8,
-    "runner/test_replay.py::test_replay_with_the_recorded_parser_gives_the_same_files": 21.1,
-    "runner/test_failed_requests.py::test_one_failed_request_count_in_progress_warning_manifest_report_and_result_file":
+    "run/test_requeue.py::test_requeued_run_resumes_after_the_first_run_downloaded_the_model": 82.8,
+    "run/test_thinking_mode.py::test_qwen3_without_flag_records_thinking_and_picks_the_thinking_row": 63.1,
+    "run/test_never_strand.py::test_a_failed_start_says_failed_and_the_corrected_command_runs": 40.6,
+    "analysis/test_presenter.py::test_repeats_and_merge_take_the_paper_row_of_the_recorded_thinking_mode": 36.7,
+    "analysis/test_presenter.py::test_report_on_a_repeats_folder_shows_the_mean_row_run_printed": 28.4,
+    "run/test_repeats.py::test_repeats_of_a_greedy_generation_config_are_refused": 27.3,
+    "run/test_shards.py::test_merged_sharded_run_equals_the_one_process_run": 26.5,
+    "analysis/test_presenter.py::test_the_gap_line_sees_every_run_of_the_report": 26.0,
+    "run/test_thinking_mode.py::test_steps_cut_inside_reasoning_are_counted_and_warned_about": 24.0,
+    "run/test_repeats.py::test_repeats_run_report_and_resume": 23.1,
+    "run/test_repeats.py::test_repeats_of_greedy_decoding_are_refused": 21.8,
+    "run/test_replay.py::test_replay_with_the_recorded_parser_gives_the_same_files": 21.1,
+    "run/test_failed_requests.py::test_one_failed_request_count_in_progress_warning_manifest_report_and_result_file":
         20.5,
-    "runner/test_step_prefill.py::test_replay_parses_each_step_as_recorded_with_or_without_parser": 19.6,
-    "runner/test_openai_run.py::test_resume_after_a_kill_gives_the_same_files": 18.1,
-    "test_fail_fast.py::test_offline_with_a_cached_model_passes_the_check": 16.1,
+    "run/test_step_prefill.py::test_replay_parses_each_step_as_recorded_with_or_without_parser": 19.6,
+    "run/test_openai_run.py::test_resume_after_a_kill_gives_the_same_files": 18.1,
+    "cli/test_fail_fast.py::test_offline_with_a_cached_model_passes_the_check": 16.1,
     "rendering/test_cli_render.py::test_prints_the_exact_prompt_of_step_zero": 15.9,
-    "test_report_full.py::test_benchmark_harness_layout_from_the_vectors": 15.2,
-    "test_report_full.py::test_without_matplotlib_the_default_skips_png_and_an_asked_png_is_an_error": 14.1,
-    "test_report_full.py::test_plots_are_drawn_and_not_blank": 10.8,
-    "test_presenter.py::test_a_paper_run_has_one_label_and_paper_row_in_every_command": 9.7,
-    "runner/test_oracle_templates_2026h2_fam_a.py::test_oracle_through_muse_glimmers_template": 15.4,
-    "runner/test_throughput.py::test_cli_instant_backend_runs_every_stage_and_records_the_runner_ceiling":
+    "analysis/test_report_full.py::test_benchmark_harness_layout_from_the_vectors": 15.2,
+    "analysis/test_report_full.py::test_without_matplotlib_the_default_skips_png_and_an_asked_png_is_an_error": 14.1,
+    "analysis/test_report_full.py::test_plots_are_drawn_and_not_blank": 10.8,
+    "analysis/test_presenter.py::test_a_paper_run_has_one_label_and_paper_row_in_every_command": 9.7,
+    "run/test_oracle_templates_2026h2_fam_a.py::test_oracle_through_muse_glimmers_template": 15.4,
+    "run/test_throughput.py::test_cli_instant_backend_runs_every_stage_and_records_the_runner_ceiling":
         9.2,
-    "runner/test_reproducibility.py::test_a_replay_rerun_is_byte_identical_but_for_runner_ms": 8.8,
-    "test_report_full.py::test_a_folder_of_runs_keeps_runs_of_one_model_apart": 8.7,
-    "runner/test_openai_run.py::test_text_prompts_on_request_and_recorded": 8.2,
-    "runner/test_secrets_run.py::test_planted_credentials_work_and_appear_in_no_output_and_no_file": 51.9,
-    "runner/test_estimate.py::test_a_run_states_its_estimate_before_it_starts": 11.8,
+    "run/test_reproducibility.py::test_a_replay_rerun_is_byte_identical_but_for_runner_ms": 8.8,
+    "analysis/test_report_full.py::test_a_folder_of_runs_keeps_runs_of_one_model_apart": 8.7,
+    "run/test_openai_run.py::test_text_prompts_on_request_and_recorded": 8.2,
+    "run/test_secrets_run.py::test_planted_credentials_work_and_appear_in_no_output_and_no_file": 51.9,
+    "run/test_estimate.py::test_a_run_states_its_estimate_before_it_starts": 11.8,
 }
 
 SLOW_LIMIT_S = 300

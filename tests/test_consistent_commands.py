@@ -104,7 +104,7 @@ def test_a_local_model_directory_gives_a_readable_name(tmp_path: Path) -> None:
 
 
 def test_a_run_over_more_sessions_than_the_release_says_so(tmp_path: Path) -> None:
-    from tests.runner.test_signals import replicated_sample
+    from tests.run.test_signals import replicated_sample
 
     dataset = replicated_sample(33, tmp_path / "big.jsonl")  # 264 sessions
     done = _wtb(["--model", "Qwen/Qwen3-8B", "--backend", "oracle", "--dataset", str(dataset),

@@ -150,7 +150,7 @@ def test_tests_quote_docs_evaluation_verbatim() -> None:
     """Tests that derive expectations from docs/evaluation.md quote it in comments (`# "..."`); every quoted
     passage (pieces between `...`) is the page's text."""
     page = _normalised(EVALUATION.read_text(encoding="utf-8"))
-    quoting = [p for p in sorted((ROOT / "tests").glob("test_*_spec.py"))]
+    quoting = [p for p in sorted((ROOT / "tests").rglob("test_*_spec.py"))]
     assert quoting
     wrong: list[str] = []
     for path in quoting:

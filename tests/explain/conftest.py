@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tests.runner.conftest import chat_template, invoke, qwen_tiny_dir, scripted_args  # noqa: F401 - a fixture
-from tests.runner.fake_openai import fake_openai_server
+from tests.run.conftest import chat_template, invoke, qwen_tiny_dir, scripted_args  # noqa: F401 - a fixture
+from tests.run.fake_openai import fake_openai_server
 
 # Two edits of the tiny model's template: another default system line, which the dataset's own system
 # message replaces (the same prompts), and another tools header (other prompts).

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.runner.conftest import chat_template
+from tests.run.conftest import chat_template
 from wtb_local.analysis.explain.plan import ALTERNATIVE_PARSERS, make_plan
 from wtb_local.engines import engine_backends
 from wtb_local.formats.parsers import parser_names

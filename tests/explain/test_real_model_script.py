@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.runner.conftest import chat_template
+from tests.run.conftest import chat_template
 
 ROOT = Path(__file__).resolve().parents[2]
 # The script makes seven runs (three transformers seeds, two parser replays, the vLLM engine, the paper

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.runner.conftest import read_jsonl, without_timing
+from tests.run.conftest import read_jsonl, without_timing
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL_DIR = "Qwen_Qwen3-8B"

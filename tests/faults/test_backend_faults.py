@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from tests.runner.conftest import RESULT_NAME, chat_template, read_jsonl, run_files, without_timing
-from tests.runner.fake_openai import fake_openai_server
+from tests.run.conftest import RESULT_NAME, chat_template, read_jsonl, run_files, without_timing
+from tests.run.fake_openai import fake_openai_server
 
 ROOT = Path(__file__).resolve().parents[2]
 FAULTY_SESSION = 5  # its last task meets the fault; the sample's other 7 sessions finish first

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from tests.faults.test_backend_faults import RUN_TIMEOUT_S, _env, _manifest, _wtb, tiny  # noqa: F401
-from tests.runner.conftest import RESULT_NAME, read_jsonl, run_files, without_timing
-from tests.runner.test_signals import _children
+from tests.run.conftest import RESULT_NAME, read_jsonl, run_files, without_timing
+from tests.run.test_signals import _children
 from tests.tiers import needs_vllm
 
 # Two engine starts (the killed run and its rerun), minutes on 2 shared cores.

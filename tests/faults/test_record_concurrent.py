@@ -38,7 +38,7 @@ from tests.faults.record_cases import (
     resuming,
     run,
 )
-from tests.runner.conftest import read_jsonl, without_timing
+from tests.run.conftest import read_jsonl, without_timing
 
 
 @pytest.fixture(scope="module")

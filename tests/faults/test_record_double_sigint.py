@@ -4,7 +4,7 @@ the process ends (never hangs) after the second signal, with exit 130, the run's
 manifest says `interrupted`, never `running`; the lock is released; and the rerun ends with the files of an
 uninterrupted run. Before the run record owned the second signal, it raised KeyboardInterrupt wherever the
 main thread was, inside asyncio too, and about one run in five hung for good. How soon it ends is a machine's
-speed here; the 2 s bound is asserted against a 3 s slow shutdown in tests/runner/test_signals.py."""
+speed here; the 2 s bound is asserted against a 3 s slow shutdown in tests/run/test_signals.py."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ the result file ends in a partial line and the manifest cannot be written either
 exactly the sessions the rerun keeps, `score` and `report` read the run with the note `run` gives for the
 partial line, and the rerun on the same folder, given room, ends with an uninterrupted run's files.
 
-Mounting a tmpfs needs root: skipped elsewhere (tests/runner/test_damaged_record.py simulates the partial
+Mounting a tmpfs needs root: skipped elsewhere (tests/run/test_damaged_record.py simulates the partial
 line and the cut write without it)."""
 
 from __future__ import annotations

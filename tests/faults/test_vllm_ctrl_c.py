@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from tests.faults.test_backend_faults import RUN_TIMEOUT_S, _env, _manifest, tiny  # noqa: F401
-from tests.runner.conftest import RESULT_NAME, read_jsonl
-from tests.runner.test_signals import _children
+from tests.run.conftest import RESULT_NAME, read_jsonl
+from tests.run.test_signals import _children
 from tests.tiers import needs_vllm
 
 # Several engine starts (each signalled run and its rerun), minutes on 2 shared cores.

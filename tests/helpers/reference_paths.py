@@ -2,7 +2,7 @@
 
 Exponential (7 independent calls: 47,293 paths): it exists only as the oracle that tests check the lazy
 engine (`wtb_local.benchmark.evaluator.paths`) against, and as the baseline of `scripts/bench_paths.py`. It is itself
-checked against the reference's own path lists in the golden vectors (tests/test_paths.py)."""
+checked against the reference's own path lists in the golden vectors (tests/benchmark/test_paths.py)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 (wtb_local/engines/vllm_engine.py, engines/config.py): `AsyncEngineArgs(**args)` and `SamplingParams(**args)`
 constructed, not run, and the values of our `Literal` settings among those vLLM's annotations allow. The
 installed release is checked in this process, another (WTB_VLLM_NEXT: the folder holding its `vllm` package)
-in a subprocess, since vLLM is imported once per process (tests/backends/test_vllm_engine_args.py)."""
+in a subprocess, since vLLM is imported once per process (tests/engines/test_vllm_engine_args.py)."""
 
 from __future__ import annotations
 

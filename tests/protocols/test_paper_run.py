@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.runner.conftest import VECTORS, chat_template, invoke, read_jsonl, scripted_args
+from tests.run.conftest import VECTORS, chat_template, invoke, read_jsonl, scripted_args
 from wtb_local.analysis.reports.table import short_label
 
 REPO = Path(__file__).resolve().parents[2]
@@ -275,7 +275,7 @@ def test_values_the_protocol_replaces_are_named_in_one_line_and_recorded(tmp_pat
     assert manifest["sources"]["sampling.temperature"] == "protocol paper (family qwen)"
 
     from tests.helpers import build_tiny_model
-    from tests.runner.fake_openai import fake_openai_server
+    from tests.run.fake_openai import fake_openai_server
 
     model = build_tiny_model(tmp_path / "Qwen2.5-tiny", chat_template(QWEN),
                              special_tokens=["<tool_call>", "</tool_call>"], max_position_embeddings=8192)

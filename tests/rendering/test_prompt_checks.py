@@ -278,7 +278,7 @@ def test_the_options_on_the_command_line() -> None:
 
 
 def test_a_run_without_fast_paths_says_the_options_change_nothing(tmp_path: Path) -> None:
-    from tests.runner.conftest import invoke, scripted_args
+    from tests.run.conftest import invoke, scripted_args
 
     done = invoke(scripted_args(tmp_path, "--verify-prompts", "all"))
     assert done.exit_code == 0, done.output

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.rendering.conftest import make_tokenizer, real_templates
-from tests.runner.conftest import run_files, without_timing
+from tests.run.conftest import run_files, without_timing
 from wtb_local.benchmark.dataset import load_dataset
 from wtb_local.benchmark.evaluator.episode import session_episodes
 from wtb_local.formats.rendering.pool import PoolError, RenderFailed, RenderPool, auto_workers
@@ -268,7 +268,7 @@ def test_a_worker_killed_mid_run_stops_the_run_in_one_line_and_the_rerun_resumes
     traceback), keeps its finished sessions, and the same command resumes to the files of an uninterrupted
     run."""
     from tests.helpers import build_tiny_tokenizer
-    from tests.runner.test_signals import _children, replicated_sample
+    from tests.run.test_signals import _children, replicated_sample
 
     template = real_templates()["Qwen/Qwen3-0.6B"]["chat_template"]
     model = build_tiny_tokenizer(tmp_path / "tokenizer", template, special_tokens=["<tool_call>", "</tool_call>"],

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.runner.conftest import RESULT_NAME
-from tests.runner.fake_openai import fake_openai_server
+from tests.run.conftest import RESULT_NAME
+from tests.run.fake_openai import fake_openai_server
 from tests.slurm.cluster import Cluster, local_slurm, missing_programs
 
 ROOT = Path(__file__).resolve().parents[2]

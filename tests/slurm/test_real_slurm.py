@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.runner.conftest import METRIC_NAME, RESULT_NAME, SCORE_NAME, read_jsonl, without_timing
-from tests.runner.fake_openai import fake_openai_server
+from tests.run.conftest import METRIC_NAME, RESULT_NAME, SCORE_NAME, read_jsonl, without_timing
+from tests.run.fake_openai import fake_openai_server
 from tests.slurm.cluster import local_slurm, missing_programs
 
 ROOT = Path(__file__).resolve().parents[2]

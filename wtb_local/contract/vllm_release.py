@@ -3,7 +3,7 @@ from the package metadata, never by importing vLLM: `doctor`, `plan` and the CLI
 memory share it takes when none is given, and the settings it refuses at engine start.
 
 Each rule names the vLLM releases whose source it was checked against (docs/install.md, "vLLM versions");
-`tests/test_vllm_release.py` pins them, and `tests/parsers/test_vllm_parity.py` (marker `vllm`) checks the
+`tests/engines/test_vllm_release.py` pins them, and `tests/parsers/test_vllm_parity.py` (marker `vllm`) checks the
 installed release's default against its own `CacheConfig`.
 """
 
@@ -43,7 +43,7 @@ def installed_version() -> str | None:
 
 
 # The releases whose own `AsyncEngineArgs` and `SamplingParams` accept every engine and sampling argument the
-# vllm backend builds (constructed, not run: tests/backends/test_vllm_engine_args.py, which fails when the
+# vllm backend builds (constructed, not run: tests/engines/test_vllm_engine_args.py, which fails when the
 # installed release or the newest one it measures is missing here).
 ENGINE_ARGS_CHECKED = ("0.32.0", "0.34.0")
 

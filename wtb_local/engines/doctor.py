@@ -110,7 +110,7 @@ def backend_checks(has_gpu: bool) -> list[Check]:
 
 def engine_args_check() -> Check:
     """The vLLM releases whose own EngineArgs/SamplingParams accept the arguments the vllm backend builds
-    (tests/backends/test_vllm_engine_args.py), and whether the installed one is among them."""
+    (tests/engines/test_vllm_engine_args.py), and whether the installed one is among them."""
     checked, detail = vllm_release.engine_args_note(vllm_release.installed_version())
     return Check(OK if checked else WARNING, "vllm engine args", detail)
 

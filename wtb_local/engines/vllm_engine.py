@@ -290,7 +290,7 @@ def scheduler_settings(engine: Any) -> SchedulerSettings:
 
 def sampling_args(sampling: ResolvedSampling, seed: int) -> dict[str, Any]:
     """Keyword arguments for vLLM's `SamplingParams` (besides `output_kind`), checked against the releases'
-    own declarations by tests/backends/test_vllm_engine_args.py."""
+    own declarations by tests/engines/test_vllm_engine_args.py."""
     return {
         "temperature": sampling.temperature,  # 0 = greedy in vLLM
         "top_p": sampling.top_p,

@@ -12,6 +12,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from wtb_local.analysis.exports.registry import Exported, Target
 from wtb_local.analysis.exports.source import ExportRun, masked, run_status
 
@@ -105,7 +107,6 @@ def _tool_infos(tools: Any) -> list[Any]:
     """The tools a step offered (OpenAI shape) as Inspect's ToolInfo; a schema Inspect cannot read keeps its
     name and description only (the full schema stays in `metadata.steps`)."""
     from inspect_ai.tool import ToolInfo
-    from pydantic import ValidationError
 
     out = []
     for tool in tools if isinstance(tools, list) else []:

@@ -17,7 +17,7 @@ def recorded_thinking(manifest: Manifest | None) -> bool | None:
 # The mode a family's own chat template has when no switch is passed, by the model name after its
 # organisation (lowercase): (regex, on, why). For runs that rendered no prompt (the oracle without a
 # tokenizer, scripted replies): `analysis/reports/present.py` picks the paper's row with it. Each entry agrees with
-# the real template's default in tests/runner/test_thinking_mode.py (DEFAULT_MODE).
+# the real template's default in tests/run/test_thinking_mode.py (DEFAULT_MODE).
 _TEMPLATE_DEFAULTS: tuple[tuple[str, bool, str], ...] = (
     (r"^qwen3-(0\.6b|1\.7b|4b|8b|14b|32b|30b-a3b|235b-a22b)$", True,
      "Qwen3's chat template thinks unless enable_thinking=false"),

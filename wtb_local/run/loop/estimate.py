@@ -32,7 +32,7 @@ CPU_RATES = {
     "openai-chat": Rate(16.3, "a local vllm serve's chat endpoint on the CPU, docs/real-model.md §5"),
     "transformers": Rate(680 / 1316.9, "transformers on the CPU, docs/explain-real-model.md (680 tok in 1,317 s)"),
 }
-# how far the estimate was from the documented runs' time (tests/runner/test_estimate.py recomputes it)
+# how far the estimate was from the documented runs' time (tests/run/test_estimate.py recomputes it)
 DOCUMENTED_ERROR = "off by -62% to +201% on the documented runs"
 
 
