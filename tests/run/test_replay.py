@@ -258,7 +258,7 @@ def test_a_replay_prints_the_recorded_runs_throughput_marked_as_read_back(record
     assert done.exit_code == 0, done.output
     manifest = recorded_manifest(recorded)
     assert manifest is not None
-    block = manifest.section("summary")["throughput"]
+    block = manifest.summary.throughput
     lines = [line for line in done.stdout.splitlines() if "throughput" in line]
     assert lines == [summary_line(block, "throughput of the replayed run (recorded, not measured now)")]
     assert lines[0].startswith("throughput of the replayed run (recorded, not measured now): ")

@@ -73,6 +73,11 @@ class TemplateError(ValueError):
     """The metadata itself cannot be read (a bug of the checkpoint's metadata, never a model outcome)."""
 
 
+class NoOwnFormat(TemplateError, NotImplementedError):
+    """Asked to write a reply without a checkpoint's metadata: this parser has no format of its own (the
+    format-deviation census reads a NotImplementedError as "writes no format", formats/parsers/deviations.py)."""
+
+
 @dataclass(frozen=True)
 class Field:
     name: str
@@ -287,7 +292,7 @@ class ResponseTemplateParser(ToolParser):
                reasoning: str | None = None) -> str:
         spec = self.options.get("response_template")
         if spec is None:  # no format of its own: it writes what a checkpoint's metadata declares
-            raise TemplateError("the response_template parser writes a reply only by a checkpoint's metadata")
+            raise NoOwnFormat("the response_template parser writes a reply only by a checkpoint's metadata")
         opened, _implicit = load_template(spec)
         by_name = {f.name: f for f in opened}
         parts = []
