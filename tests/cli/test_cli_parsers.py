@@ -73,6 +73,19 @@ def test_parse_with_parser_to_stdout(tmp_path: Path) -> None:
     }
 
 
+def test_a_row_past_the_int_digits_limit_is_an_error_row(tmp_path: Path) -> None:
+    # json.loads refuses an integer of more than 4300 digits with a plain ValueError, not a JSONDecodeError:
+    # it is one error row naming file and line as any unreadable row is, never a crash.
+    path = tmp_path / "in.jsonl"
+    path.write_text('{"raw": "x", "n": ' + "1" * 5000 + "}\n", encoding="utf-8")
+    code, out = run(["parsers", "parse", str(path), "--parser", "hermes"])
+    assert code == 0
+    assert json.loads(out)["errors"] == [
+        f"{path}:1: not valid JSON (Exceeds the limit (4300 digits) for integer string conversion: "
+        "value has 5000 digits; use sys.set_int_max_str_digits() to increase the limit)"
+    ]
+
+
 def test_thinking_option(tmp_path: Path) -> None:
     path = tmp_path / "in.jsonl"
     path.write_text(json.dumps({"raw": "still thinking"}) + "\n", encoding="utf-8")

@@ -45,8 +45,10 @@ class _LazyGroup(click.Group):
         spec = _COMMANDS.get(cmd_name)
         if spec is None or not _available(spec):
             return None
-        module = importlib.import_module(spec[0])
-        return getattr(module, spec[1])
+        command = getattr(importlib.import_module(spec[0]), spec[1])
+        if not isinstance(command, click.Command):  # a bug of ours in _COMMANDS, said in one line
+            raise TypeError(f"{spec[0]}.{spec[1]} is not a click command")
+        return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, _COMMANDS[name][2]) for name in self.list_commands(ctx)]

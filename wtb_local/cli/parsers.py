@@ -125,8 +125,9 @@ def parse_row(parser: ToolParser, line: str, where: str) -> dict[str, Any]:
     """One output row; a row that cannot be read becomes an error row naming file, line and field."""
     try:
         row = json.loads(line)
-    except ValueError as exc:
-        return _error_row(parser, f"{where}: not valid JSON ({exc.msg})")
+    except ValueError as exc:  # JSONDecodeError, or the int-digits limit's plain ValueError (no .msg)
+        why = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+        return _error_row(parser, f"{where}: not valid JSON ({why})")
     if not isinstance(row, dict):
         return _error_row(parser, f"{where}: row is not a JSON object")
     raw, finish, tools = row.get("raw"), row.get("finish_reason"), row.get("tools")

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from wtb_local.benchmark.protocols import protocol_named, protocol_names
+from wtb_local.contract.messages import ChatMessage, ToolSchema
+
+if TYPE_CHECKING:  # the evaluator is imported when the command runs (start-up, --help)
+    from wtb_local.benchmark.evaluator.episode import Episode
 
 
 @click.command(name="render")
@@ -97,13 +101,13 @@ def render(model: str, session_id: str | None, task: int, step: int, dataset: st
 
 
 def _step_request(sessions: list[Any], session_id: str | None, task: int, step: int, protocol: Any,
-                  model: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+                  model: str) -> tuple[list[ChatMessage], list[ToolSchema]]:
     """The request of one step on the gold path, in the protocol's conversation for `model`."""
     session = _find_session(sessions, session_id)
     episodes = protocol.step_episodes(session, model)
     if task >= len(episodes):
         raise ValueError(f"--task {task}: session {session.id} has {len(episodes)} tasks (0..{len(episodes) - 1})")
-    episode = episodes[task]
+    episode: Episode = episodes[task]  # PaperEpisode included
     for taken in range(step):
         if episode.done:
             raise ValueError(f"--step {step}: task {task} of {session.id} ends after {taken} steps on the gold path")

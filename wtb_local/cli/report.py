@@ -10,7 +10,12 @@ score, result or metric file. Imports no torch, vllm or transformers.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
+
+if TYPE_CHECKING:  # the reader is imported when the command runs (start-up, --help)
+    from wtb_local.analysis.reports.runs import Run
 
 
 @click.command(name="report")
@@ -133,7 +138,7 @@ def report(ctx: click.Context, paths: tuple[str, ...], tables: tuple[str, ...], 
     click.echo(f"report: {len(written.files)} file(s) in {out_dir}")
 
 
-def _warn_length_cuts(runs: list) -> None:
+def _warn_length_cuts(runs: list[Run]) -> None:
     """More than 5% of a run's steps cut at the token limit: the row is the budget's as much as the model's."""
     from wtb_local.benchmark.scoring.length_cuts import (  # deferred: start-up (--help)
         cuts_warning,

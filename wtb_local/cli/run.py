@@ -26,7 +26,7 @@ from wtb_local.run.setup.options import click_options, options_from_click
 @click.command(name="run")
 @click_options
 @click.pass_context
-def run(ctx: click.Context, **params: Any) -> None:
+def run(ctx: click.Context, /, **params: Any) -> None:  # ctx positional, as click.pass_context passes it
     """Run a model on WildToolBench, score it and print its Table 6 row (the main job)."""
     options = options_from_click(ctx, params)
     repeats = options.repeats

@@ -24,7 +24,7 @@ import json
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from wtb_local.contract.errors import RunError
 from wtb_local.contract.manifest import Manifest
@@ -41,6 +41,18 @@ from wtb_local.formats.parsers.prefill import STEP_FIELD, step_parser
 UNRECORDED = "no recorded completion for "
 _EXAMPLES = 3
 _RAW_SHOWN = 240
+
+
+class ParserStats(TypedDict):
+    """One parser's counts over the recorded completions, as the report writes them (a dict in JSON)."""
+    steps: int
+    calls: int
+    steps_with_calls: int
+    parse_failures: int
+    partial_parses: int
+    format_deviations: dict[str, int]  # deviation kind -> steps
+    disagreements: int
+    examples: list[dict[str, Any]]
 
 
 def _normalized_calls(result: Any) -> list[tuple[str, str]]:
@@ -100,12 +112,13 @@ def _check_ids(result_file: Path, dataset: str) -> None:
             raise RunError(f"{result_file}:{line}: id: {row['id']} is not in the dataset ({len(sessions)} sessions)")
 
 
-def compare_completions(steps: list[tuple[str, StepView]], parsers: list[Any]) -> dict[str, Any]:
+def compare_completions(steps: list[tuple[str, StepView]], parsers: list[Any]) -> dict[str, ParserStats]:
     from wtb_local.formats.parsers import parse_completion
 
     baseline = parsers[0].name
-    stats = {p.name: {"steps": 0, "calls": 0, "steps_with_calls": 0, "parse_failures": 0, "partial_parses": 0,
-                      "format_deviations": {}, "disagreements": 0, "examples": []} for p in parsers}
+    stats: dict[str, ParserStats] = {
+        p.name: {"steps": 0, "calls": 0, "steps_with_calls": 0, "parse_failures": 0, "partial_parses": 0,
+                 "format_deviations": {}, "disagreements": 0, "examples": []} for p in parsers}
     for request, step in steps:
         raw = step.raw or ""
         parsed = {p.name: parse_completion(step_parser(p, step.output.get(STEP_FIELD)), raw, tools=step.tools,

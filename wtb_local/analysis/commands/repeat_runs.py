@@ -46,7 +46,7 @@ def mean_metric(metrics: list[dict[str, Any]]) -> dict[str, Any]:
             return sum(values) / len(values)
         return first
 
-    return merge(metrics)
+    return {key: merge([m[key] for m in metrics if key in m]) for key in metrics[0]}  # merge's dict case, typed
 
 
 def summarize(run_dir: Path, seeds: list[int], metrics: list[dict[str, Any]]) -> dict[str, Any]:

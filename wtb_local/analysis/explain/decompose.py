@@ -22,7 +22,7 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from wtb_local.analysis.explain.factors import FACTORS
 from wtb_local.analysis.explain.runs import ExplainRun, TaskKey
@@ -71,7 +71,14 @@ def _has_raw(run: ExplainRun) -> bool:
                                                                          run.result_file)))
 
 
-def reparse(run: ExplainRun, parser: str, replay: Callable[..., Any]) -> list[dict[str, Any]]:
+class _Replayed(Protocol):
+    """What `reparse` reads of a replay's outcome (`runner.job.replay_run`'s, a room this one cannot import)."""
+
+    @property
+    def result_rows(self) -> list[dict[str, Any]]: ...
+
+
+def reparse(run: ExplainRun, parser: str, replay: Callable[..., _Replayed]) -> list[dict[str, Any]]:
     """`run`'s recorded completions replayed through `parser` by `replay` (`runner.job.replay_run`, which
     `explain` passes): the replay's result rows (scored rows are recomputed by the caller with whichever
     checker it needs)."""

@@ -138,8 +138,8 @@ def first_divergence(a: ExplainRun, b: ExplainRun, key: TaskKey) -> Divergence:
         if x.parsed != y.parsed:
             what = [name for name, p, q in zip(("calls", "text", "parse failure"), x.parsed, y.parsed, strict=True)
                     if p != q]
-            same = "the same completion" if x.raw is not None and y.raw is not None else "no raw completion recorded"
-            return Divergence("parse", k, f"{same}, other parsed {', '.join(what)}", _stage_factors(a, b, "parse"))
+            source = "the same completion" if x.raw is not None and y.raw is not None else "no raw completion recorded"
+            return Divergence("parse", k, f"{source}, other parsed {', '.join(what)}", _stage_factors(a, b, "parse"))
         if _labels_differ(x.label, y.label):
             return Divergence("verdict", k, f"the same calls, another step label ({_label(x.label)} vs "
                               f"{_label(y.label)})", _stage_factors(a, b, "verdict"))

@@ -176,7 +176,7 @@ def _sample(run: ExportRun, record: Any, task: dict[str, Any] | None, model: str
     steps = _steps(task)
     last = steps[-1][1] if steps else {}
     shown = _messages((last.get("inference_input") or {}).get("messages"))
-    output = last.get("inference_output") if isinstance(last.get("inference_output"), dict) else {}
+    output = found if isinstance(found := last.get("inference_output"), dict) else {}
     reply = _reply(output, model) if steps else None
     tokens_in = sum(v for v in task.get("input_token_count") or [] if isinstance(v, int | float))
     tokens_out = sum(v for v in task.get("output_token_count") or [] if isinstance(v, int | float))

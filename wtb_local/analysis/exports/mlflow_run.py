@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from wtb_local.analysis.exports.registry import Exported, ExportError, Target
-from wtb_local.analysis.exports.source import ExportRun, masked, run_status
+from wtb_local.analysis.exports.source import ExportRun, run_status
 from wtb_local.analysis.reports.columns import columns_of
 from wtb_local.contract.paths import MANIFEST_NAME, SUMMARY_JSON, SUMMARY_MD
 from wtb_local.contract.secrets import mask_text, mask_url
@@ -94,7 +94,7 @@ def tags_of(run: ExportRun) -> dict[str, str]:
     for name, version in sorted(run.manifest.packages.items()):
         if version:
             tags[f"version.{name}"] = str(version)
-    return masked(tags)
+    return {name: mask_text(value) for name, value in tags.items()}
 
 
 def _time_ms(text: Any) -> int | None:

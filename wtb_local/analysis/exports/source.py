@@ -10,6 +10,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -66,17 +67,14 @@ class ExportRun:
     def tasks_scored(self) -> int:
         return int(self.metric.get("total_info", {}).get("task", {}).get("total_count", 0))
 
-    @property
+    @cached_property
     def errors(self) -> dict[int, dict[str, Any]]:
         """Table 6/7 estimates per column (docs/reports.md "Uncertainty"); none for a bare metric file or a
         --repeats mean row."""
-        if "_errors" not in self.__dict__:
-            from wtb_local.analysis.reports.table import scored_errors  # deferred: start-up
+        from wtb_local.analysis.reports.table import scored_errors  # deferred: start-up
 
-            run = self.run
-            self.__dict__["_errors"] = scored_errors(run.score_rows, run.sessions, run.metric, run.protocol[1]) \
-                if run.summary is None else {}
-        return self.__dict__["_errors"]
+        run = self.run
+        return scored_errors(run.score_rows, run.sessions, run.metric, run.protocol[1]) if run.summary is None else {}
 
     @property
     def empty_columns(self) -> list[str]:

@@ -103,9 +103,9 @@ def reasoning_calls_line(result_rows: list[dict[str, Any]], protocol: str | None
     if not steps:
         return None
     calls = sum(int(s["calls_in_reasoning"]) for s in steps)
-    from wtb_local.benchmark.protocols import find_protocol
+    from wtb_local.benchmark.protocols import find_protocol, protocol_named
 
-    policy = (find_protocol(protocol) or find_protocol(None)).calls_in_reasoning
+    policy = (find_protocol(protocol) or protocol_named(None)).calls_in_reasoning
     return (f"steps with a tool call inside the reasoning block: {len(steps)} ({calls} call(s), {policy}; "
             "docs/parser-policies.md)")
 
@@ -143,9 +143,9 @@ def format_deviations_line(result_rows: list[dict[str, Any]], protocol: str | No
     counts = format_deviation_counts(result_rows) or {}
     if not counts:
         return None
-    from wtb_local.benchmark.protocols import find_protocol
+    from wtb_local.benchmark.protocols import find_protocol, protocol_named
 
-    policy = (find_protocol(protocol) or find_protocol(None)).format_deviations
+    policy = (find_protocol(protocol) or protocol_named(None)).format_deviations
     steps = sum(entry["steps"] for entry in counts.values())
     calls = sum(entry["calls"] for entry in counts.values())
     kinds = ", ".join(f"{kind} {entry['steps']}" for kind, entry in counts.items())

@@ -45,8 +45,8 @@ def task_detail(scored: Any, recorded: Any, category: str | None) -> dict[str, A
     for key, step in recorded_steps.items():
         dropped = key not in scored_steps
         use = step if dropped else scored_steps[key]
-        output = use.get("inference_output") if isinstance(use.get("inference_output"), dict) else {}
-        inputs = use.get("inference_input") if isinstance(use.get("inference_input"), dict) else {}
+        output = found if isinstance(found := use.get("inference_output"), dict) else {}
+        inputs = given if isinstance(given := use.get("inference_input"), dict) else {}
         if isinstance(inputs.get("messages"), list):
             messages = inputs["messages"]
         entry: dict[str, Any] = {

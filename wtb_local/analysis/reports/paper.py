@@ -8,6 +8,7 @@ released 3.3 only as 70B), and Qwen3 models have two rows, with and without thin
 from __future__ import annotations
 
 import csv
+import io
 import re
 from functools import cache
 
@@ -54,10 +55,10 @@ def paper_rows(table: int) -> dict[str, dict[str, str]]:
     if table not in (6, 7, 8):
         raise ValueError(f"the paper's tables shipped here are 6, 7 and 8, not {table}")
     path = package_file("analysis", "reports", f"paper_table{table}.csv")
-    with path.open(encoding="utf-8", newline="") as handle:
-        return {
-            row["model"]: {k: v for k, v in row.items() if k != "model"} for row in csv.DictReader(handle)
-        }
+    # Traversable.open takes no `newline`; a StringIO with newline="" reads as open(newline="") would
+    # (the csv module's rule).
+    handle = io.StringIO(path.read_text(encoding="utf-8"), newline="")
+    return {row["model"]: {k: v for k, v in row.items() if k != "model"} for row in csv.DictReader(handle)}
 
 
 def paper_name(model: str, thinking: bool | None = None) -> str | None:

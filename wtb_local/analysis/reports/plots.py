@@ -119,8 +119,8 @@ def _dots(plt: Any, path: Path, section: Section, keys: Sequence[tuple[str, str]
         ax.scatter([_value(row, key) for row in runs], ys, s=28, marker=shapes[i % len(shapes)],
                    color=colours[i % len(colours)], label=header, zorder=3)
         if paper:
-            known = [(_paper_for(section, row["label"]), y) for row, y in zip(runs, ys, strict=True)]
-            known = [(row, y) for row, y in known if row is not None]
+            known = [(found, y) for row, y in zip(runs, ys, strict=True)
+                     if (found := _paper_for(section, row["label"])) is not None]
             if known:
                 ax.scatter([_value(row, key) for row, _ in known], [y for _, y in known], s=60,
                            marker=shapes[i % len(shapes)], facecolors="none", edgecolors="black",

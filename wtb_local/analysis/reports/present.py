@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from wtb_local.analysis.reports.table import ReportRow, metric_row, paper_row
-from wtb_local.benchmark.protocols import find_protocol
+from wtb_local.benchmark.protocols import find_protocol, protocol_named
 from wtb_local.contract.manifest import Manifest
 from wtb_local.contract.run_dir import RunDir, as_manifest
 
@@ -69,7 +69,7 @@ def run_facts(manifest: Manifest | dict[str, Any] | None, *, name: str | None = 
     recorded_name = manifest.model_name
     shown_name = model_dir_name(str(recorded_name)) if recorded_name else str(name or model_id)
     protocol = manifest.protocol_name or "release"
-    own_checker = str(section.checker or (find_protocol(protocol) or find_protocol(None)).checker)
+    own_checker = str(section.checker or (find_protocol(protocol) or protocol_named(None)).checker)
     mode = recorded_thinking(manifest)
     if mode is None:
         mode = manifest.settings.thinking if manifest.settings.thinking is not None else thinking

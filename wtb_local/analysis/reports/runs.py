@@ -256,8 +256,8 @@ def _sessions(found: _Found, dataset: str | None) -> list[Any]:
     manifest = found.manifest or Manifest()
     choice = dataset
     if choice is None and manifest.dataset:
-        path = manifest.dataset_path
-        choice = path if path is not None and Path(path).is_file() else manifest.dataset_source
+        recorded = manifest.dataset_path
+        choice = recorded if recorded is not None and Path(recorded).is_file() else manifest.dataset_source
     where = found.score or found.result
     if choice is None:
         raise ReportError(f"{where}: which dataset were these sessions run on? pass --dataset "

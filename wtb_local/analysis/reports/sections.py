@@ -107,7 +107,7 @@ def subtype_section(runs: Sequence[Run]) -> Section:
         for key, _ in SUBTYPE_COLUMNS:
             bucket = info.get(key) if isinstance(info, dict) else None
             total = bucket.get("total_count") if isinstance(bucket, dict) else 0
-            values[key] = 100.0 * float(bucket.get("accuracy", 0.0)) if total else math.nan
+            values[key] = 100.0 * float(bucket.get("accuracy", 0.0)) if isinstance(bucket, dict) and total else math.nan
         section.rows.append({"label": run.label, "kind": "ours", **values})
     return section
 

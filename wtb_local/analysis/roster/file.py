@@ -103,7 +103,7 @@ def _check(where: str, key: str, value: Any, types: tuple[type, ...]) -> None:
         raise RosterError(f"{where}: field '{key}': expected {types[0].__name__}, got {value!r}")
     if not isinstance(value, types):
         raise RosterError(f"{where}: field '{key}': expected {types[0].__name__}, got {value!r}")
-    if key in _POSITIVE and value <= 0:
+    if key in _POSITIVE and isinstance(value, int | float) and value <= 0:  # every _POSITIVE key is a number
         raise RosterError(f"{where}: field '{key}': must be positive, got {value!r}")
 
 
@@ -134,7 +134,7 @@ def _resource(path: Path, name: str, table: Any) -> ResourceClass:
 
 
 def _entry(path: Path, index: int, table: Any, defaults: dict[str, Any], resources: dict[str, ResourceClass]) -> Entry:
-    label = table.get("row") if isinstance(table, dict) and isinstance(table.get("row"), str) else f"#{index + 1}"
+    label = row if isinstance(table, dict) and isinstance(row := table.get("row"), str) else f"#{index + 1}"
     where = f"{path}: entry {label!r}" if not label.startswith("#") else f"{path}: entry {label}"
     data = {**defaults, **_fields(where, table, _ENTRY_FIELDS)}
     for key in ("row", "model", "resources"):
