@@ -47,7 +47,13 @@ def test_a_recorded_harness_run_reads_back_exactly(tmp_path: Path) -> None:
     assert sum(v == "C" for v in verdicts.values()) == metric["total_info"]["task"]["correct_count"] == 136
     assert log.results.total_samples == 256 and log.results.completed_samples == 256
     scores = {s.name: {k: m.value for k, m in s.metrics.items()} for s in log.results.scores}
-    assert scores["verdict"] == {"accuracy": 0.53125, "session_accuracy": 0.046875}
+    # the standard errors beside them, clustered by session (the figures `report` prints: 2.97 and 2.64 points)
+    assert {k: round(v, 6) for k, v in scores["verdict"].items()} == {
+        "accuracy": 0.53125, "session_accuracy": 0.046875, "stderr": 0.029725, "session_stderr": 0.026421}
+    assert round(scores["table6"]["single_stderr"], 2) == 9.08 and round(scores["table7"]["ap_overall_stderr"], 2) == 2.75
+    table6 = next(s for s in log.results.scores if s.name == "table6")
+    assert table6.metadata["uncertainty"]["task_acc"]["n"] == 256
+    assert table6.metadata["uncertainty"]["task_acc"]["sessions"] == 64
     assert scores["table6"]["single"] == pytest.approx(100 * metric["task_type_info"]["Single-Tool"]["accuracy"],
                                                        abs=1e-4)
     assert scores["table6"]["session_acc"] == pytest.approx(4.6875)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -321,22 +322,41 @@ def build_log(run: ExportRun) -> Any:
                   "health": run.health(), "not_carried": missing}),
     )
 
+    errors = run.errors  # Table 6/7 standard errors, clustered by session (docs/reports.md "Uncertainty")
+
     def metrics(table: int) -> dict[str, Any]:
-        return {c: EvalMetric(name=c, value=v) for c, v in run.tables[table].items() if v is not None}
+        # each column's value and, Inspect's way, its standard error beside it as `<column>_stderr` (in %)
+        out: dict[str, Any] = {}
+        for c, v in run.tables[table].items():
+            if v is None:
+                continue
+            out[c] = EvalMetric(name=c, value=v)
+            found = errors.get(table, {}).get(c)
+            if found is not None and math.isfinite(found.se):
+                out[f"{c}_stderr"] = EvalMetric(name=f"{c}_stderr", value=100.0 * found.se)
+        return out
+
+    def uncertainty(table: int) -> dict[str, Any]:
+        return {"uncertainty": {c: e.as_percent() for c, e in errors[table].items()}} if errors.get(table) else {}
 
     total = run.metric.get("total_info", {})
+    verdict = {"accuracy": EvalMetric(name="accuracy", value=float(total.get("task", {}).get("accuracy", 0.0))),
+               "session_accuracy": EvalMetric(name="session_accuracy",
+                                              value=float(total.get("session", {}).get("accuracy", 0.0)))}
+    for name, column in (("stderr", "task_acc"), ("session_stderr", "session_acc")):
+        found = errors.get(6, {}).get(column)
+        if found is not None and math.isfinite(found.se):  # as a fraction, like the accuracies beside it
+            verdict[name] = EvalMetric(name=name, value=found.se)
     results = EvalResults(
         total_samples=run.tasks_scored, completed_samples=len(samples),
         scores=[
-            EvalScore(name="verdict", scorer="wtb_local", scored_samples=len(samples), metrics={
-                "accuracy": EvalMetric(name="accuracy", value=float(total.get("task", {}).get("accuracy", 0.0))),
-                "session_accuracy": EvalMetric(name="session_accuracy",
-                                               value=float(total.get("session", {}).get("accuracy", 0.0)))}),
+            EvalScore(name="verdict", scorer="wtb_local", scored_samples=len(samples), metrics=verdict),
             EvalScore(name="table6", scorer="wtb_local", metrics=metrics(6),
-                      metadata={"unit": "%", "columns": "single, multi, clarify, chat, order1-4, task, session"}),
+                      metadata={"unit": "%", "columns": "single, multi, clarify, chat, order1-4, task, session",
+                                **uncertainty(6)}),
             EvalScore(name="table7", scorer="wtb_local", metrics=metrics(7),
                       metadata={"unit": "%", "columns": "P, S, S+P, multi accuracy; AP S, S+P, overall; "
-                                                        "OP P, S+P, overall"}),
+                                                        "OP P, S+P, overall", **uncertainty(7)}),
         ],
         metadata={"sessions": run.sessions_scored, "tasks": run.tasks_scored},
     )
