@@ -269,3 +269,15 @@ def test_the_docs_count_every_parser() -> None:
     text = (Path(__file__).resolve().parents[2] / "docs" / "parsers-and-templates.md").read_text(encoding="utf-8")
     counted = re.search(r"one module per format behind one interface, (\d+) parsers", text)
     assert counted is not None and int(counted.group(1)) == len(parser_names())
+
+
+def test_the_readme_counts_every_parser() -> None:
+    """The README's feature list names the number of parsers too: it is the registry's."""
+    import re
+    from pathlib import Path
+
+    from wtb_local.formats.parsers import parser_names
+
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    counted = re.search(r"\((\d+) parsers, the paper's families", text)
+    assert counted is not None and int(counted.group(1)) == len(parser_names())
