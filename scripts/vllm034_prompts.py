@@ -1,4 +1,4 @@
-"""Write the prompts vLLM 0.34's own Python encoders render for Inkling and DeepSeek V4.1 into a fixture, so
+"""Write the prompts vLLM 0.34's own Python encoders render for Inkling, DeepSeek V3.2, V4 and V4.1 into a fixture, so
 the renderers of chat_templates/ are held against them where vLLM 0.34 is not at hand (CI):
 
     python scripts/vllm034_prompts.py [--vllm DIR] [--out tests/fixtures/rendering/2026h2/vllm034_prompts.json]
@@ -48,6 +48,17 @@ def probe() -> list[dict[str, Any]]:
     return adapt_messages(probe_messages(), Adaptation())
 
 
+def served(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages as vLLM's server hands them to the DeepSeek V3.2/V4 wrappers: the request's
+    `reasoning_content` renamed `reasoning`, and both set on the parsed assistant message (the encoders read
+    `reasoning`)."""
+    found = copy.deepcopy(messages)
+    for message in found:
+        if message["role"] == "assistant" and message.get("reasoning_content") is not None:
+            message["reasoning"] = message["reasoning_content"]
+    return found
+
+
 def load(root: Path, relative: str) -> ModuleType:
     path = root / "vllm" / relative
     spec = importlib.util.spec_from_file_location(f"vllm034_{path.stem}", path)
@@ -94,6 +105,47 @@ def deepseek_v41(encoder: ModuleType, messages: list[dict[str, Any]], tools: lis
                                    reasoning_effort=effort or "high")
 
 
+def deepseek_v32(encoder: ModuleType, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+                 kwargs: dict[str, Any]) -> str:
+    """As vLLM 0.34's DeepSeek V3.2 tokenizer wrapper calls the encoder: thinking off unless switched on, the
+    tools in a new system message put first, earlier reasoning dropped when the last message is a user's."""
+    conversation = served(messages)
+    if tools:
+        conversation.insert(0, {"role": "system", "tools": tools})
+    thinking = bool(kwargs.get("thinking", False)) or bool(kwargs.get("enable_thinking", False))
+    return encoder.encode_messages(conversation, thinking_mode="thinking" if thinking else "chat",
+                                   drop_thinking=conversation[-1]["role"] == "user")
+
+
+def deepseek_v4(encoder: ModuleType, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+                kwargs: dict[str, Any]) -> str:
+    """As vLLM 0.34's DeepSeek V4 tokenizer wrapper calls the encoder: the tools join the first system message
+    (one is added), thinking is on unless switched off, a string effort maps to none/max/low/high and any
+    other effort to high while thinking (none when not)."""
+    conversation = served(messages)
+    if tools:
+        system = next((m for m in conversation if m["role"] == "system"), None)
+        if system is None:
+            system = {"role": "system"}
+            conversation.insert(0, system)
+        system["tools"] = tools
+    thinking = bool(kwargs.get("thinking")) or bool(kwargs.get("enable_thinking"))
+    if "thinking" not in kwargs and "enable_thinking" not in kwargs:
+        thinking = True
+    mode = "thinking" if thinking else "chat"
+    effort = kwargs.get("reasoning_effort")
+    if not isinstance(effort, str):
+        effort = "high" if thinking else None
+    elif effort == "none":
+        mode, effort = "chat", None
+    elif effort in ("low", "minimal", "medium"):
+        effort = "low"
+    elif effort != "max":
+        effort = "high"
+    return encoder.encode_messages(conversation, thinking_mode=mode, drop_thinking=kwargs.get("drop_thinking", True),
+                                   reasoning_effort=effort)
+
+
 def cases() -> list[tuple[str, str, list[dict[str, Any]], list[dict[str, Any]] | None, dict[str, Any]]]:
     """(case name, renderer, messages, tools, template kwargs)."""
     found: list[tuple[str, str, list[dict[str, Any]], list[dict[str, Any]] | None, dict[str, Any]]] = [
@@ -107,7 +159,21 @@ def cases() -> list[tuple[str, str, list[dict[str, Any]], list[dict[str, Any]] |
                        {"reasoning_effort": "none"}, {"reasoning_effort": "low"}):
             found.append((f"deepseek_v41/{label}/{json.dumps(kwargs, sort_keys=True)}", "deepseek_v41", messages,
                           tools, kwargs))
+    # "pending": the last message is a tool result, so the reasoning of the call it answers stays
+    for label, messages, tools in (("probe", probe(), PROBE_TOOLS), ("conversation", conversation(), TOOLS),
+                                   ("no-tools", conversation(), None), ("pending", conversation()[:4], TOOLS)):
+        for kwargs in ({}, {"thinking": True}, {"enable_thinking": True}):
+            found.append((f"deepseek_v32/{label}/{json.dumps(kwargs, sort_keys=True)}", "deepseek_v32", messages,
+                          tools, kwargs))
+        for kwargs in ({}, {"thinking": False}, {"reasoning_effort": "max"}, {"reasoning_effort": "none"},
+                       {"reasoning_effort": "low"}, {"reasoning_effort": "high"}):
+            found.append((f"deepseek_v4/{label}/{json.dumps(kwargs, sort_keys=True)}", "deepseek_v4", messages,
+                          tools, kwargs))
     return found
+
+
+ENCODERS = {"inkling": "renderers/inkling_encoding.py", "deepseek_v41": "tokenizers/deepseek_v41_encoding.py",
+            "deepseek_v32": "tokenizers/deepseek_v32_encoding.py", "deepseek_v4": "tokenizers/deepseek_v4_encoding.py"}
 
 
 def main() -> None:
@@ -117,8 +183,7 @@ def main() -> None:
                                                  "vllm034_prompts.json"))
     args = parser.parse_args()
     root = Path(args.vllm)
-    encoders = {"inkling": (load(root, "renderers/inkling_encoding.py"), inkling),
-                "deepseek_v41": (load(root, "tokenizers/deepseek_v41_encoding.py"), deepseek_v41)}
+    encoders = {name: (load(root, relative), globals()[name]) for name, relative in ENCODERS.items()}
     version = (root / "vllm" / "_version.py").read_text(encoding="utf-8") if (root / "vllm" / "_version.py").is_file() else ""
     rows = []
     for name, renderer, messages, tools, kwargs in cases():
@@ -126,7 +191,7 @@ def main() -> None:
         rows.append({"case": name, "renderer": renderer, "messages": messages, "tools": tools, "kwargs": kwargs,
                      "prompt": render(encoder, messages, tools, kwargs)})
     source = {"vllm": "0.34.0" if "0.34.0" in version else version.strip()[-40:],
-              "files": ["vllm/renderers/inkling_encoding.py", "vllm/tokenizers/deepseek_v41_encoding.py"],
+              "files": [f"vllm/{relative}" for relative in ENCODERS.values()],
               "written_by": "scripts/vllm034_prompts.py"}
     Path(args.out).write_text(json.dumps({"source": source, "cases": rows}, ensure_ascii=False, indent=1) + "\n",
                               encoding="utf-8")

@@ -95,7 +95,7 @@ def test_inkling_renderer_serves_the_model_and_passes_the_probe() -> None:
     assert select_parser("thinkingmachines/Inkling-Small", chat_template=renderer.template) == "inkling"
 
 
-# --- held against vLLM 0.34's encoders (Inkling, DeepSeek V4.1) -------------------------------------------
+# --- held against vLLM 0.34's encoders (Inkling, DeepSeek V3.2, V4, V4.1) ----------------------------------
 
 PROMPTS = json.loads((FIXTURES / "vllm034_prompts.json").read_text(encoding="utf-8"))
 
@@ -117,8 +117,7 @@ def test_the_recorded_prompts_are_vllm_034s() -> None:
     assert spec is not None and spec.loader is not None
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
-    encoders = {"inkling": script.load(VLLM034, "renderers/inkling_encoding.py"),
-                "deepseek_v41": script.load(VLLM034, "tokenizers/deepseek_v41_encoding.py")}
+    encoders = {name: script.load(VLLM034, relative) for name, relative in script.ENCODERS.items()}
     now = [{"case": name, "renderer": renderer, "messages": messages, "tools": tools, "kwargs": kwargs,
             "prompt": getattr(script, renderer)(encoders[renderer], messages, tools, kwargs)}
            for name, renderer, messages, tools, kwargs in script.cases()]
