@@ -1,5 +1,5 @@
 """Prompts of the second-half-2026 families vLLM renders in Python or ships a template for: Inkling's renderer
-(chat_templates/inkling.jinja) written out exactly; it and DeepSeek V4.1's renderer held byte for byte against
+(chat_templates/inkling.jinja) written out exactly; it and the DeepSeek V3.2, V4 and V4.1 renderers held byte for byte against
 the prompts vLLM 0.34's own encoders write (tests/fixtures/rendering/2026h2/vllm034_prompts.json, recorded by
 scripts/vllm034_prompts.py); Muse Glimmer's published template (vLLM's example) through the probe with the
 parser it selects; K2 Horizon's template arguments reaching its parser.
@@ -104,7 +104,8 @@ PROMPTS = json.loads((FIXTURES / "vllm034_prompts.json").read_text(encoding="utf
 def test_renderers_write_vllm_034s_prompts(case: dict[str, Any]) -> None:
     """Byte for byte the prompt vLLM 0.34's own encoder renders for the same input (the probe conversation;
     reasoning, text beside a call, its result; efforts; thinking off), recorded by scripts/vllm034_prompts.py.
-    DeepSeek V4.1's effort budgets are 0.34's (low 50, high 75 by default, max 100)."""
+    DeepSeek V4.1's effort budgets are 0.34's (low 50, high 75 by default, max 100); V4's efforts map as its
+    wrapper maps them (high's preamble by default, max's own); V3.2's and V4's tools as its wrapper puts them."""
     assert _render(case["renderer"], case["messages"], case["tools"], **case["kwargs"]) == case["prompt"]
 
 
