@@ -1,4 +1,5 @@
-"""Write the prompts vLLM 0.34's own Python encoders render for Inkling, DeepSeek V3.2, V4 and V4.1 into a fixture, so
+"""Write the prompts vLLM 0.34's own Python encoders render for Inkling, DeepSeek V3.2, V4 and V4.1 (and
+mistral_common, vLLM's Mistral renderer, for Mistral-Nemo) into a fixture, so
 the renderers of chat_templates/ are held against them where vLLM 0.34 is not at hand (CI):
 
     python scripts/vllm034_prompts.py [--vllm DIR] [--out tests/fixtures/rendering/2026h2/vllm034_prompts.json]
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import importlib.metadata
 import importlib.util
 import json
 import os
@@ -146,6 +148,41 @@ def deepseek_v4(encoder: ModuleType, messages: list[dict[str, Any]], tools: list
                                    reasoning_effort=effort)
 
 
+MISTRAL_MODEL = "mistralai/Mistral-Nemo-Instruct-2407"
+
+
+def mistral(encoder: ModuleType | None, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+            kwargs: dict[str, Any]) -> str:
+    """As vLLM 0.34 renders a Mistral model in its `mistral` tokenizer mode: mistral_common (a vLLM dependency,
+    through transformers' MistralCommonBackend) encodes the OpenAI request with the model's tokenizer file;
+    Mistral-Nemo's (tekken_240718) ships with mistral_common. Arguments travel as JSON strings, as a request
+    carries them. The prompt is the encoded request's ids decoded with their special tokens."""
+    from mistral_common.protocol.instruct.request import ChatCompletionRequest
+    from mistral_common.tokens.tokenizers.base import SpecialTokenPolicy
+    from mistral_common.tokens.tokenizers.mistral import MistralTokenizer
+
+    request = copy.deepcopy(messages)
+    for message in request:
+        for call in message.get("tool_calls") or []:
+            call["function"]["arguments"] = json.dumps(call["function"]["arguments"], ensure_ascii=False)
+    tokenizer = MistralTokenizer.v3(is_tekken=True)
+    encoded = tokenizer.encode_chat_completion(ChatCompletionRequest.from_openai(messages=request, tools=tools,
+                                                                                 **kwargs))
+    return str(tokenizer.decode(encoded.tokens, special_token_policy=SpecialTokenPolicy.KEEP))
+
+
+def mistral_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages as our run hands them to Mistral-Nemo's template: the adaptation its probe chooses
+    (arguments as mappings, ids of nine alphanumerics, a call's content empty); without reasoning, which Nemo has none of (mistral_common
+    rejects it for this tokenizer version)."""
+    found = [{k: v for k, v in m.items() if k not in ("reasoning", "reasoning_content")}
+             for m in adapt_messages(messages, Adaptation(ids="mistral"))]
+    for message in found:  # text beside a call is refused by mistral_common ("either content or tool_calls")
+        if message.get("tool_calls"):
+            message["content"] = ""
+    return found
+
+
 def cases() -> list[tuple[str, str, list[dict[str, Any]], list[dict[str, Any]] | None, dict[str, Any]]]:
     """(case name, renderer, messages, tools, template kwargs)."""
     found: list[tuple[str, str, list[dict[str, Any]], list[dict[str, Any]] | None, dict[str, Any]]] = [
@@ -169,6 +206,9 @@ def cases() -> list[tuple[str, str, list[dict[str, Any]], list[dict[str, Any]] |
                        {"reasoning_effort": "low"}, {"reasoning_effort": "high"}):
             found.append((f"deepseek_v4/{label}/{json.dumps(kwargs, sort_keys=True)}", "deepseek_v4", messages,
                           tools, kwargs))
+    for label, messages, tools in (("probe", probe(), PROBE_TOOLS), ("conversation", conversation(), TOOLS),
+                                   ("no-tools", conversation(), None), ("pending", conversation()[:4], TOOLS)):
+        found.append((f"mistral/{label}", "mistral", mistral_messages(messages), tools, {}))
     return found
 
 
@@ -183,7 +223,9 @@ def main() -> None:
                                                  "vllm034_prompts.json"))
     args = parser.parse_args()
     root = Path(args.vllm)
-    encoders = {name: (load(root, relative), globals()[name]) for name, relative in ENCODERS.items()}
+    encoders: dict[str, tuple[ModuleType | None, Any]] = {
+        name: (load(root, relative), globals()[name]) for name, relative in ENCODERS.items()}
+    encoders["mistral"] = (None, mistral)
     version = (root / "vllm" / "_version.py").read_text(encoding="utf-8") if (root / "vllm" / "_version.py").is_file() else ""
     rows = []
     for name, renderer, messages, tools, kwargs in cases():
@@ -192,6 +234,7 @@ def main() -> None:
                      "prompt": render(encoder, messages, tools, kwargs)})
     source = {"vllm": "0.34.0" if "0.34.0" in version else version.strip()[-40:],
               "files": [f"vllm/{relative}" for relative in ENCODERS.values()],
+              "mistral_common": importlib.metadata.version("mistral_common"),
               "written_by": "scripts/vllm034_prompts.py"}
     Path(args.out).write_text(json.dumps({"source": source, "cases": rows}, ensure_ascii=False, indent=1) + "\n",
                               encoding="utf-8")
