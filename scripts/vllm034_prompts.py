@@ -212,6 +212,48 @@ def cases() -> list[tuple[str, str, list[dict[str, Any]], list[dict[str, Any]] |
     return found
 
 
+def kimi_k3_steps(root: Path) -> dict[str, Any]:
+    """vLLM 0.34's Kimi K3 renderer (renderers/kimi_k3.py) only prepares the conversation: the encoder itself,
+    `encoding_k3`, ships with the model's tokenizer, not with vLLM. Its two pure steps are read out of the file
+    (the module imports vLLM 0.34 at large): the tool results reordered to the calls they answer, named and
+    numbered (`tool`, `index`), and the thinking switches mapped."""
+    import ast
+
+    path = root / "vllm" / "renderers" / "kimi_k3.py"
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    wanted = {"_normalize_k3_tool_messages", "_apply_k3_thinking_kwargs"}
+    nodes = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in wanted]
+    namespace: dict[str, Any] = {"Any": Any, "ConversationMessage": dict, "VLLMValidationError": ValueError}
+    exec(compile(ast.Module(body=nodes, type_ignores=[]), str(path), "exec"), namespace)  # noqa: S102
+    return namespace
+
+
+def kimi_k3_tool_cases() -> list[tuple[str, list[dict[str, Any]]]]:
+    """Two calls answered in reverse order, by id and by vLLM's `NAME:POSITION` alias; an unknown id; only
+    the second call answered."""
+    calls = [{"id": f"c{n}", "type": "function", "function": {"name": name, "arguments": {"city": city}}}
+             for n, name, city in ((1, "get_weather", "Paris"), (2, "get_time", "Oslo"))]
+
+    def turn(*results: tuple[str, str]) -> list[dict[str, Any]]:
+        return [{"role": "user", "content": "Weather and time?"},
+                {"role": "assistant", "content": "", "tool_calls": copy.deepcopy(calls)},
+                *({"role": "tool", "tool_call_id": rid, "content": text} for rid, text in results)]
+
+    return [("swapped", turn(("c2", "noon"), ("c1", "sunny"))),
+            ("alias", turn(("get_time:1", "noon"), ("get_weather:0", "sunny"))),
+            ("unknown", turn(("c2", "noon"), ("zz", "sunny"))),
+            ("second-only", turn(("c2", "noon")))]
+
+
+def kimi_k3_records(root: Path) -> list[dict[str, Any]]:
+    steps = kimi_k3_steps(root)
+    rows: list[dict[str, Any]] = []
+    for name, messages in kimi_k3_tool_cases():
+        rows.append({"case": f"kimi_k3/{name}", "messages": messages,
+                     "normalized": steps["_normalize_k3_tool_messages"](copy.deepcopy(messages))})
+    return rows
+
+
 ENCODERS = {"inkling": "renderers/inkling_encoding.py", "deepseek_v41": "tokenizers/deepseek_v41_encoding.py",
             "deepseek_v32": "tokenizers/deepseek_v32_encoding.py", "deepseek_v4": "tokenizers/deepseek_v4_encoding.py"}
 
@@ -235,9 +277,10 @@ def main() -> None:
     source = {"vllm": "0.34.0" if "0.34.0" in version else version.strip()[-40:],
               "files": [f"vllm/{relative}" for relative in ENCODERS.values()],
               "mistral_common": importlib.metadata.version("mistral_common"),
+              "kimi_k3": "vllm/renderers/kimi_k3.py (its tool-message step only)",
               "written_by": "scripts/vllm034_prompts.py"}
-    Path(args.out).write_text(json.dumps({"source": source, "cases": rows}, ensure_ascii=False, indent=1) + "\n",
-                              encoding="utf-8")
+    document = {"source": source, "cases": rows, "kimi_k3_tool_messages": kimi_k3_records(root)}
+    Path(args.out).write_text(json.dumps(document, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     print(f"{args.out}: {len(rows)} prompts")
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 from pathlib import Path
 from types import ModuleType
 from typing import Any, ClassVar
@@ -158,7 +159,37 @@ def test_the_recorded_prompts_are_vllm_034s() -> None:
             "prompt": getattr(script, renderer)(encoders[renderer], messages, tools, kwargs)}
            for name, renderer, messages, tools, kwargs in script.cases()]
     assert json.loads(json.dumps(now)) == PROMPTS["cases"]
+    assert json.loads(json.dumps(script.kimi_k3_records(VLLM034))) == PROMPTS["kimi_k3_tool_messages"]
     assert PROMPTS["source"]["vllm"] == "0.34.0"
+
+
+# --- Kimi K3: vLLM 0.34's preparing step (the encoder ships with the model, not with vLLM) -----------------
+
+K3_TOOL = re.compile(r'<\|open\|>message role="tool" tool="([^"]*)" index="(\d+)"<\|sep\|>([^<]*)')
+# (case, ours, the `tool`/`index` vLLM hands the encoder, cause): what the encoder writes from them is not known
+K3_INDEX: dict[str, tuple[list[tuple[str, int]], list[tuple[str, int]], str]] = {
+    "kimi_k3/second-only": ([("get_time", 1)], [("get_time", 2)],
+                            ("vLLM numbers a result by the call it answers, we by its place in the run; whether "
+                             "`encoding_k3` (the model's tokenizer code, not public here) writes the number it is "
+                             "handed is unknown")),
+}
+
+
+@pytest.mark.parametrize("record", PROMPTS["kimi_k3_tool_messages"],
+                         ids=[r["case"] for r in PROMPTS["kimi_k3_tool_messages"]])
+def test_kimi_k3_tool_results_as_vllm_034_prepares_them(record: dict[str, Any]) -> None:
+    """Our renderer puts tool results in the order vLLM 0.34's K3 renderer hands them to the encoder (by id or
+    by its `NAME:POSITION` alias; an unknown id leaves the run as it came), named after the call answered."""
+    ours = _render("kimi_k3", record["messages"], None)
+    assert ours == _render("kimi_k3", record["normalized"], None)
+    written = [(tool, int(index)) for tool, index, _ in K3_TOOL.findall(ours)]
+    handed = [(m["tool"], m["index"]) for m in record["normalized"] if m["role"] == "tool" and "tool" in m]
+    contents = [m["content"] for m in record["normalized"] if m["role"] == "tool"]
+    assert [text for _, _, text in K3_TOOL.findall(ours)] == contents
+    if record["case"] in K3_INDEX:
+        assert (written, handed) == K3_INDEX[record["case"]][:2]
+    elif handed:
+        assert written == handed
 
 
 # --- Muse Glimmer (vLLM's example template) ----------------------------------------------------------------
