@@ -222,7 +222,7 @@ def kimi_k3_steps(root: Path) -> dict[str, Any]:
     path = root / "vllm" / "renderers" / "kimi_k3.py"
     tree = ast.parse(path.read_text(encoding="utf-8"))
     wanted = {"_normalize_k3_tool_messages", "_apply_k3_thinking_kwargs"}
-    nodes = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in wanted]
+    nodes: list[ast.stmt] = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in wanted]
     namespace: dict[str, Any] = {"Any": Any, "ConversationMessage": dict, "VLLMValidationError": ValueError}
     exec(compile(ast.Module(body=nodes, type_ignores=[]), str(path), "exec"), namespace)  # noqa: S102
     return namespace
