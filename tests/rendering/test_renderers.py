@@ -166,28 +166,43 @@ def test_deepseek_v32_layout(thinking: bool) -> None:
         assert _render("deepseek_v32", _conversation()) == expected
 
 
+HIGH = ("Reasoning Effort: Absolute maximum with no shortcuts permitted.\nYou MUST be very thorough in your thinking "
+        "and comprehensively decompose the problem to resolve the root cause, rigorously stress-testing your logic "
+        "against all potential paths, edge cases, and adversarial scenarios.\nExplicitly write out your entire "
+        "deliberation process, documenting every intermediate step, considered alternative, and rejected hypothesis "
+        "to ensure absolutely no assumption is left unchecked.\n\n")
+MAX = ("Reasoning Effort: Beyond maximum \u2014 exhaustive, relentless, and uncompromising.\nYou MUST reason with the "
+       "utmost depth and rigor, leaving absolutely nothing to chance: exhaustively decompose the problem into its most "
+       "fundamental components, trace every causal chain to its root, and resolve the underlying cause rather than "
+       "any surface symptom.\nDo not stop reasoning until you have independently verified the solution from multiple "
+       "angles and are certain that no assumption remains unchecked and no error remains undiscovered.\n\n")
+
+
 @pytest.mark.parametrize("thinking", [False, True])
 def test_deepseek_v4_layout(thinking: bool) -> None:
+    """The tools join the conversation's first system message (after its text), as vLLM's wrapper puts them;
+    thinking's default effort (high) writes its preamble first."""
     head = "<think>" if thinking else "</think>"
-    expected = (f"{BOS}\n\n{_v4_tools('', 'tool_calls')}Current Date: 2024-06-12<｜User｜>Weather in Paris?"
-                f"<｜Assistant｜>{head}{'</think>' if thinking else ''}{_dsml_call('tool_calls')}"
-                f"<｜User｜><tool_result>sunny</tool_result><｜Assistant｜>{head}")
+    expected = (f"{BOS}{HIGH if thinking else ''}Current Date: 2024-06-12\n\n{_v4_tools('', 'tool_calls')}"
+                f"<｜User｜>Weather in Paris?<｜Assistant｜>{head}{'</think>' if thinking else ''}"
+                f"{_dsml_call('tool_calls')}<｜User｜><tool_result>sunny</tool_result><｜Assistant｜>{head}")
     assert _render("deepseek_v4", _conversation(), thinking=thinking) == expected
     if thinking:  # thinking is on unless switched off
         assert _render("deepseek_v4", _conversation()) == expected
+    no_system = [m for m in _conversation() if m["role"] != "system"]
+    assert _render("deepseek_v4", no_system, thinking=False).startswith(f"{BOS}\n\n## Tools\n\n")
 
 
 def test_deepseek_v4_reasoning_effort() -> None:
-    preamble = ("Reasoning Effort: Absolute maximum with no shortcuts permitted.\nYou MUST be very thorough in your "
-                "thinking and comprehensively decompose the problem to resolve the root cause, rigorously "
-                "stress-testing your logic against all potential paths, edge cases, and adversarial scenarios.\n"
-                "Explicitly write out your entire deliberation process, documenting every intermediate step, "
-                "considered alternative, and rejected hypothesis to ensure absolutely no assumption is left "
-                "unchecked.\n\n")
-    plain = _render("deepseek_v4", _conversation())
-    assert _render("deepseek_v4", _conversation(), reasoning_effort="max") == plain.replace(BOS, BOS + preamble, 1)
-    assert _render("deepseek_v4", _conversation(), reasoning_effort="high") == plain
+    plain = _render("deepseek_v4", _conversation()).replace(HIGH, "", 1)
+    assert HIGH not in plain
+    for effort, preamble in (("max", MAX), ("high", HIGH), ("xhigh", HIGH), (30, HIGH), ("low", ""),
+                             ("medium", ""), ("minimal", "")):
+        assert _render("deepseek_v4", _conversation(), reasoning_effort=effort) == plain.replace(
+            BOS, BOS + preamble, 1), effort
     assert _render("deepseek_v4", _conversation(), reasoning_effort="none") == _render(
+        "deepseek_v4", _conversation(), thinking=False)
+    assert _render("deepseek_v4", _conversation(), thinking=False, reasoning_effort="max") == _render(
         "deepseek_v4", _conversation(), thinking=False)
 
 
@@ -281,8 +296,9 @@ def test_deepseek_conversation_matches_llama_cpps_imitation(key: str, name: str,
     """From the first user turn on (every call, result and turn of the probe conversation) the renderer and
     llama.cpp's imitation agree, but for V3.2's last generation prompt without thinking, where the
     imitation writes `<think></think>` and the encoder `</think>`. Before it they differ where vLLM's encoder
-    does: the tools come first, in a system message of their own, and the conversation's system text follows
-    them (the imitation puts it first), with V3.2's tool instructions in single lines."""
+    does: V3.2's tools come first, in a system message of their own, and the conversation's system text follows
+    them (the imitation puts it first), with its tool instructions in single lines; V4's join the system text
+    as in the imitation, after the effort preamble of thinking's default effort."""
     community = _probe_renderings(COMMUNITY[key]["chat_template"], thinking=thinking)
     mine = _probe_renderings((OVERRIDES_DIR / f"{name}.jinja").read_text(encoding="utf-8"), thinking=thinking)
     theirs_turns, mine_turns = community[community.index("<｜User｜>"):], mine[mine.index("<｜User｜>"):]
@@ -290,7 +306,10 @@ def test_deepseek_conversation_matches_llama_cpps_imitation(key: str, name: str,
         theirs_turns = theirs_turns.removesuffix("<think></think>") + "</think>"
     assert mine_turns == theirs_turns
     system = "Current Date: 2024-06-12 10:23:45 Wednesday"
-    assert community.startswith(f"<s>{system}\n\n## Tools") and mine.startswith(f"{BOS}\n\n## Tools")
-    assert mine[:mine.index("<｜User｜>")].endswith(system)
+    assert community.startswith(f"<s>{system}\n\n## Tools")
+    if name == "deepseek_v32":
+        assert mine.startswith(f"{BOS}\n\n## Tools") and mine[:mine.index("<｜User｜>")].endswith(system)
+    else:  # V4's tools join the system message, as in the imitation; thinking's default effort writes a preamble
+        assert mine.startswith(f"{BOS}{HIGH if thinking else ''}{system}\n\n## Tools")
     schemas = [json.dumps(t["function"], ensure_ascii=False) for t in PROBE_TOOLS]
     assert all(s in community and s in mine for s in schemas)

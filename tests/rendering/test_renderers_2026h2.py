@@ -1,5 +1,5 @@
 """Prompts of the second-half-2026 families vLLM renders in Python or ships a template for: Inkling's renderer
-(chat_templates/inkling.jinja) written out exactly; it and DeepSeek V4.1's renderer held byte for byte against
+(chat_templates/inkling.jinja) written out exactly; it and the DeepSeek V3.2, V4 and V4.1 renderers held byte for byte against
 the prompts vLLM 0.34's own encoders write (tests/fixtures/rendering/2026h2/vllm034_prompts.json, recorded by
 scripts/vllm034_prompts.py); Muse Glimmer's published template (vLLM's example) through the probe with the
 parser it selects; K2 Horizon's template arguments reaching its parser.
@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 from pathlib import Path
 from types import ModuleType
 from typing import Any, ClassVar
@@ -95,17 +96,52 @@ def test_inkling_renderer_serves_the_model_and_passes_the_probe() -> None:
     assert select_parser("thinkingmachines/Inkling-Small", chat_template=renderer.template) == "inkling"
 
 
-# --- held against vLLM 0.34's encoders (Inkling, DeepSeek V4.1) -------------------------------------------
+# --- held against vLLM 0.34's encoders (Inkling, DeepSeek V3.2, V4, V4.1) ----------------------------------
 
 PROMPTS = json.loads((FIXTURES / "vllm034_prompts.json").read_text(encoding="utf-8"))
+
+
+MISTRAL_TEMPLATE = json.loads((FIXTURES.parent / "chat_templates.json").read_text(encoding="utf-8"))[
+    "mistralai/Mistral-Nemo-Instruct-2407"]["chat_template"]
+RESULT = '[TOOL_RESULTS]{"content": sunny, "call_id": "w8XqDHSH7"}'
+QUOTED = ("Mistral-Nemo's shipped template writes a result's text into its JSON unquoted; mistral_common quotes "
+          "text that is not JSON")
+SYSTEM = ("Mistral-Nemo's shipped template puts the system text before the last user message only when that "
+          "message ends the conversation (`loop.last`), and drops it otherwise; mistral_common puts it before the "
+          "last user message always")
+# Each named difference between our prompt and vLLM 0.34's for a case: (ours, theirs, cause). A case not named
+# here is byte-identical; a named difference that is gone fails too.
+DIFFERENCES: dict[str, list[tuple[str, str, str]]] = {
+    "mistral/conversation": [(RESULT, RESULT.replace("sunny", '"sunny"'), QUOTED)],
+    "mistral/no-tools": [(RESULT, RESULT.replace("sunny", '"sunny"'), QUOTED)],
+    "mistral/pending": [
+        ("[INST]Weather", "[INST]Be brief.\n\nWeather", SYSTEM),
+        (RESULT, RESULT.replace("sunny", '"sunny"'), QUOTED)],
+}
+
+
+def _ours(case: dict[str, Any]) -> str:
+    if case["renderer"] == "mistral":  # a Mistral model is rendered with its tokenizer's own template
+        return render_chat(make_tokenizer(None), MISTRAL_TEMPLATE, case["messages"], case["tools"],
+                           add_generation_prompt=True)
+    return _render(case["renderer"], case["messages"], case["tools"], **case["kwargs"])
+
+
+def test_every_named_difference_is_a_recorded_case() -> None:
+    assert set(DIFFERENCES) <= {c["case"] for c in PROMPTS["cases"]}
 
 
 @pytest.mark.parametrize("case", PROMPTS["cases"], ids=[c["case"] for c in PROMPTS["cases"]])
 def test_renderers_write_vllm_034s_prompts(case: dict[str, Any]) -> None:
     """Byte for byte the prompt vLLM 0.34's own encoder renders for the same input (the probe conversation;
     reasoning, text beside a call, its result; efforts; thinking off), recorded by scripts/vllm034_prompts.py.
-    DeepSeek V4.1's effort budgets are 0.34's (low 50, high 75 by default, max 100)."""
-    assert _render(case["renderer"], case["messages"], case["tools"], **case["kwargs"]) == case["prompt"]
+    DeepSeek V4.1's effort budgets are 0.34's (low 50, high 75 by default, max 100); V4's efforts map as its
+    wrapper maps them (high's preamble by default, max's own); V3.2's and V4's tools as its wrapper puts them."""
+    ours = _ours(case)
+    for mine, theirs, cause in DIFFERENCES.get(case["case"], []):
+        assert mine in ours, f"named difference gone: {cause}"
+        ours = ours.replace(mine, theirs, 1)
+    assert ours == case["prompt"]
 
 
 def test_the_recorded_prompts_are_vllm_034s() -> None:
@@ -117,13 +153,43 @@ def test_the_recorded_prompts_are_vllm_034s() -> None:
     assert spec is not None and spec.loader is not None
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
-    encoders = {"inkling": script.load(VLLM034, "renderers/inkling_encoding.py"),
-                "deepseek_v41": script.load(VLLM034, "tokenizers/deepseek_v41_encoding.py")}
+    encoders = {name: script.load(VLLM034, relative) for name, relative in script.ENCODERS.items()}
+    encoders["mistral"] = None  # mistral_common, the installed one (vLLM 0.34 requires >= 1.13.0)
     now = [{"case": name, "renderer": renderer, "messages": messages, "tools": tools, "kwargs": kwargs,
             "prompt": getattr(script, renderer)(encoders[renderer], messages, tools, kwargs)}
            for name, renderer, messages, tools, kwargs in script.cases()]
     assert json.loads(json.dumps(now)) == PROMPTS["cases"]
+    assert json.loads(json.dumps(script.kimi_k3_records(VLLM034))) == PROMPTS["kimi_k3_tool_messages"]
     assert PROMPTS["source"]["vllm"] == "0.34.0"
+
+
+# --- Kimi K3: vLLM 0.34's preparing step (the encoder ships with the model, not with vLLM) -----------------
+
+K3_TOOL = re.compile(r'<\|open\|>message role="tool" tool="([^"]*)" index="(\d+)"<\|sep\|>([^<]*)')
+# (case, ours, the `tool`/`index` vLLM hands the encoder, cause): what the encoder writes from them is not known
+K3_INDEX: dict[str, tuple[list[tuple[str, int]], list[tuple[str, int]], str]] = {
+    "kimi_k3/second-only": ([("get_time", 1)], [("get_time", 2)],
+                            ("vLLM numbers a result by the call it answers, we by its place in the run; whether "
+                             "`encoding_k3` (the model's tokenizer code, not public here) writes the number it is "
+                             "handed is unknown")),
+}
+
+
+@pytest.mark.parametrize("record", PROMPTS["kimi_k3_tool_messages"],
+                         ids=[r["case"] for r in PROMPTS["kimi_k3_tool_messages"]])
+def test_kimi_k3_tool_results_as_vllm_034_prepares_them(record: dict[str, Any]) -> None:
+    """Our renderer puts tool results in the order vLLM 0.34's K3 renderer hands them to the encoder (by id or
+    by its `NAME:POSITION` alias; an unknown id leaves the run as it came), named after the call answered."""
+    ours = _render("kimi_k3", record["messages"], None)
+    assert ours == _render("kimi_k3", record["normalized"], None)
+    written = [(tool, int(index)) for tool, index, _ in K3_TOOL.findall(ours)]
+    handed = [(m["tool"], m["index"]) for m in record["normalized"] if m["role"] == "tool" and "tool" in m]
+    contents = [m["content"] for m in record["normalized"] if m["role"] == "tool"]
+    assert [text for _, _, text in K3_TOOL.findall(ours)] == contents
+    if record["case"] in K3_INDEX:
+        assert (written, handed) == K3_INDEX[record["case"]][:2]
+    elif handed:
+        assert written == handed
 
 
 # --- Muse Glimmer (vLLM's example template) ----------------------------------------------------------------
