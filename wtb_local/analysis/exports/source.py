@@ -16,8 +16,9 @@ from typing import Any
 
 from wtb_local.analysis.exports.registry import ExportError
 from wtb_local.analysis.reports.runs import ReportError, Run, load_runs
-from wtb_local.analysis.reports.table import COLUMNS, metric_values
+from wtb_local.analysis.reports.table import COLUMNS, metric_values, scored_errors
 from wtb_local.contract.manifest import Manifest
+from wtb_local.contract.run_dir import RunDir
 from wtb_local.contract.score_sets import ScoreSet, score_set
 from wtb_local.contract.secrets import mask_text
 
@@ -71,8 +72,6 @@ class ExportRun:
     def errors(self) -> dict[int, dict[str, Any]]:
         """Table 6/7 estimates per column (docs/reports.md "Uncertainty"); none for a bare metric file or a
         --repeats mean row."""
-        from wtb_local.analysis.reports.table import scored_errors  # deferred: start-up
-
         run = self.run
         return scored_errors(run.score_rows, run.sessions, run.metric, run.protocol[1]) if run.summary is None else {}
 
@@ -158,8 +157,6 @@ def run_status(run: ExportRun) -> str:
         return "complete"
     status = str(run.manifest.status or "complete")
     if run.facts.rescore and status == "rescored":
-        from wtb_local.contract.run_dir import RunDir  # deferred: start-up (--help)
-
         own = RunDir(run.folder).manifest
         status = str((own.status if own is not None else None) or status)
     return status

@@ -14,7 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from wtb_local.analysis.reports.table import ReportRow, metric_row, paper_row
+from wtb_local.analysis.reports.table import (
+    ReportRow,
+    legend_notes,
+    metric_row,
+    paper_row,
+    repeated_errors,
+    scored_errors,
+)
 from wtb_local.benchmark.protocols import find_protocol, protocol_named
 from wtb_local.contract.manifest import Manifest
 from wtb_local.contract.run_dir import RunDir, as_manifest
@@ -204,11 +211,6 @@ def present(run_dir: str | Path | None, metric: dict[str, Any], *, manifest: Man
     metric was counted from (and the dataset's sessions), our row carries its standard errors and n; a
     `--repeats` run's mean row carries them with each repeat's (score rows, sessions) as `repeats`."""
     from wtb_local.analysis.commands.repeat_runs import error_bar_line, read_summary  # deferred: start-up
-    from wtb_local.analysis.reports.table import (  # deferred: start-up
-        legend_notes,
-        repeated_errors,
-        scored_errors,
-    )
 
     manifest = as_manifest(manifest)  # a run's own (a dict it wrote) or one read
     if manifest is None and run_dir is not None:

@@ -18,6 +18,7 @@ from wtb_local.benchmark.scoring.files import ScoringError, read_jsonl, read_met
 from wtb_local.contract.manifest import Manifest
 from wtb_local.contract.paths import METRIC_FILE_NAME, RESULT_FILE_NAME, SCORE_FILE_NAME
 from wtb_local.contract.run_dir import ManifestError, RunDir
+from wtb_local.contract.shard_dirs import SHARDS_DIR, parse_shard_dir
 
 # The paper's four coarse task types; an instruction transition is a change between consecutive tasks.
 COARSE_TYPE = {
@@ -123,8 +124,6 @@ def find_runs(path: str | Path) -> list[_Found]:
 
 def _is_shard(folder: Path, searched: Path) -> bool:
     """`<run dir>/shards/<I>-of-<N>` below the searched path (a shard named directly is reported)."""
-    from wtb_local.contract.shard_dirs import SHARDS_DIR, parse_shard_dir  # deferred: start-up
-
     return folder != searched and folder.parent.name == SHARDS_DIR and parse_shard_dir(folder.name) is not None
 
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from wtb_local.analysis.reports.columns import columns_of, headers_of
+from wtb_local.analysis.reports.columns import AP_RATE, OP_RATE, columns_of, headers_of
 from wtb_local.analysis.reports.paper import TABLE6_COLUMNS, TABLE7_COLUMNS, paper_name, paper_rows
 from wtb_local.benchmark.scoring.uncertainty import Estimate, estimates, per_session_metrics
 
@@ -159,8 +159,6 @@ def legend_notes(rows: Sequence[ReportRow], tables: Sequence[int] = (6, 7)) -> l
     """What the HTML's legends say about the printed cells, for the terminal and summary.md: the ± se,
     95% CI and n lines, AP and OP (and what the lenient checker does to them), a `diff` row, a shortened
     label."""
-    from wtb_local.analysis.reports.columns import AP_RATE, OP_RATE  # deferred: start-up
-
     notes = []
     if any(row.errors for row in rows):
         notes.append(UNCERTAINTY_NOTE)

@@ -87,16 +87,17 @@ def get_parser(name: str, *, tokenizer: Any = None, **options: Any) -> ToolParse
     parser-specific, e.g. `thinking=True`; `thinking="per-step"`: the pre-fill is decided per step, see
     formats/parsers/prefill.py). `vllm:NAME` is the installed vLLM's own parser, read with `tokenizer`
     (formats/parsers/vllm_native.py); `sglang:NAME` is SGLang's, in its own venv (sglang_native.py)."""
-    from wtb_local.formats.parsers import sglang_native  # deferred: start-up
     from wtb_local.formats.parsers.prefill import split_options  # deferred: start-up
+    from wtb_local.formats.parsers.sglang_native import build as build_sglang  # deferred: start-up
+    from wtb_local.formats.parsers.sglang_native import is_sglang_parser  # deferred: start-up
     from wtb_local.formats.parsers.vllm_native import build, is_vllm_parser  # deferred: start-up
 
     built, per_step = split_options(options)
     parser: ToolParser
     if is_vllm_parser(name):
         parser = build(name, tokenizer, **built)
-    elif sglang_native.is_sglang_parser(name):
-        parser = sglang_native.build(name, **built)
+    elif is_sglang_parser(name):
+        parser = build_sglang(name, **built)
     else:
         parser = parser_class(name)(**built)
     parser.per_step_prefill = per_step
