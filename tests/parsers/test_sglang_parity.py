@@ -117,6 +117,10 @@ COHERE_CUT = (f"policy: a call object never closed is kept with its raw argument
 COHERE_NOT_LIST = (f"policy: a Cohere action that is not a JSON list is an error and stays in the content as written "
                    f"({PP}, 2026 families: Muse, K2 Horizon, Command 4 rows); SGLang drops the action, keeping the text "
                    "before it")
+COHERE_TEXT = ("adapter: sglang:NAME runs no Command 4 reasoning parser, which on SGLang's server takes the answer out "
+               "of <|START_TEXT|>...<|END_TEXT|> (sglang/srt/parser/reasoning_parser.py); the cohere_command4 detector "
+               "leaves a reply without an action untouched, so the tags (and <co> citation markup, which ours also "
+               "removes and SGLang nowhere does) stay in the content")
 GEMMA_COLON = (f"policy: Gemma 4's `<|tool_call>:NAME{{` opener is read ({PP}, 2026 families: Gemma 4 variants read); "
                f"SGLang's gemma4 detector ({SG}/gemma4_detector.py) reads a call only after `<|tool_call>call:`")
 
@@ -150,8 +154,8 @@ NAMED: dict[str, str] = {
     **dict.fromkeys(["reference:137", "reference:139"], GPT_OSS_CONSTRAIN),
     "reference:193": MINIMAX_NULLABLE, "reference:194": CUT_KEPT,
     **dict.fromkeys(["2026-a:14", "2026-a:16"], GLM47_NAME),
-    **dict.fromkeys(["2026-a:41", "2026-a:139", "2026h2-a:45", "2026h2-a:46", "2026h2-a:47", "2026h2-a:50",
-                     "2026h2-a:88"], NO_TOOLS),
+    **dict.fromkeys(["2026-a:41", "2026h2-a:45", "2026h2-a:46", "2026h2-a:47", "2026h2-a:50"], NO_TOOLS),
+    **dict.fromkeys(["2026-a:139", "2026h2-a:88"], COHERE_TEXT),
     **dict.fromkeys(["2026-a:102", "2026h2-a:10"], UNKNOWN_TOOL),
     "2026-a:218": MINIMAX_M3_ONEOF, "2026h2-a:9": MUSE_LEAF,
     **dict.fromkeys(["2026h2-a:12", "2026h2-a:15", "2026h2-a:16", "2026h2-a:19", "2026h2-a:21"], MUSE_SELF_TEXT),
