@@ -47,3 +47,16 @@ def test_one_model_id_normalizer() -> None:
     assert templates.normalize_model_id is model_ids.normalize_model_id
     assert kwargs.normalize_model_id is model_ids.normalize_model_id
     assert model_ids.normalize_model_id(" DeepSeek-ai/DeepSeek-V3-0324::vllm ") == "deepseek-ai/deepseek-v3-0324"
+
+
+@pytest.mark.parametrize(("name", "text", "expected"), [
+    # SGLang's gpt-oss and Beam detectors read a call only when <|call|> closes it (reference:135, 2026h2-b:151)
+    ("gpt-oss", 'to=functions.f <|constrain|>json<|message|>{}<|call|>', 'to=functions.f <|constrain|>json<|message|>{}<|call|>'),
+    ("beam", ' to=f<|channel|>analysis<|message|>x<|call|><|return|>', ' to=f<|channel|>analysis<|message|>x<|call|>'),
+    ("hermes", '<tool_call>{}</tool_call><|call|>', '<tool_call>{}</tool_call>'),
+])
+def test_the_sglang_adapter_keeps_the_frame_closer_its_detector_reads(name: str, text: str, expected: str) -> None:
+    from wtb_local.formats.parsers.sglang_native import SglangToolParser
+
+    cls = type("Probe", (SglangToolParser,), {"name": f"sglang:{name}", "sglang_name": name, "executable": "-"})
+    assert cls()._strip_end(text) == expected

@@ -30,6 +30,10 @@ NS = "]<]minimax[>["
     ("qwen3_coder", True, "<tool_call>\n<function=f>\n</function>\n</tool_call>",
      (None, "<tool_call>\n<function=f>\n</function>\n</tool_call>")),
     ("hermes", True, "Plan<tool_call>{}</tool_call>", ("Plan", "<tool_call>{}</tool_call>")),
+    # Command 4's and PLaMo 3's own think tags, the block pre-filled (2026-a:141, 2026h2-b:94)
+    ("cohere_command3", True, "I'm\nthinking<|END_THINKING|><|START_ACTION|>[]<|END_ACTION|>",
+     ("I'm\nthinking", "<|START_ACTION|>[]<|END_ACTION|>")),
+    ("plamo3", True, "<|plamo:begin_think:plamo|>Reasoning.<|plamo:end_think:plamo|>Answer.", ("Reasoning.", "Answer.")),
     # a family whose parser we do not mirror: <think>
     ("granite-20b-fc", None, "<think>x</think>y", ("x", "y")),
 ])

@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 
 from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
-from wtb_local.formats.end_of_turn import strip_end_of_turn
+from wtb_local.formats.end_of_turn import END_OF_TURN, strip_end_of_turn
 from wtb_local.formats.parsers.base import ToolParser
 
 PREFIX = "sglang:"
@@ -50,6 +50,10 @@ MIRRORS = {
     "iquest_q1": "iquest_q1", "k2_horizon": "k2_horizon", "ling3": "ling3", "mimo": "mimo", "muse": "muse_glimmer",
     "spark25": "spark25", "trinity": "trinity",
 }
+
+# End markers that close a call frame SGLang's detector reads: left on the text (stripped, as our parsers may,
+# the last call of gpt-oss and of Beam (Harmony-like frames) is unclosed and gives no call; SGLang's tests keep it).
+FRAME_CLOSERS = {"gpt-oss": "<|call|>", "beam": "<|call|>"}
 
 
 class SglangParserSetupError(ValueError):
@@ -166,7 +170,7 @@ class SglangToolParser(ToolParser):
 
         mirror = self._mirror()
         vllm_family = mirror.vllm_names[0] if mirror is not None and mirror.vllm_names else "hermes"
-        reasoning, rest = split_family_reasoning(vllm_family, strip_end_of_turn(text or ""),
+        reasoning, rest = split_family_reasoning(vllm_family, self._strip_end(text or ""),
                                                  self.options.get("thinking"))
         answer = bridge(self.executable).ask({"parser": self.sglang_name, "text": rest,
                                               "tools": [_openai_tool(t) for t in tools or []]})
@@ -176,6 +180,10 @@ class SglangToolParser(ToolParser):
                             else json.dumps(c["parameters"], ensure_ascii=False)) for c in answer["calls"]]
         return ParseResult(reasoning=(reasoning or "").strip() or None,
                            content=(answer.get("content") or "").strip() or None, tool_calls=calls)
+
+    def _strip_end(self, text: str) -> str:
+        """The end-of-turn markers off the end, but the frame closer this detector reads (FRAME_CLOSERS)."""
+        return strip_end_of_turn(text, [m for m in END_OF_TURN if m != FRAME_CLOSERS.get(self.sglang_name)])
 
     def _mirror(self) -> type[ToolParser] | None:
         from wtb_local.formats.parsers.registry import parser_classes  # deferred: the registry imports this

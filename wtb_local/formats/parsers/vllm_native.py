@@ -36,7 +36,7 @@ from typing import Any, ClassVar, cast
 from wtb_local.contract.messages import FunctionSchema, ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.end_of_turn import strip_end_of_turn
-from wtb_local.formats.parsers import gemma4, kimi_k3, minimax_m3, seed_oss
+from wtb_local.formats.parsers import cohere_command, gemma4, kimi_k3, minimax_m3, plamo3, seed_oss
 from wtb_local.formats.parsers._common import split_reasoning
 from wtb_local.formats.parsers.base import ToolParser
 from wtb_local.formats.parsers.registry import parser_classes
@@ -49,6 +49,9 @@ _REASONING_MARKUP: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "qwen3_coder": ("<think>", "</think>", ("<tool_call>", "<function=")),
     "minimax_m3": (minimax_m3.THINK_OPEN, minimax_m3.THINK_CLOSE, (minimax_m3.OPEN, f"{minimax_m3.NS}<invoke")),
     "seed_oss": ("<seed:think>", "</seed:think>", (seed_oss.OPEN,)),
+    # Command 4 and PLaMo 3 think in their own tags, not <think> (the default would swallow a thinking reply whole)
+    "cohere_command3": (cohere_command.THINK_OPEN, cohere_command.THINK_CLOSE, (cohere_command.ACTION_OPEN,)),
+    "plamo3": (plamo3.THINK_OPEN, plamo3.THINK_CLOSE, (plamo3.REQUESTS_OPEN, plamo3.REQUEST_OPEN)),
     # Kimi-K3's channels: a completion opening a channel itself did not start inside the pre-filled one
     "kimi_k3": (kimi_k3.open_tag("think"), kimi_k3.close_tag("think"), (kimi_k3.OPEN,)),
 }
