@@ -62,7 +62,8 @@ def _stopped(proc: subprocess.Popen[str], sig: int, result_file: Path, timeout: 
     assert "Traceback" not in stderr
     # transformers' own loading bar may come before; ours is the one last line
     # transformers' own loading bar, and the run's time estimate printed before the engine loads
-    lines = [line for line in stderr.strip().splitlines() if not line.startswith(("Loading weights", "estimate: "))]
+    lines = [line for line in stderr.strip().splitlines()
+             if line.strip() and not line.startswith(("Loading weights", "estimate: "))]
     name = signal.Signals(sig).name
     assert len(lines) == 1, stderr
     kept = len(read_jsonl(result_file)) if result_file.exists() else 0
