@@ -114,6 +114,7 @@ READERS: dict[str, Callable[[Path, Path], list[str]]] = {
     "explain": lambda run, clean: ["explain", str(run), str(clean)],
     "parsers-compare": lambda run, clean: ["parsers", "compare", str(run), "--parsers", "hermes,qwen3_xml",
                                            "--format", "json"],
+    "export": lambda run, clean: ["export", str(run), "--to", "leaderboard", str(run.parent / "row.json")],
 }
 
 
@@ -129,7 +130,8 @@ def test_every_reader_gives_the_one_line_of_a_damaged_record(clean: Path, tmp_pa
     expected = _expected(damage, run, reader)
     if damage == "cut-utf8":  # dropped with the note; the rest read as the clean run
         assert done.exit_code == 0, done.output
-        where = {"report": f"{MODEL_DIR}: ", "explain": f"{run}: "}.get(reader, "")  # which run's note
+        where = {"report": f"{MODEL_DIR}: ", "export": f"{MODEL_DIR}: ",
+                 "explain": f"{run}: "}.get(reader, "")  # which run's note
         shown = f"note: {where}{expected}"
         assert shown in done.output.splitlines(), done.output
         if reader == "score":
@@ -138,6 +140,7 @@ def test_every_reader_gives_the_one_line_of_a_damaged_record(clean: Path, tmp_pa
         return
     assert (done.exit_code, done.stderr.splitlines()) == (1, [f"Error: {expected}"]), done.output
     assert not (run / "score").exists() and not (run / "score-lenient").exists()
+    assert not (run.parent / "row.json").exists()  # and no export of it
 
 
 def _copy(clean: Path, tmp_path: Path) -> Path:

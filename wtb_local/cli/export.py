@@ -32,6 +32,9 @@ def export_runs(name: str, exporter: Any, paths: Sequence[str | Path], dataset: 
 
     try:
         runs = load_export_runs(paths, dataset)
+        for run in runs:  # a line the reader dropped (an interrupted write), said as every reader says it
+            if run.run.note:
+                click.echo(f"note: {run.run.label}: {run.run.note}")
         for exported in exporter.export(runs):
             if exported.missing:
                 click.echo(f"not carried: {exported.label}: {'; '.join(exported.missing)}", err=True)
