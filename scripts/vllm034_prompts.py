@@ -4,7 +4,7 @@ the renderers of chat_templates/ are held against them where vLLM 0.34 is not at
 
     python scripts/vllm034_prompts.py [--vllm DIR] [--out tests/fixtures/rendering/2026h2/vllm034_prompts.json]
 
-DIR is an unpacked vLLM 0.34 wheel (default: $WTB_VLLM034_DIR, else /work/wheels/vllm-0.34.0). Both encoders
+DIR is an unpacked vLLM 0.34 wheel (default: $WTB_VLLM_NEXT, else $WTB_VLLM034_DIR). Both encoders
 are pure Python files, read by their path (the installed vLLM may be another version). Each case keeps its
 input (messages, tools, template kwargs) beside vLLM's prompt text, and
 tests/rendering/test_renderers_2026h2.py renders the same input with our renderer and compares.
@@ -260,7 +260,8 @@ ENCODERS = {"inkling": "renderers/inkling_encoding.py", "deepseek_v41": "tokeniz
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--vllm", default=os.environ.get("WTB_VLLM034_DIR", "/work/wheels/vllm-0.34.0"))
+    parser.add_argument("--vllm", default=os.environ.get("WTB_VLLM_NEXT") or os.environ.get("WTB_VLLM034_DIR"),
+                        required=not (os.environ.get("WTB_VLLM_NEXT") or os.environ.get("WTB_VLLM034_DIR")))
     parser.add_argument("--out", default=str(HERE / "tests" / "fixtures" / "rendering" / "2026h2" /
                                                  "vllm034_prompts.json"))
     args = parser.parse_args()

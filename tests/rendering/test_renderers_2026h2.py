@@ -4,9 +4,9 @@ the prompts vLLM 0.34's own encoders write (tests/fixtures/rendering/2026h2/vllm
 scripts/vllm034_prompts.py); Muse Glimmer's published template (vLLM's example) through the probe with the
 parser it selects; K2 Horizon's template arguments reaching its parser.
 
-The encoders are pure Python files of an unpacked vLLM 0.34 wheel (`WTB_VLLM034_DIR`, default
-/work/wheels/vllm-0.34.0); only the check that the recorded prompts are still theirs needs it, and skips
-without it (the installed vLLM is 0.32)."""
+The encoders are pure Python files of an unpacked vLLM 0.34 wheel (`WTB_VLLM_NEXT`, as .ci/run's vllm_next tier
+sets it, or `WTB_VLLM034_DIR`); only the check that the recorded prompts are still theirs needs it. It is a vLLM
+test: it runs in that tier, skips elsewhere without the wheel or mistral_common, and fails in CI without them."""
 
 from __future__ import annotations
 
@@ -28,15 +28,22 @@ from wtb_local.formats.rendering.probe import PROBE_TOOLS, probe_messages
 from wtb_local.formats.rendering.renderer import PromptRenderer
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "rendering" / "2026h2"
-VLLM034 = Path(os.environ.get("WTB_VLLM034_DIR", "/work/wheels/vllm-0.34.0"))
+# The newest release's layer as CI unpacks it, else a folder a developer names; no default (a path of one machine).
+VLLM034 = Path(os.environ.get("WTB_VLLM_NEXT") or os.environ.get("WTB_VLLM034_DIR") or "/nonexistent")
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Weather.", "parameters": {
     "type": "object", "properties": {"city": {"type": "string"}}}}}]
+
+
+def _absent(why: str) -> None:
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail(why)
+    pytest.skip(why)
 
 
 def _vllm034(relative: str) -> ModuleType:
     path = VLLM034 / "vllm" / relative
     if not path.is_file():
-        pytest.skip(f"vLLM 0.34's {relative} is not at {path} (set WTB_VLLM034_DIR to an unpacked vLLM 0.34 wheel)")
+        _absent(f"vLLM 0.34's {relative} is not at {path} (set WTB_VLLM_NEXT to an unpacked vLLM 0.34 wheel)")
     spec = importlib.util.spec_from_file_location(f"vllm034_{path.stem}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -144,10 +151,13 @@ def test_renderers_write_vllm_034s_prompts(case: dict[str, Any]) -> None:
     assert ours == case["prompt"]
 
 
+@pytest.mark.vllm
 def test_the_recorded_prompts_are_vllm_034s() -> None:
     """The fixture is what the encoders of an unpacked vLLM 0.34 wheel write today, for the inputs the script
-    builds now (skipped without the wheel: the installed vLLM is 0.32)."""
+    builds now (the installed vLLM is 0.32; mistral_common, a vLLM dependency, renders Mistral-Nemo)."""
     _vllm034("renderers/inkling_encoding.py")
+    if importlib.util.find_spec("mistral_common") is None:
+        _absent("mistral_common (a vLLM dependency) is not installed: it renders the Mistral-Nemo cases")
     path = Path(__file__).resolve().parents[2] / "scripts" / "vllm034_prompts.py"
     spec = importlib.util.spec_from_file_location("vllm034_prompts_script", path)
     assert spec is not None and spec.loader is not None
