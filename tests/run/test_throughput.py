@@ -14,6 +14,7 @@ from typing import Any
 from wtb_local.contract.schema import Completion, GenerationRequest
 from wtb_local.engines.oracle import OracleBackend
 from wtb_local.run import RunOptions, run_job_async
+from wtb_local.contract.sections import ThroughputSection
 from wtb_local.run.loop.throughput import ThroughputMeter, run_end_line, summary_line
 
 
@@ -63,7 +64,7 @@ def test_meter_counts_busy_time_as_the_union_of_requests_in_flight() -> None:
         "runner_ceiling_steps_per_s": 187.5, "writer_busy_s": 0.012,
         "render_workers": 0, "render_workers_busy_s": None,
     }
-    assert summary_line(summary) == (
+    assert summary_line(ThroughputSection.model_validate(summary)) == (
         "throughput: 0.20 tasks/s, 6.0 generated tok/s, 50.0 prompt tok/s, prefix cache 50.0% of prompt "
         "tokens, engine busy 40% of 10.0 s, runner 5.333 ms/step, runner busy 0%, could feed 188 steps/s "
         "(ran 0.3)"
@@ -106,7 +107,7 @@ def test_meter_without_cache_reports_says_so() -> None:
     summary = meter.summary(tasks=0)
     assert (summary["prefix_cache_hit_rate"], summary["cached_prompt_tokens"]) == (None, None)
     assert summary["engine_busy_s"] == 2.0
-    assert "prefix cache not reported" in summary_line(summary)
+    assert "prefix cache not reported" in summary_line(ThroughputSection.model_validate(summary))
 
 
 class CachingOracle(OracleBackend):
@@ -190,7 +191,7 @@ def test_cli_prints_the_throughput_line(tmp_path: Path) -> None:
     block = manifest["summary"]["throughput"]
     assert (block["tasks"], block["prefix_cache_hit_rate"]) == (8, None)  # the oracle has no cache
     line = next(x for x in proc.stdout.splitlines() if x.startswith("throughput: "))
-    assert line == summary_line(block)
+    assert line == summary_line(ThroughputSection.model_validate(block))
     assert "prefix cache not reported" in line and f"runner {block['runner_ms_per_step']:.3f} ms/step" in line
     assert f"could feed {block['runner_ceiling_steps_per_s']:.0f} steps/s" in line
 
@@ -220,23 +221,27 @@ def test_cli_instant_backend_runs_every_stage_and_records_the_runner_ceiling(tmp
     assert all(block["runner_ms_breakdown"][stage] > 0 for stage in block["runner_ms_breakdown"])
     _assert_ceiling_consistent(block)
     line = next(x for x in proc.stdout.splitlines() if x.startswith("throughput: "))
-    assert line == summary_line(block)
+    assert line == summary_line(ThroughputSection.model_validate(block))
 
 
 def test_the_run_end_line_prints_only_figures_measured_now() -> None:
-    block = {"steps": 3, "tasks_per_s": 0.2, "generated_tokens_per_s": 6.0, "prompt_tokens_per_s": 50.0,
-             "prefix_cache_hit_rate": None, "engine_busy_share": 0.5, "wall_s": 4.0, "runner_ms_per_step": 1.0}
+    written = {"steps": 3, "tasks_per_s": 0.2, "generated_tokens_per_s": 6.0, "prompt_tokens_per_s": 50.0,
+               "prefix_cache_hit_rate": None, "engine_busy_share": 0.5, "wall_s": 4.0, "runner_ms_per_step": 1.0}
+    block = ThroughputSection.model_validate(written)
     measured = run_end_line(block, ran=True)
-    assert measured is not None and measured.startswith("throughput: 0.20 tasks/s, 6.0 generated tok/s")
+    assert measured == ("throughput: 0.20 tasks/s, 6.0 generated tok/s, 50.0 prompt tok/s, prefix cache not "
+                        "reported, engine busy 50% of 4.0 s, runner 1.000 ms/step")
     assert run_end_line(block, ran=False) == measured.replace(
         "throughput:", "throughput of the earlier invocation (recorded, not measured now):")
-    replayed = {**block, "generated_tokens_per_s": 12.5}
-    assert run_end_line({**block, "generated_tokens_per_s": 205606.0}, ran=True, replayed=replayed,
-                        replay=True) == measured.replace("6.0 generated", "12.5 generated").replace(
+    replayed = ThroughputSection.model_validate({**written, "generated_tokens_per_s": 12.5})
+    now = ThroughputSection.model_validate({**written, "generated_tokens_per_s": 205606.0})
+    assert run_end_line(now, ran=True, replayed=replayed, replay=True) == measured.replace(
+        "6.0 generated", "12.5 generated").replace(
         "throughput:", "throughput of the replayed run (recorded, not measured now):")
     assert run_end_line(block, ran=True, replayed=None, replay=True) == (
         "throughput: not measured (a replay answers with recorded completions)")
-    assert run_end_line({"steps": 0}, ran=True) is None and run_end_line(None, ran=False) is None
+    assert run_end_line(ThroughputSection.model_validate({"steps": 0}), ran=True) is None
+    assert run_end_line(ThroughputSection(), ran=False) is None
 
 
 def test_rerunning_a_finished_run_marks_its_throughput_as_recorded(tmp_path: Path) -> None:

@@ -27,7 +27,8 @@ from pydantic import (
 # Keys of a section that are sections themselves (a null one reads as empty).
 _SUBSECTIONS: dict[str, tuple[str, ...]] = {
     "ConfigSection": ("sampling",), "ProtocolSection": ("family",), "VersionsSection": ("engine", "parser"),
-    "SummarySection": ("task_accuracy", "session_accuracy", "length_cuts"), "BackendSection": ("settings",),
+    "SummarySection": ("task_accuracy", "session_accuracy", "throughput", "length_cuts"),
+    "BackendSection": ("settings",),
 }
 
 
@@ -219,13 +220,31 @@ class LengthCuts(Section):
     share: Number | None = None
 
 
+class ThroughputSection(Section):
+    """`summary.throughput` and each invocation's: the figures `run` prints at its end (the meter writes them:
+    run/loop/throughput.py, `ThroughputSummary`; None where a figure had nothing under it)."""
+
+    wall_s: Number | None = None
+    tasks: StrictInt | None = None
+    steps: StrictInt | None = None
+    tasks_per_s: Number | None = None
+    generated_tokens_per_s: Number | None = None
+    prompt_tokens_per_s: Number | None = None
+    engine_busy_share: Number | None = None
+    prefix_cache_hit_rate: Number | None = None
+    runner_ms_per_step: Number | None = None
+    runner_busy_share: Number | None = None
+    steps_per_s: Number | None = None
+    runner_ceiling_steps_per_s: Number | None = None
+
+
 class SummarySection(Section):
     """`summary`: what `run` scored and measured."""
 
     sessions_scored: StrictInt | None = None
     task_accuracy: Accuracy = Accuracy()
     session_accuracy: Accuracy = Accuracy()
-    throughput: dict[str, Any] | None = None
+    throughput: ThroughputSection = ThroughputSection()
     length_cuts: LengthCuts = LengthCuts()
 
 

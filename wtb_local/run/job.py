@@ -547,7 +547,7 @@ def _throughput(invocation: dict[str, Any], pending: list[Any], previous: dict[s
         return invocation["throughput"]
     recorded = as_manifest(previous)
     earlier = recorded.summary.throughput if recorded is not None else None
-    return earlier if earlier is not None else invocation["throughput"]
+    return earlier.written() if earlier else invocation["throughput"]
 
 
 def _first_cause(exc: BaseException) -> BaseException:

@@ -22,10 +22,11 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from typing import Any, NotRequired
 
 from typing_extensions import TypedDict
+
+from wtb_local.contract.sections import ThroughputSection
 
 
 class RunnerBreakdown(TypedDict):
@@ -170,36 +171,35 @@ class ThroughputMeter:
         }
 
 
-def run_end_line(block: Mapping[str, Any] | None, *, ran: bool, replayed: Mapping[str, Any] | None = None,
+def run_end_line(block: ThroughputSection, *, ran: bool, replayed: ThroughputSection | None = None,
                  replay: bool = False) -> str | None:
     """The throughput line `run` prints at its end, only for figures measured now: a replay's speed is the
     speed of reading a file (its recorded run's figures are shown, marked as read back), and a rerun that ran
     nothing prints the recorded figures marked as such (docs/runner-speed.md §8)."""
     if replay:
-        if replayed and replayed.get("steps"):
+        if replayed is not None and replayed.steps:
             return summary_line(replayed, "throughput of the replayed run (recorded, not measured now)")
         return "throughput: not measured (a replay answers with recorded completions)"
-    if not block or not block.get("steps"):
+    if not block.steps:
         return None
     if not ran:
         return summary_line(block, "throughput of the earlier invocation (recorded, not measured now)")
     return summary_line(block)
 
 
-def summary_line(block: Mapping[str, Any], label: str = "throughput") -> str:
+def summary_line(block: ThroughputSection, label: str = "throughput") -> str:
     """One line for the end of a run: `throughput: 12.1 tasks/s, ...`."""
-    hit = block.get("prefix_cache_hit_rate")
-    share = block.get("engine_busy_share")
+    hit, share = block.prefix_cache_hit_rate, block.engine_busy_share
     parts = [
-        f"{block.get('tasks_per_s') or 0:.2f} tasks/s",
-        f"{block.get('generated_tokens_per_s') or 0:.1f} generated tok/s",
-        f"{block.get('prompt_tokens_per_s') or 0:.1f} prompt tok/s",
+        f"{block.tasks_per_s or 0:.2f} tasks/s",
+        f"{block.generated_tokens_per_s or 0:.1f} generated tok/s",
+        f"{block.prompt_tokens_per_s or 0:.1f} prompt tok/s",
         "prefix cache " + ("not reported" if hit is None else f"{100 * hit:.1f}% of prompt tokens"),
-        "engine busy " + ("-" if share is None else f"{100 * share:.0f}% of {block.get('wall_s', 0):.1f} s"),
-        f"runner {block.get('runner_ms_per_step') or 0:.3f} ms/step",
+        "engine busy " + ("-" if share is None else f"{100 * share:.0f}% of {block.wall_s or 0:.1f} s"),
+        f"runner {block.runner_ms_per_step or 0:.3f} ms/step",
     ]
-    share, ceiling = block.get("runner_busy_share"), block.get("runner_ceiling_steps_per_s")
+    share, ceiling = block.runner_busy_share, block.runner_ceiling_steps_per_s
     if share is not None and ceiling is not None:
         parts.append(f"runner busy {100 * share:.0f}%, could feed {ceiling:.0f} steps/s "
-                     f"(ran {block.get('steps_per_s') or 0:.1f})")
+                     f"(ran {block.steps_per_s or 0:.1f})")
     return f"{label}: " + ", ".join(parts)
