@@ -14,17 +14,17 @@ are exact.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.parsers.samples import Ours, check, load, tally
 from wtb_local.contract.schema import ParseResult
 from wtb_local.formats.parsers import get_parser, select_parser
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "parsers" / "2026h2" / "fam_b_samples.jsonl"
-SAMPLES = {row["line"]: row for row in map(json.loads, FIXTURE.read_text(encoding="utf-8").splitlines())}
+SAMPLES = load(FIXTURE)
 
 # family -> the parser its model id selects (the family's name where the sources name no checkpoint)
 PARSER = {"hy_v4": "hy_v4", "ling3": "ling3", "plamo3": "plamo3", "mimo": "mimo", "dots": "dots",
@@ -55,7 +55,7 @@ THINK_OFF = ("a thinking block the model writes is split off even when the promp
 END_TOKEN = "an end-of-turn token at the end of a reply is stripped (SGLang's detector leaves it in the text)"
 
 # line -> (policy, wtb_local's exact content, reasoning, [[name, arguments text], ...])
-OURS: dict[int, tuple[str, str | None, str | None, list[list[str]]]] = {
+OURS: Ours = {
     95: (THINK_OFF, 'Answer.', 'Reasoning.', []),
     99: (CUT_NAME, '<|plamo:begin_tool_request:plamo|><|plamo:begin_tool_name:plamo|>clo', None, [['weather', '{"city":"東京"}']]),
     111: (UNKNOWN, None, None, [['unknown_fn', '{"x": "1"}']]),
@@ -85,55 +85,17 @@ def parse(line: int) -> tuple[str, ParseResult]:
                                                              finish_reason="stop")
 
 
-def _arguments(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
-
-
-def mismatch(sample: dict[str, Any], got: ParseResult) -> list[str]:
-    problems = []
-    if "expected_content" in sample and (got.content or "").strip() != (sample["expected_content"] or "").strip():
-        problems.append(f"content {got.content!r} != {sample['expected_content']!r}")
-    if "expected_reasoning" in sample and (got.reasoning or "").strip() != (sample["expected_reasoning"] or "").strip():
-        problems.append(f"reasoning {got.reasoning!r} != {sample['expected_reasoning']!r}")
-    want = sample["expected_calls"]
-    if [c.name for c in got.tool_calls] != [w["name"] for w in want]:
-        problems.append(f"calls {[c.name for c in got.tool_calls]} != {[w['name'] for w in want]}")
-        return problems
-    for c, w in zip(got.tool_calls, want):
-        if "arguments" in w and _arguments(c.arguments) != w["arguments"]:
-            problems.append(f"arguments of {c.name}: {c.arguments} != {json.dumps(w['arguments'])}")
-        if "id" in w and c.id != w["id"]:
-            problems.append(f"id {c.id!r} != {w['id']!r}")
-    return problems
-
-
 @pytest.mark.parametrize("line", sorted(SAMPLES), ids=[f"L{n}-{SAMPLES[n]['family']}" for n in sorted(SAMPLES)])
 def test_sample(line: int) -> None:
     sample = SAMPLES[line]
     name, got = parse(line)
     assert name == PARSER[sample["family"]]
-    problems = mismatch(sample, got)
-    if line in OURS:
-        policy, content, reasoning, calls = OURS[line]
-        assert problems, f"L{line} is declared a policy difference but matches its source: remove it from OURS"
-        assert (got.content, got.reasoning, [[c.name, c.arguments] for c in got.tool_calls]) == (
-            content, reasoning, calls), f"L{line} [{name}] ({policy})"
-    else:
-        assert not problems, f"L{line} [{name}] {sample['source']}: " + "; ".join(problems)
-    assert got.errors == ERRORS.get(line, []), f"L{line} [{name}]"
+    check(line, sample, name, got, ours=OURS, errors=ERRORS)
 
 
 def test_counts() -> None:
     """The tally the docs give, per family: (samples that match their source exactly, samples)."""
-    tally: dict[str, list[int]] = {}
-    for line, sample in SAMPLES.items():
-        counts = tally.setdefault(sample["family"], [0, 0])
-        counts[0] += line not in OURS
-        counts[1] += 1
-    assert tally == {
+    assert tally(SAMPLES, OURS) == {
         "beam": [1, 1], "dots": [4, 5], "gemma4": [1, 1], "gigachat35": [6, 6], "glm47": [1, 1],
         "granite_toolcall_parser": [1, 1], "hy_v4": [14, 14], "interns1": [4, 4], "iquest_q1": [5, 6],
         "ling3": [8, 8], "mimo": [9, 10], "plamo3": [7, 9], "ripple": [1, 1], "spark25": [3, 3], "step5": [1, 1],

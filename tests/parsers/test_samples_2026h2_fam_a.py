@@ -16,17 +16,17 @@ wtb_local decides differently from the sample's source, the sample is in OURS wi
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.parsers.samples import Ours, check, load, tally
 from wtb_local.contract.schema import ParseResult
 from wtb_local.formats.parsers import get_parser, parser_class, select_parser
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "parsers" / "2026h2" / "fam_a_samples.jsonl"
-SAMPLES = {row["line"]: row for row in map(json.loads, FIXTURE.read_text(encoding="utf-8").splitlines())}
+SAMPLES = load(FIXTURE)
 
 # The parser each family's samples are read with (selected by the model id; `hf` rows by their metadata).
 PARSER = {"muse": "muse_glimmer", "muse_glimmer": "muse_glimmer", "k2_horizon": "k2_horizon", "inkling": "inkling",
@@ -53,31 +53,6 @@ def _parse(line: int) -> tuple[str, ParseResult]:
     return name, parser.parse(sample["text"], tools=sample.get("tools"), finish_reason="stop")
 
 
-def _arguments(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
-
-
-def _mismatch(sample: dict[str, Any], got: ParseResult) -> list[str]:
-    problems = []
-    if "expected_content" in sample and (got.content or "").strip() != (sample["expected_content"] or "").strip():
-        problems.append(f"content {got.content!r} != {sample['expected_content']!r}")
-    if "expected_reasoning" in sample and (got.reasoning or "").strip() != (sample["expected_reasoning"] or "").strip():
-        problems.append(f"reasoning {got.reasoning!r} != {sample['expected_reasoning']!r}")
-    want = sample["expected_calls"]
-    if [c.name for c in got.tool_calls] != [w["name"] for w in want]:
-        problems.append(f"calls {[c.name for c in got.tool_calls]} != {[w['name'] for w in want]}")
-        return problems
-    for c, w in zip(got.tool_calls, want):
-        if "arguments" in w and _arguments(c.arguments) != w["arguments"]:
-            problems.append(f"arguments of {c.name}: {c.arguments} != {json.dumps(w['arguments'])}")
-        if "id" in w and c.id != w["id"]:
-            problems.append(f"id {c.id!r} != {w['id']!r}")
-    return problems
-
-
 SPLIT = ("the reasoning block is split off first, as vLLM's reasoning parser does (the source ran SGLang's tool "
          "detector alone, which returns the reasoning as text)")
 SPLIT_UNREAD = SPLIT + "; a call cut off at a normal stop stays in the content with an error"
@@ -95,7 +70,7 @@ _HYPOTHETICAL = ("Consider <ifm|tool_call>get_weather<ifm|arg_key>city</ifm|arg_
 _GEMMA_UNREAD = "a tool_calls region that cannot be read (not JSON: {}): not read as a call"
 
 # line -> (policy, wtb_local's exact content, reasoning, [[name, arguments text], ...])
-OURS: dict[int, tuple[str, str | None, str | None, list[list[str]]]] = {
+OURS: Ours = {
     11: (SPLIT, None, "Need weather.", [["get_weather", '{"city": "Paris"}']]),
     17: (SPLIT_UNREAD, ('<atem:function_calls>\n<atem:invoke name="get_weather.get_weather">\n'
                         '<atem:parameter name="city">Par'), "Need weather.", []),
@@ -136,15 +111,7 @@ def test_sample(line: int) -> None:
     sample = SAMPLES[line]
     name, got = _parse(line)
     assert name == PARSER[sample["family"]]
-    problems = _mismatch(sample, got)
-    if line in OURS:
-        policy, content, reasoning, calls = OURS[line]
-        assert problems, f"L{line} is declared a policy difference but matches its source: remove it from OURS"
-        assert (got.content, got.reasoning, [[c.name, c.arguments] for c in got.tool_calls]) == (
-            content, reasoning, calls), f"L{line} [{name}] ({policy})"
-    else:
-        assert not problems, f"L{line} [{name}] {sample['source']}: " + "; ".join(problems)
-    assert got.errors == ERRORS.get(line, []), f"L{line} [{name}]"
+    check(line, sample, name, got, ours=OURS, errors=ERRORS)
 
 
 def test_counts() -> None:
@@ -157,10 +124,5 @@ def test_counts() -> None:
 
 def test_per_family_tally() -> None:
     """Per family, samples read exactly as their source asserts (docs/parsers-and-templates.md, second-half 2026)."""
-    exact: dict[str, list[int]] = {}
-    for line, sample in SAMPLES.items():
-        tally = exact.setdefault(sample["family"], [0, 0])
-        tally[1] += 1
-        tally[0] += line not in OURS
-    assert exact == {"muse_glimmer": [10, 10], "muse": [9, 11], "k2_horizon": [16, 19], "inkling": [15, 17],
+    assert tally(SAMPLES, OURS) == {"muse_glimmer": [10, 10], "muse": [9, 11], "k2_horizon": [16, 19], "inkling": [15, 17],
                      "deepseek_v41": [5, 5], "deepseek_v4": [2, 2], "cohere_command4": [6, 7], "hf": [3, 7]}

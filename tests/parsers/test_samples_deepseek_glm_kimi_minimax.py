@@ -12,17 +12,17 @@ wtb_local decides differently from the sample's source, the sample is in OURS wi
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.parsers.samples import Ours, check, load
 from wtb_local.contract.schema import ParseResult
 from wtb_local.formats.parsers import get_parser, select_parser
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "parsers" / "2026" / "fam_a_samples.jsonl"
-SAMPLES = {row["line"]: row for row in map(json.loads, FIXTURE.read_text(encoding="utf-8").splitlines())}
+SAMPLES = load(FIXTURE)
 
 # The parser each family's model id selects.
 PARSER = {"deepseek_v32": "deepseek_v32", "deepseek_v4": "deepseek_v4", "kimi_k3": "kimi_k3", "glm47": "glm47",
@@ -58,7 +58,7 @@ UNREADABLE = ("an unreadable call block stays whole in the content with an error
               "result that lost the block's opener)")
 
 # line -> (policy, wtb_local's exact content, reasoning, [[name, arguments text], ...])
-OURS: dict[int, tuple[str, str | None, str | None, list[list[str]]]] = {
+OURS: Ours = {
     6: (NO_UNWRAP, None, None, [["get_weather", '{"arguments": {"location": "Beijing"}}']]),
     8: (NO_RETYPE, None, None, [["echo", '{"text": null}']]),
     41: (UNDECLARED, None, None, [["read_agent", '{"id": "worker_1"}']]),
@@ -101,47 +101,12 @@ def _parse(line: int) -> tuple[str, ParseResult]:
     return name, parser.parse(sample["text"], tools=tools, finish_reason=_finish(sample))
 
 
-def _arguments(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
-
-
-def _mismatch(sample: dict[str, Any], got: ParseResult) -> list[str]:
-    problems = []
-    if "expected_content" in sample and (got.content or "").strip() != (sample["expected_content"] or "").strip():
-        problems.append(f"content {got.content!r} != {sample['expected_content']!r}")
-    if "expected_reasoning" in sample and (got.reasoning or "").strip() != (sample["expected_reasoning"] or "").strip():
-        problems.append(f"reasoning {got.reasoning!r} != {sample['expected_reasoning']!r}")
-    want = sample["expected_calls"]
-    if [c.name for c in got.tool_calls] != [w["name"] for w in want]:
-        problems.append(f"calls {[c.name for c in got.tool_calls]} != {[w['name'] for w in want]}")
-        return problems
-    for c, w in zip(got.tool_calls, want):
-        if "arguments" in w and _arguments(c.arguments) != w["arguments"]:
-            problems.append(f"arguments of {c.name}: {c.arguments} != {json.dumps(w['arguments'])}")
-        if "arguments_raw" in w and c.arguments != w["arguments_raw"]:
-            problems.append(f"raw arguments of {c.name}: {c.arguments!r} != {w['arguments_raw']!r}")
-        if "id" in w and c.id != w["id"]:
-            problems.append(f"id {c.id!r} != {w['id']!r}")
-    return problems
-
-
 @pytest.mark.parametrize("line", sorted(SAMPLES), ids=[f"L{n}-{SAMPLES[n]['family']}" for n in sorted(SAMPLES)])
 def test_sample(line: int) -> None:
     sample = SAMPLES[line]
     name, got = _parse(line)
     assert name == PARSER[sample["family"]]
-    problems = _mismatch(sample, got)
-    if line in OURS:
-        policy, content, reasoning, calls = OURS[line]
-        assert problems, f"L{line} is declared a policy difference but matches its source: remove it from OURS"
-        assert (got.content, got.reasoning, [[c.name, c.arguments] for c in got.tool_calls]) == (
-            content, reasoning, calls), f"L{line} [{name}] ({policy})"
-    else:
-        assert not problems, f"L{line} [{name}] {sample['source']}: " + "; ".join(problems)
-    assert got.errors == ERRORS.get(line, []), f"L{line} [{name}]"
+    check(line, sample, name, got, ours=OURS, errors=ERRORS)
 
 
 def test_counts() -> None:

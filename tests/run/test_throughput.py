@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from wtb_local.contract.schema import Completion, GenerationRequest
+from wtb_local.contract.sections import ThroughputSection
 from wtb_local.engines.oracle import OracleBackend
 from wtb_local.run import RunOptions, run_job_async
-from wtb_local.contract.sections import ThroughputSection
 from wtb_local.run.loop.throughput import ThroughputMeter, run_end_line, summary_line
 
 

@@ -130,6 +130,22 @@ def split_reasoning(
 # --- JSON text as written ----------------------------------------------------------------------------------
 
 
+def json_type(value: Any, *, integers: bool = True) -> str:
+    """The JSON Schema type name of a decoded JSON value; with `integers` off an integer is a "number" (the
+    formats that write one type name for both)."""
+    if isinstance(value, bool):
+        return "boolean"
+    if value is None:
+        return "null"
+    if isinstance(value, int):
+        return "integer" if integers else "number"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "object" if isinstance(value, dict) else "array"
+
+
 def skip_ws(text: str, i: int) -> int:
     while i < len(text) and text[i] in _WS:
         i += 1

@@ -1,7 +1,7 @@
 """Reading marker-introduced JSON call lists/objects, keeping each call's arguments text as written.
 
 Shared by the families that put `{"name", "arguments"}` objects (or a list of them) after a marker:
-Mistral pre-v11, Granite 3.x, Phi-4-mini and Hunyuan. Built on `_common`'s exact-span helpers; what it
+Mistral pre-v11, Granite 3.x, Phi-4-mini and Hunyuan (a list), granite-20b-fc and GigaChat3 (one object). Built on `_common`'s exact-span helpers; what it
 adds is recovery: one broken item never drops the good ones, and a broken item keeps its name with the
 raw arguments text (spec: a reply that attempts a call must not come back as plain content).
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from wtb_local.contract.schema import ParsedCall
@@ -166,5 +167,39 @@ def parse_marked_calls(text: str, marker: re.Pattern[str], finish_reason: str | 
                 pos = after + len(close_tag)
             elif close_required and got:
                 errors.append(f"no {close_tag} after the calls (an unterminated block); calls kept")
+    pieces.append(text[pos:])
+    return pieces, calls, errors
+
+
+def parse_marked_objects(text: str, marker: re.Pattern[str], truncated: bool,
+                         unread: Callable[[re.Match[str]], str]) -> tuple[list[str], list[ParsedCall], list[str]]:
+    """(content pieces, calls, errors) of a text where each `marker` is followed by one JSON call object and no
+    closing tag. A marker with no object after it is an error (`unread(marker)` words it) and its text stays
+    content; one at the very end of a reply cut at the token limit is a truncated call."""
+    pieces: list[str] = []
+    calls: list[ParsedCall] = []
+    errors: list[str] = []
+    found = list(marker.finditer(text))
+    pos = 0
+    for n, m in enumerate(found):
+        if m.start() < pos:
+            continue
+        pieces.append(text[pos:m.start()])
+        start = skip_ws(text, m.end())
+        if start >= len(text) or text[start] != "{":
+            if start >= len(text) and truncated:
+                errors.append(TRUNCATED)
+            else:
+                errors.append(unread(m))
+                pieces.append(text[m.start():start])
+            pos = start
+            continue
+        scan = scan_object(text, start)
+        got, errs = scan.finish(truncated and n == len(found) - 1)
+        calls += got
+        errors += errs
+        if not got and not scan.calls and scan.partial is None and errs[-1:] != [TRUNCATED]:
+            pieces.append(text[m.start():scan.end])
+        pos = scan.end
     pieces.append(text[pos:])
     return pieces, calls, errors

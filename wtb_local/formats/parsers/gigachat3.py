@@ -17,7 +17,7 @@ from typing import ClassVar
 from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._common import arguments_object, is_truncated, join_content
-from wtb_local.formats.parsers._json_calls import scan_object
+from wtb_local.formats.parsers._json_calls import parse_marked_objects
 from wtb_local.formats.parsers.base import ToolParser
 from wtb_local.formats.parsers.hermes import strip_end_tokens
 
@@ -36,34 +36,9 @@ class GigaChat3Parser(ToolParser):
     def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         text = strip_end_tokens(text or "")
-        pieces: list[str] = []
-        calls: list[ParsedCall] = []
-        errors: list[str] = []
-        markers = list(_MARKER.finditer(text))
-        pos = 0
-        for n, marker in enumerate(markers):
-            if marker.start() < pos:
-                continue
-            pieces.append(text[pos:marker.start()])
-            start = marker.end()
-            while start < len(text) and text[start] in " \t\r\n":
-                start += 1
-            if start >= len(text) or text[start] != "{":
-                if start >= len(text) and is_truncated(finish_reason):
-                    errors.append("truncated tool call")
-                else:
-                    errors.append(f"no JSON call object after {marker.group(0).strip()!r}")
-                    pieces.append(text[marker.start():start])
-                pos = start
-                continue
-            scan = scan_object(text, start)
-            got, errs = scan.finish(is_truncated(finish_reason) and n == len(markers) - 1)
-            calls += got
-            errors += errs
-            if not got and not scan.calls and scan.partial is None and errs[-1:] != ["truncated tool call"]:
-                pieces.append(text[marker.start():scan.end])
-            pos = scan.end
-        pieces.append(text[pos:])
+        pieces, calls, errors = parse_marked_objects(
+            text, _MARKER, is_truncated(finish_reason),
+            lambda marker: f"no JSON call object after {marker.group(0).strip()!r}")
         return ParseResult(content=join_content(pieces), tool_calls=calls, errors=errors)
 
     def format(self, content: str | None, tool_calls: list[ParsedCall],

@@ -10,8 +10,8 @@ from typing import ClassVar
 
 from wtb_local.contract.messages import ToolSchema
 from wtb_local.contract.schema import ParsedCall, ParseResult
-from wtb_local.formats.parsers._common import join_content
-from wtb_local.formats.parsers._json_calls import scan_object
+from wtb_local.formats.parsers._common import is_truncated, join_content
+from wtb_local.formats.parsers._json_calls import parse_marked_objects
 from wtb_local.formats.parsers.base import ToolParser
 from wtb_local.formats.parsers.hermes import HermesParser, strip_end_tokens
 
@@ -30,28 +30,8 @@ class Granite20bFcParser(ToolParser):
     def parse(self, text: str, *, tools: list[ToolSchema] | None = None,
               finish_reason: str | None = None) -> ParseResult:
         text = strip_end_tokens(text or "")
-        pieces: list[str] = []
-        calls: list[ParsedCall] = []
-        errors: list[str] = []
-        found = list(_MARKER.finditer(text))
-        pos = 0
-        for n, marker in enumerate(found):
-            if marker.start() < pos:
-                continue
-            pieces.append(text[pos:marker.start()])
-            if marker.end() >= len(text) or text[marker.end()] != "{":
-                errors.append(f"no JSON call object after {MARKER}")
-                pieces.append(marker.group(0))
-                pos = marker.end()
-                continue
-            scan = scan_object(text, marker.end())
-            got, errs = scan.finish(finish_reason == "length" and n == len(found) - 1)
-            calls += got
-            errors += errs
-            if not got and not scan.calls and scan.partial is None and errs[-1:] != ["truncated tool call"]:
-                pieces.append(text[marker.start():scan.end])
-            pos = scan.end
-        pieces.append(text[pos:])
+        pieces, calls, errors = parse_marked_objects(text, _MARKER, is_truncated(finish_reason),
+                                                     lambda _: f"no JSON call object after {MARKER}")
         return ParseResult(content=join_content(pieces), tool_calls=calls, errors=errors)
 
     def format(self, content: str | None, tool_calls: list[ParsedCall], reasoning: str | None = None) -> str:

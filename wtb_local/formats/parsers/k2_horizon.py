@@ -34,6 +34,7 @@ from wtb_local.formats.parsers._common import (
     dumps_arguments,
     is_truncated,
     join_content,
+    json_type,
     schema_types,
     split_reasoning,
     tool_schemas,
@@ -108,24 +109,10 @@ def _call_text(call: ParsedCall, form: str) -> str:
         return json.dumps({"name": call.name, "arguments": args if args is not None else {}}, ensure_ascii=False)
     parts = [call.name]
     for key, value in (args or {}).items():
-        typed = f"{TYPE_OPEN}{_type_name(value)}{TYPE_CLOSE}" if form == "xml_typed" else ""
+        typed = f"{TYPE_OPEN}{json_type(value)}{TYPE_CLOSE}" if form == "xml_typed" else ""
         text = value if isinstance(value, str) else dumps_arguments(value)
         parts.append(f"{KEY_OPEN}{key}{KEY_CLOSE}{typed}{VALUE_OPEN}{text}{VALUE_CLOSE}")
     return "".join(parts)
-
-
-def _type_name(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if value is None:
-        return "null"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "object" if isinstance(value, dict) else "array"
 
 
 class _Reader:

@@ -29,6 +29,7 @@ from wtb_local.formats.parsers._common import (
     coerce_value,
     dumps_arguments,
     is_truncated,
+    json_type,
     tool_schemas,
 )
 from wtb_local.formats.parsers.base import ToolParser
@@ -104,7 +105,7 @@ class KimiK3Parser(ToolParser):
                     args = None
                 if isinstance(args, dict):
                     for key, value in args.items():
-                        parts.append(open_tag("argument", {"key": key, "type": _xtml_type(value)})
+                        parts.append(open_tag("argument", {"key": key, "type": json_type(value, integers=False)})
                                      + (value if isinstance(value, str) else dumps_arguments(value))
                                      + close_tag("argument"))
                 else:
@@ -112,18 +113,6 @@ class KimiK3Parser(ToolParser):
                 parts.append(close_tag("call"))
             parts.append(close_tag("tools"))
         return "".join(parts) + close_tag("message")
-
-
-def _xtml_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if value is None:
-        return "null"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "object" if isinstance(value, dict) else "array"
 
 
 def _strip_message_end(text: str) -> str:

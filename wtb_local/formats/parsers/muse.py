@@ -33,6 +33,7 @@ from wtb_local.formats.parsers._common import (
     dumps_arguments,
     is_truncated,
     join_content,
+    json_type,
     tool_schemas,
 )
 from wtb_local.formats.parsers.base import ToolParser
@@ -241,18 +242,4 @@ class _Reader:
         allowed = {types} if isinstance(types, str) else set(types) if isinstance(types, list) else set()
         if "string" not in allowed:
             return decoded
-        return decoded if _json_type(decoded) in allowed - {"string"} else raw
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
+        return decoded if json_type(decoded) in allowed - {"string"} else raw
