@@ -51,9 +51,16 @@ def test_a_recorded_harness_run_is_custom_and_says_what_differs(tmp_path: Path) 
     differs = ("no run manifest (protocol, checker and dataset unknown); 64 sessions / 256 tasks scored "
                "(standard: 256 / 1024)")
     assert done.stdout == f"leaderboard: scripted: custom ({differs}): {out}\n"
-    rows = list(csv.DictReader(out.open()))
-    assert rows == [{"model": "scripted", **_reference_row(), "submission": "custom", "differs": differs,
-                     "not_carried": ""}]
+    (row,) = list(csv.DictReader(out.open()))
+    table = {key: value for key, value in row.items() if not key.endswith(("_se", "_low", "_high", "_n"))}
+    assert table == {"model": "scripted", **_reference_row(), "submission": "custom", "differs": differs,
+                     "not_carried": ""}
+    # then each column's uncertainty: session accuracy's textbook binomial standard error and Wilson interval,
+    # 3 of 64 sessions: sqrt(3/64 * 61/64 / 64) = 2.64, (1.61, 12.90); task accuracy's clustered by session
+    assert list(row)[len(table):] == [f"{c}_{f}" for c in _reference_row() for f in ("se", "low", "high", "n")]
+    assert [row[f"session_acc_{f}"] for f in ("se", "low", "high", "n")] == ["2.64", "1.61", "12.90", "64"]
+    assert (row["task_acc_se"], row["task_acc_n"]) == ("2.97", "256")
+    assert all(float(row[f"{c}_low"]) <= float(row[c]) <= float(row[f"{c}_high"]) for c in _reference_row())
 
 
 @pytest.mark.slow

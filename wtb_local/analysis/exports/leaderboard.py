@@ -69,23 +69,37 @@ def leaderboard_row(run: ExportRun) -> dict[str, Any]:
         "checker": run.facts.checker, "sessions": run.sessions_scored, "tasks": run.tasks_scored,
         "wtb_local": run.manifest.wtb_local.version, "config_hash": run.manifest.config_hash,
         "not_carried": [f"{', '.join(empty)}: no task in the bucket (null)"] if empty else [],
-        # each column's standard error, 95% interval (in %) and n (docs/reports.md "Uncertainty"); JSON only
+        # each column's standard error, 95% interval (in %) and n (docs/reports.md "Uncertainty")
         "uncertainty": {column: estimate.as_percent() for column, estimate in run.errors.get(6, {}).items()},
     }
 
 
+# The CSV's uncertainty columns, after the table's: per column its standard error and 95% interval in % and its n
+# (tasks; sessions for session_acc). The table's own columns come first, as the project page's table has them.
+UNCERTAINTY = ("se", "low", "high", "n")
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    return str(value) if isinstance(value, int) else f"{value:.2f}"
+
+
 def write_leaderboard(rows: list[dict[str, Any]], file: str | Path) -> Path:
-    """`.csv`: the table's columns plus submission and differs, one line per run; otherwise JSON."""
+    """`.csv`: the table's columns, submission, differs and not_carried, then each column's uncertainty
+    (`<column>_se`, `_low`, `_high`, `_n`), one line per run; otherwise JSON."""
     path = Path(file)
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix.lower() == ".csv":
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(["model", *COLUMNS, "submission", "differs", "not_carried"])
+        writer.writerow(["model", *COLUMNS, "submission", "differs", "not_carried",
+                         *(f"{c}_{figure}" for c in COLUMNS for figure in UNCERTAINTY)])
         for entry in rows:
-            row = entry["row"]
-            writer.writerow([row["model"], *("" if row[c] is None else f"{row[c]:.2f}" for c in COLUMNS),
-                             entry["submission"], "; ".join(entry["differs"]), "; ".join(entry["not_carried"])])
+            row, spread = entry["row"], entry["uncertainty"]
+            writer.writerow([row["model"], *(_cell(row[c]) for c in COLUMNS),
+                             entry["submission"], "; ".join(entry["differs"]), "; ".join(entry["not_carried"]),
+                             *(_cell(spread.get(c, {}).get(figure)) for c in COLUMNS for figure in UNCERTAINTY)])
         path.write_text(buffer.getvalue(), encoding="utf-8")
     else:
         path.write_text(json.dumps({"columns": ["model", *COLUMNS], "rows": rows}, indent=2, ensure_ascii=False)
@@ -112,4 +126,4 @@ class LeaderboardExporter:
         return exported
 
 
-__all__ = ["COLUMNS", "RELEASE_TASKS", "LeaderboardExporter", "differences", "leaderboard_row", "write_leaderboard"]
+__all__ = ["COLUMNS", "RELEASE_TASKS", "UNCERTAINTY", "LeaderboardExporter", "differences", "leaderboard_row", "write_leaderboard"]
