@@ -168,6 +168,34 @@ def test_long_labels_are_shortened_and_the_tables_fit_120_columns() -> None:
     assert "`--model-name NAME`" in SHORTENED_NOTE
 
 
+def test_the_widest_cells_leave_the_label_less_room_and_the_tables_still_fit_120_columns() -> None:
+    """A run at 100% in every column next to a paper row at 0: its `diff` row is +100.00 everywhere (seven
+    characters, wider than most headers); the labels of every row then take 30 columns, in both tables."""
+    from wtb_local.analysis.reports.table import (
+        COLUMNS,
+        SHORTENED_NOTE,
+        ReportRow,
+        diff_row,
+        format_plain,
+        label_width,
+        legend_notes,
+    )
+
+    ours = ReportRow("m" * 36, {t: dict.fromkeys(COLUMNS[t], 100.0) for t in (6, 7)})
+    paper = ReportRow("paper: " + "p" * 20, {t: dict.fromkeys(COLUMNS[t], 0.0) for t in (6, 7)})
+    rows = [ours, paper, diff_row(ours, paper)]
+    # without the diff row: Table 6, 120 - 10 * 2 - 62 (eight columns of 100.00, clarify and session 7 wide)
+    assert label_width(rows) == 30 and label_width(rows[:2]) == 38
+    for table in (6, 7):
+        lines = format_plain(rows, table).splitlines()
+        assert max(len(line) for line in lines) == 120
+        assert [line[:31] for line in lines[2:]] == ["m" * 29 + "… ", "paper: " + "p" * 20 + "    ",
+                                                     "diff: " + "m" * 23 + "… "]
+        assert lines[4].split()[2:] == ["+100.00"] * 10
+    assert legend_notes(rows)[-1] == SHORTENED_NOTE.format(width=30)
+    assert "fit 120 columns" in SHORTENED_NOTE
+
+
 def test_report_pairs_two_runs_of_the_same_tasks(tmp_path: Path) -> None:
     """Two harness output folders of the same 64 sessions; b has the first task of 10 sessions (right in a)
     judged wrong. The difference is 10/256 = 3.91 points; clustered: 10 sessions differ by 1 task, 54 by 0,

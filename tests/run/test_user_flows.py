@@ -157,11 +157,13 @@ def test_report_tells_runs_of_one_model_apart_and_leaves_empty_buckets_blank(tmp
     done = _cli(["report", str(tmp_path / "all"), str(tmp_path / "s0"), "--table", "6", "--no-paper"])
     assert done.exit_code == 0, done.output
     lines = done.stdout.splitlines()
-    # each run's row (its ± se, 95% CI and n lines are indented); a label over 40 characters keeps its
-    # folder's end, where the two runs differ
+    # each run's row (its ± se, 95% CI and n lines are indented); a label longer than the tables leave it keeps
+    # its folder's end, where the two runs differ: 38 characters, what Table 6's cells of 100.00 leave of 120
+    # columns (clarify and session are 7 wide)
     ours = {line.split("  ")[0].strip(): line.split() for line in lines[2:]
             if line and not line.startswith(("  ", "note: ", "paired: "))}
-    all_label, s0_label = (short_label(f"Qwen_Qwen3-8B ({tmp_path / name})") for name in ("all", "s0"))
+    all_label, s0_label = (short_label(f"Qwen_Qwen3-8B ({tmp_path / name})", 38) for name in ("all", "s0"))
+    assert max(len(line) for line in lines if not line.startswith(("note: ", "paired: "))) <= 120
     assert set(ours) == {all_label, s0_label} and all_label.endswith("/all)") and s0_label.endswith("/s0)")
     clarify = lines[1].split().index("clarify")
     assert ours[s0_label][1 + clarify] == "-"

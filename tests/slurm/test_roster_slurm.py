@@ -79,14 +79,18 @@ def test_the_whole_paper_roster_through_slurm_matches_every_open_weight_row(tmp_
     table6 = markdown.split("Table 6 (accuracy, %)")[1].split("Table 7")[0]
     labels = [line.split("  ")[0] for line in table6.splitlines()[2:] if line]
     from wtb_local.analysis.reports.paper import paper_rows
-    from wtb_local.analysis.reports.table import short_label  # a label past the tables' width is shortened
+    from wtb_local.analysis.reports.table import LABEL_WIDTH, short_label
 
+    # a label longer than the tables leave it (at most LABEL_WIDTH: what the cells leave of 120 columns) is
+    # shortened to that width; the diff rows' labels are longer than any, so the widest label printed is it
+    width = max(len(label) for label in labels)
+    assert 30 <= width <= LABEL_WIDTH and all(len(line) <= 120 for line in table6.splitlines())
     assert [label for label in labels if label.startswith("paper: ")] == [
-        short_label(f"paper: {n}") for n in paper_rows(6)]
+        short_label(f"paper: {n}", width) for n in paper_rows(6)]
     for row in wanted:  # every open-weight row: the paper's line, then the run's, then the difference
-        at = labels.index(short_label(f"paper: {row}"))
-        assert labels[at + 1:at + 3] == [short_label(f"{row} [paper-lenient]"),
-                                         short_label(f"diff: {row} [paper-lenient]")], row
+        at = labels.index(short_label(f"paper: {row}", width))
+        assert labels[at + 1:at + 3] == [short_label(f"{row} [paper-lenient]", width),
+                                         short_label(f"diff: {row} [paper-lenient]", width)], row
     with (runs / "roster-report" / "reproduction.csv").open(encoding="utf-8") as handle:
         summary = list(csv.DictReader(handle))
     assert sorted(line["row"] for line in summary) == sorted(wanted)

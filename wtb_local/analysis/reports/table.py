@@ -41,9 +41,10 @@ UNCERTAINTY_NOTE = (
 DIFF_NOTE = (
     "diff: this row minus the paper's row for the same model, which another harness, checker and sample "
     "produced; a gap within 1.96 se of 0 is inside this run's own noise (the paper gives none of its own)")
-LABEL_WIDTH = 40  # a longer label is shortened in the tables, so Table 6 fits 120 columns
-SHORTENED_NOTE = ("a model label longer than {width} characters is shortened in the tables (…); "
-                  "`--model-name NAME` gives a run a shorter one")
+TABLE_WIDTH = 120  # the tables' lines fit a 120-column terminal or log: a label takes what the cells leave
+LABEL_WIDTH = 40  # the most a label takes; 30 is left at the least (ten ±100.00 cells of a `diff` row)
+SHORTENED_NOTE = ("a model label longer than {width} characters is shortened in the tables (…), which fit "
+                  f"{TABLE_WIDTH} columns; `--model-name NAME` gives a run a shorter one")
 
 
 def row_errors(per_session: list[dict[int, dict[str, Any]]],
@@ -150,9 +151,23 @@ def short_label(label: str, width: int = LABEL_WIDTH) -> str:
     return f"{head} {tail.strip()[0]}…{tail.strip()[-keep - 1:]}"
 
 
+def label_width(rows: Sequence[ReportRow]) -> int:
+    """The labels' width in both tables: LABEL_WIDTH, or less where the widest cells of a table would push its
+    lines past TABLE_WIDTH (one width, so a row reads the same in Table 6 and 7)."""
+    room = LABEL_WIDTH
+    for table in (6, 7):
+        lines = [cells for row in rows if table in row.values for cells in _cells(row, table)]
+        if lines:
+            widths = [max(len(header), *(len(cells[i]) for cells in lines)) for i, header in
+                      enumerate(HEADERS[table])]
+            room = min(room, TABLE_WIDTH - sum(2 + width for width in widths))
+    return room
+
+
 def shortened(rows: Sequence[ReportRow]) -> bool:
     """Whether a row's label is shortened in the tables (then SHORTENED_NOTE goes with them)."""
-    return any(short_label(row.label) != row.label for row in rows)
+    width = label_width(rows)
+    return any(short_label(row.label, width) != row.label for row in rows)
 
 
 def legend_notes(rows: Sequence[ReportRow], tables: Sequence[int] = (6, 7)) -> list[str]:
@@ -167,7 +182,7 @@ def legend_notes(rows: Sequence[ReportRow], tables: Sequence[int] = (6, 7)) -> l
     if any(row.label.startswith("diff: ") for row in rows):
         notes.append(DIFF_NOTE)
     if shortened(rows):
-        notes.append(SHORTENED_NOTE.format(width=LABEL_WIDTH))
+        notes.append(SHORTENED_NOTE.format(width=label_width(rows)))
     return notes
 
 
@@ -175,18 +190,22 @@ def _n_cell(estimate: Estimate) -> str:
     return str(int(estimate.n)) if float(estimate.n).is_integer() else f"{estimate.n:.1f}"
 
 
-def _lines(row: ReportRow, table: int) -> list[tuple[str, list[str], str | None]]:
-    """The printed lines of a row: its values, then its `± se` and `n` lines when it has errors (label,
-    cells, rich style)."""
+def _cells(row: ReportRow, table: int) -> list[list[str]]:
+    """The cells of a row's printed lines: its values, then its `± se`, `95% CI` and `n` when it has errors."""
     signed = row.label.startswith("diff: ")
-    lines = [(short_label(row.label), [_cell(row.values[table][c], signed) for c in COLUMNS[table]],
-              "dim" if row.label.startswith("paper: ") else None)]
+    lines = [[_cell(row.values[table][c], signed) for c in COLUMNS[table]]]
     errors = row.errors.get(table)
     if errors:
-        lines.append((SE_LABEL, [_se_cell(errors[c]) for c in COLUMNS[table]], "dim"))
-        lines.append((CI_LABEL, [_ci_cell(errors[c]) for c in COLUMNS[table]], "dim"))
-        lines.append((N_LABEL, [_n_cell(errors[c]) for c in COLUMNS[table]], "dim"))
+        lines += [[cell(errors[c]) for c in COLUMNS[table]] for cell in (_se_cell, _ci_cell, _n_cell)]
     return lines
+
+
+def _lines(row: ReportRow, table: int, width: int) -> list[tuple[str, list[str], str | None]]:
+    """The printed lines of a row (label, cells, rich style), its label shortened to `width`."""
+    labels = [short_label(row.label, width), SE_LABEL, CI_LABEL, N_LABEL]
+    styles = ["dim" if row.label.startswith("paper: ") else None, "dim", "dim", "dim"]
+    cells = _cells(row, table)  # one line, or four with errors
+    return list(zip(labels[:len(cells)], cells, styles[:len(cells)], strict=True))
 
 
 def paper_row(model: str, thinking: bool | None = None) -> ReportRow | None:
@@ -215,7 +234,8 @@ def format_plain(rows: Sequence[ReportRow], table: int) -> str:
     """Aligned plain text of the rows that have values for `table`."""
     present = [row for row in rows if table in row.values]
     headers = ("model", *HEADERS[table])
-    lines = [[label, *cells] for row in present for label, cells, _ in _lines(row, table)]
+    width = label_width(rows)
+    lines = [[label, *cells] for row in present for label, cells, _ in _lines(row, table, width)]
     widths = [max(len(cells[i]) for cells in [list(headers), *lines]) for i in range(len(headers))]
 
     def join(cells: Sequence[str]) -> str:
@@ -257,6 +277,6 @@ def print_tables(
             grid.add_column(header, justify="right", no_wrap=True)
         for row in rows:
             if table in row.values:
-                for label, cells, style in _lines(row, table):
+                for label, cells, style in _lines(row, table, label_width(rows)):
                     grid.add_row(label, *cells, style=style)
         console.print(grid)
