@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.run.conftest import qwen_tiny_dir  # noqa: F401  (a fixture: the repeats test's tokenizer)
+
 ROOT = Path(__file__).resolve().parents[2]
 HOOK = Path(__file__).resolve().parent / "late_signal"
 
@@ -36,3 +38,36 @@ def test_a_signal_after_the_record_closed_ends_with_exit_0_and_one_line(tmp_path
     assert not (out / "run.lock").exists()
     if when == "exit":  # everything was printed before the signal came
         assert "Table 6" in done.stdout
+
+
+@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM"])
+def test_a_signal_between_two_repeats_stops_before_the_next_and_the_rerun_runs_the_rest(
+        qwen_tiny_dir: Path, tmp_path: Path, name: str) -> None:
+    """`run --repeats 3`: the signal comes as the first repeat's record closes complete. That repeat is done,
+    the others are not run: exit 130 and one line saying so (it used to be a note after all three had run,
+    exit 0); the rerun skips the first repeat's sessions and runs the other two."""
+    from tests.run.fake_openai import fake_openai_server
+
+    out = tmp_path / "run"
+    with fake_openai_server(str(qwen_tiny_dir), vary_by_seed=True) as server:  # repeats need a sampling backend
+        args = [sys.executable, "-m", "wtb_local", "--model", str(qwen_tiny_dir), "--backend", "openai",
+                "--base-url", server.base_url, "--dataset", "sample", "--temperature", "0.7", "--repeats", "3",
+                "--out", str(out), "--progress", "none"]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HOOK), str(ROOT)]), "PYTHONUNBUFFERED": "1",
+               "HF_HUB_OFFLINE": "1", "WTB_FAULT_LATE_SIGNAL": "closed", "WTB_FAULT_LATE_SIGNAL_NAME": name}
+        done = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300, check=False)
+        assert done.returncode == 130, done.stderr
+        assert "Traceback" not in done.stderr
+        assert done.stderr.strip().splitlines()[-1] == (
+            f"interrupted by {name} before repeat 2 of 3: 1 repeat(s) recorded in {out / 'repeats'}; rerun the "
+            "same command to run the rest")
+        assert json.loads((out / "repeats" / "0" / "manifest.json").read_text())["status"] == "complete"
+        assert not (out / "repeats" / "1").exists() and not (out / "repeats.json").exists()
+        assert not (out / "run.lock").exists()
+
+        plain = {key: value for key, value in env.items() if not key.startswith("WTB_FAULT_")}
+        again = subprocess.run(args, capture_output=True, text=True, env=plain, timeout=300, check=False)
+    assert again.returncode == 0, again.stderr
+    assert f"resuming {out / 'repeats' / '0'}: 8 finished session(s) skipped, 0 to run" in again.stderr
+    assert [json.loads((out / "repeats" / r / "manifest.json").read_text())["status"] for r in "012"] == \
+        ["complete"] * 3

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -60,10 +61,11 @@ def _stopped(proc: subprocess.Popen[str], sig: int, result_file: Path, timeout: 
     elapsed = time.monotonic() - sent
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr
-    # transformers' own loading bar may come before; ours is the one last line
-    # transformers' own loading bar, and the run's time estimate printed before the engine loads
+    # ours is the one line, after transformers' own loading bar, the run's time estimate printed before the
+    # engine loads and, with --repeats, the line that starts each repeat
     lines = [line for line in stderr.strip().splitlines()
-             if line.strip() and not line.startswith(("Loading weights", "estimate: "))]
+             if line.strip() and not line.startswith(("Loading weights", "estimate: "))
+             and not re.fullmatch(r"repeat \d+ of \d+ \(seed \d+\)", line)]
     name = signal.Signals(sig).name
     assert len(lines) == 1, stderr
     kept = len(read_jsonl(result_file)) if result_file.exists() else 0
@@ -278,3 +280,41 @@ def test_a_second_signal_during_shutdown_leaves_the_run_interrupted_and_its_invo
     assert manifest["invocations"][0] == stopped
     assert manifest["invocations"][1]["sessions_run"] == manifest["invocations"][1]["sessions_scheduled"] \
         == 512 - len(kept)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_in_a_later_repeat_stops_the_repeats_and_the_rerun_runs_the_rest(qwen_tiny_dir: Path,
+                                                                                   tmp_path: Path, sig: int) -> None:
+    """`run --repeats 3` runs its repeats in one process: a signal in the second stops it as it stops one run
+    (its sessions kept, exit 130, one line naming that repeat's file; the first repeat's record had closed,
+    which used to turn the signal into a note once all three had run), and the rerun resumes it and runs the
+    third."""
+    from tests.run.fake_openai import fake_openai_server
+
+    dataset = replicated_sample(8, tmp_path / "big.jsonl")  # 64 sessions a repeat
+    out = tmp_path / "run"
+    with fake_openai_server(str(qwen_tiny_dir), vary_by_seed=True) as server:  # repeats need a sampling backend
+        args = [sys.executable, "-m", "wtb_local", "--model", str(qwen_tiny_dir), "--backend", "openai",
+                "--base-url", server.base_url, "--dataset", str(dataset), "--temperature", "0.7", "--repeats", "3",
+                "--out", str(out), "--progress", "none"]
+        second = out / "repeats" / "1" / "result" / "qwen" / RESULT_NAME
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+        try:
+            _wait_for(lambda: second.exists() and second.stat().st_size > 0, proc, 240)
+            _stopped(proc, sig, second, 60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        statuses = [json.loads((out / "repeats" / r / "manifest.json").read_text())["status"] for r in "01"]
+        assert statuses == ["complete", "interrupted"]
+        assert not (out / "repeats" / "2").exists() and not (out / "repeats.json").exists()
+        kept = len(read_jsonl(second))
+
+        resumed = subprocess.run(args, check=False, capture_output=True, text=True, env=_env(), timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"resuming {out / 'repeats' / '0'}: 64 finished session(s) skipped, 0 to run" in resumed.stderr
+    assert f"resuming {out / 'repeats' / '1'}: {kept} finished session(s) skipped, {64 - kept} to run" in \
+        resumed.stderr
+    assert [json.loads((out / "repeats" / r / "manifest.json").read_text())["status"] for r in "012"] == \
+        ["complete"] * 3
+    assert len(json.loads((out / "repeats.json").read_text())["seeds"]) == 3

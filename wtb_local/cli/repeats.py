@@ -16,7 +16,8 @@ from wtb_local.contract.errors import RunError
 from wtb_local.contract.lock_file import locked
 from wtb_local.contract.paths import REPEATS_DIR, REPEATS_JSON
 from wtb_local.run.job import run_job_async
-from wtb_local.run.loop.stopping import installed
+from wtb_local.run.loop.stopping import RunInterrupted, installed
+from wtb_local.run.loop.stopping import current as current_stop
 from wtb_local.run.record.run_record import sampling_used
 from wtb_local.run.setup.options import RunOptions
 from wtb_local.run.setup.prepare import prepare
@@ -77,8 +78,14 @@ async def _run_repeats(options: RunOptions, repeats: int, prep: Any, err: Any) -
     backend = prep.build_backend()
     await backend.start()
     outcomes = []
+    stop = current_stop()
     try:
         for r in range(repeats):
+            late = stop.next_run() if stop is not None and r else None  # each repeat is stopped as one run is
+            if late is not None:
+                raise RunInterrupted(
+                    f"interrupted by {late} before repeat {r + 1} of {repeats}: {r} repeat(s) recorded in "
+                    f"{run_dir / REPEATS_DIR}; rerun the same command to run the rest", late)
             seed = repeat_seed(options.seed, r)
             one = options.model_copy(update={"out": str(run_dir / REPEATS_DIR / str(r)), "seed": seed,
                                              "model_name": prep.run.model_name})

@@ -19,7 +19,8 @@ exit 130). Once a signal has stopped the run, a further one after the run has en
 Once the record is closed complete (or incomplete), nothing is left to stop or lose: a signal from then on,
 in the run, in the printing of its tables or in the interpreter's own shutdown, ends the command with the
 record's exit code 0 and one line saying where the run is (`after_run`, which `python -m wtb_local run`
-installs before the run starts).
+installs before the run starts). `run --repeats` runs several in one process: before each next repeat,
+`next_run` makes the signal stop again, and one that came between two repeats stops the command there.
 """
 
 from __future__ import annotations
@@ -107,6 +108,15 @@ class StopSignal:
         self.recorded = f"recorded {status} in {run_dir}"
         if self._held is not None:
             self.late, self._held = self._held, None
+
+    def next_run(self) -> str | None:
+        """Before the next run of this process (`run --repeats`): the run before it is recorded, and the next
+        one is stopped by a signal as the first was. Returns the signal that came after the last run's record
+        closed (None if none did): the caller stops there, before the next run starts anything."""
+        late, self.recorded, self.late = self.late, None, None
+        if late is not None:
+            self.signal_name = late  # a further signal ends the process (`last_resort`)
+        return late
 
     def raise_held(self) -> None:
         """KeyboardInterrupt for a signal held while the record was written (the run stops there)."""
