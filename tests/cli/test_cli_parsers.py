@@ -81,8 +81,8 @@ def test_a_row_past_the_int_digits_limit_is_an_error_row(tmp_path: Path) -> None
     code, out = run(["parsers", "parse", str(path), "--parser", "hermes"])
     assert code == 0
     assert json.loads(out)["errors"] == [
-        f"{path}:1: not valid JSON (Exceeds the limit (4300 digits) for integer string conversion: "
-        "value has 5000 digits; use sys.set_int_max_str_digits() to increase the limit)"
+        (f"{path}:1: not valid JSON (Exceeds the limit (4300 digits) for integer string conversion: "
+        "value has 5000 digits; use sys.set_int_max_str_digits() to increase the limit)")
     ]
 
 

@@ -52,8 +52,8 @@ def test_doctor_on_this_machine_reports_every_check(tmp_path: Path) -> None:
     rows = _lines(done)
     assert list(rows) == ["python", "packages", "gpus", "backend vllm", "backend transformers", "vllm engine args",
                           "release"]
-    assert rows["vllm engine args"] == ("ok", "engine arguments checked against vLLM 0.32.0 and 0.34.0, the "
-                                              "installed 0.32.0 among them")
+    assert rows["vllm engine args"] == ("ok", ("engine arguments checked against vLLM 0.32.0 and 0.34.0, the "
+                                              "installed 0.32.0 among them"))
     assert rows["python"] == ("ok", sys.version.split()[0])
     assert rows["gpus"][0] == "warning" and rows["gpus"][1].startswith("no CUDA GPU visible")
     absent = (f"{tmp_path / 'cache' / 'Wild-Tool-Bench.jsonl'} is absent: "
@@ -219,9 +219,9 @@ def test_the_vllm_install_line_fits_the_machine(monkeypatch: pytest.MonkeyPatch)
 def test_doctor_names_the_vllm_releases_the_engine_arguments_were_checked_against() -> None:
     from wtb_local.contract.vllm_release import engine_args_note
 
-    assert engine_args_note("0.34.0") == (True, "engine arguments checked against vLLM 0.32.0 and 0.34.0, the "
-                                                "installed 0.34.0 among them")
+    assert engine_args_note("0.34.0") == (True, ("engine arguments checked against vLLM 0.32.0 and 0.34.0, the "
+                                                "installed 0.34.0 among them"))
     assert engine_args_note(None) == (True, "engine arguments checked against vLLM 0.32.0 and 0.34.0")
-    assert engine_args_note("0.35.1") == (False, "engine arguments checked against vLLM 0.32.0 and 0.34.0, not the "
+    assert engine_args_note("0.35.1") == (False, ("engine arguments checked against vLLM 0.32.0 and 0.34.0, not the "
                                                  "installed 0.35.1: a renamed or removed argument fails at engine "
-                                                 "start")
+                                                 "start"))

@@ -13,8 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.run.conftest import qwen_tiny_dir  # noqa: F401  (a fixture: the repeats test's tokenizer)
-
 ROOT = Path(__file__).resolve().parents[2]
 HOOK = Path(__file__).resolve().parent / "late_signal"
 

@@ -287,8 +287,8 @@ def render_table(by_version: dict[str, dict[tuple[str, str], list[int]]]) -> str
     """The parity table of docs/parser-policies.md §4, one column group per vLLM version: each count cell
     holds the versions' counts, "a / b" in the order of the first line (a row a version lacks: "-")."""
     versions = sorted(by_version, key=_version_key)
-    lines = [f"Measured on vLLM {' / '.join(versions)} by `tests/parsers/test_vllm_parity.py` (`scripts/vllm_parity.py` "
-             "prints it); each count is per version, in that order.", "", HEAD, "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [(f"Measured on vLLM {' / '.join(versions)} by `tests/parsers/test_vllm_parity.py` (`scripts/vllm_parity.py` "
+             "prints it); each count is per version, in that order."), "", HEAD, "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     keys = sorted({key for rows in by_version.values() for key in rows})
     totals = {v: [0] * len(COLUMNS) for v in versions}
     for key in keys:

@@ -210,9 +210,9 @@ def counts_table(outcomes: list) -> str:
             row["not yet examined"] += 1
         else:
             row[next(kind for prefix, kind in KINDS.items() if NAMED[o.sample.key].startswith(prefix))] += 1
-    lines = ["Measured on SGLang 0.5.23 by `tests/parsers/test_sglang_parity.py` (the families SGLang has a parser "
-             "for).", "", "| our parser | SGLang parser | samples | same | differ: our policy | differ: SGLang's rule "
-             "| differ: sglang: adapter | differ: not yet examined |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    lines = [("Measured on SGLang 0.5.23 by `tests/parsers/test_sglang_parity.py` (the families SGLang has a parser "
+             "for)."), "", ("| our parser | SGLang parser | samples | same | differ: our policy | differ: SGLang's rule "
+             "| differ: sglang: adapter | differ: not yet examined |"), "|---|---|---:|---:|---:|---:|---:|---:|"]
     total: Counter = Counter()
     for (ours, theirs), row in sorted(rows.items()):
         lines.append(f"| {ours} | {theirs} | " + " | ".join(str(row[c]) for c in columns) + " |")

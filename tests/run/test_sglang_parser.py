@@ -96,5 +96,5 @@ def test_a_missing_sglang_venv_is_one_line(tmp_path: Path, monkeypatch: pytest.M
                    "sample", "--out", str(tmp_path / "out"), "--progress", "none"])
     assert done.exit_code != 0
     errors = [line for line in done.stderr.strip().splitlines() if line.startswith("Error")]
-    assert errors == [f"Error: --parser sglang:hermes: {PYTHON_VAR}={tmp_path / 'no-python'} cannot be started: "
-                      f"[Errno 2] No such file or directory: '{tmp_path / 'no-python'}'"], errors
+    assert errors == [(f"Error: --parser sglang:hermes: {PYTHON_VAR}={tmp_path / 'no-python'} cannot be started: "
+                      f"[Errno 2] No such file or directory: '{tmp_path / 'no-python'}'")], errors
