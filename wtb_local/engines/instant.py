@@ -69,6 +69,7 @@ class InstantBackend(Backend):
             if request.gold_reply is None:
                 return Completion(request_id=request.request_id, finish_reason="error",
                                   error="instant backend: the request carries no gold reply")
+            assert self.writer is not None  # a table that is not frozen has its writer (__init__)
             text = self.writer.write(request.messages, request.tools, request.gold_reply)
             tokens = len(self.renderer.encode(text)) if self.renderer is not None else 0
             known = self.replies[request.request_id] = (text, tokens)

@@ -25,7 +25,7 @@ class OracleBackend(Backend):
         step_synchronous=False, reports_token_usage=False, sampling_from="none")
     produces_text: ClassVar[bool] = True
     needs_prompt: ClassVar[bool] = False  # it reads the conversation, not the rendered prompt
-    needs_gold: ClassVar[bool] = True
+    needs_gold: bool = True
 
     def __init__(self, model: str | None = None, *, parser: Any = None, renderer: Any = None,
                  **_ignored: Any) -> None:

@@ -516,6 +516,7 @@ def _end_stopped(record: RunRecord, ended: BaseException | None, store_error: Re
     if isinstance(cause, Fault):  # docs/reliability.md: one line naming the fault and what to do
         problem = record.close("failed", failure=cause.summary())
         raise RunError(stop_line(cause, kept, paths.result_file) + (f"; {problem}" if problem else "")) from ended
+    assert cause is not None  # without a cause or a store error, only a signal ends the sessions early (above)
     from wtb_local.formats.rendering.checks import PromptMismatchError
     from wtb_local.formats.rendering.pool import PoolCallbackError  # deferred: start-up
 
@@ -570,9 +571,9 @@ def replay_run(result_file: str | Path, *, parser: str, dataset: str, out: str |
     """A recorded run's completions read again through `parser` (`run --backend replay --parser`), into the
     run directory `out`, printing nothing: what `parsers compare` and `explain` hand their reader logic
     (cli/parsers.py, cli/explain.py), so the reader half never starts a run itself."""
+    chosen: dict[str, Any] = {"protocol": protocol} if protocol else {}  # else the options' default
     options = RunOptions(backend="replay", replay=str(result_file), model=model, model_name=model_name,
-                         parser=parser, dataset=dataset, out=str(out), progress="none",
-                         **({"protocol": protocol} if protocol else {}))
+                         parser=parser, dataset=dataset, out=str(out), progress="none", **chosen)
     return asyncio.run(run_job_async(options, stderr=io.StringIO()))
 
 

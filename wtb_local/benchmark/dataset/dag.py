@@ -53,7 +53,8 @@ def levels(deps: Sequence[Sequence[int]]) -> list[int]:
             if pending:
                 stack.extend(pending)
                 continue
-            memo[node] = 1 + max((memo[d] for d in deps[node]), default=-1)  # type: ignore[type-var]
+            depths = [depth for d in deps[node] if (depth := memo[d]) is not None]  # every one known by now
+            memo[node] = 1 + max(depths, default=-1)
             stack.pop()
         return memo[start]  # type: ignore[return-value]
 

@@ -40,7 +40,7 @@ def gold_nodes(nodes: Sequence[Any]) -> list[GoldNode]:
     result = []
     for node in nodes:
         if isinstance(node, Mapping):
-            action = node.get("action") or {}
+            action: Any = node.get("action") or {}
             result.append(
                 GoldNode(
                     name=action.get("name"),

@@ -78,10 +78,10 @@ def _walk_steps(task: dict[str, Any]) -> str:
 def _score_step(step: dict[str, Any], output: dict[str, Any]) -> str | None:
     """Check one accepted step's calls against its candidate; `None` for pseudo-action steps."""
     answer = step.get("inference_answer")
-    candidate = answer.get(EMPTY_CANDIDATE_KEY) if isinstance(answer, dict) else None
-    if isinstance(candidate, dict):
-        candidate = answer[EMPTY_CANDIDATE_KEY] = dict(candidate)
-    gold = candidate.get("action") if isinstance(candidate, dict) else None
+    if not isinstance(answer, dict) or not isinstance(answer.get(EMPTY_CANDIDATE_KEY), dict):
+        return None  # no candidate: no action to check
+    candidate = answer[EMPTY_CANDIDATE_KEY] = dict(answer[EMPTY_CANDIDATE_KEY])
+    gold = candidate.get("action")
     if not isinstance(gold, list) or not gold:
         return None
     if (

@@ -86,8 +86,10 @@ def parse_hammer(text: str) -> ParseResult:
     return ParseResult(content=_calls_text([c.name for c in calls]), tool_calls=calls)
 
 
-def _literal(node: ast.AST) -> Any:
+def _literal(node: ast.AST | None) -> Any:
     """`get_keywords` (§2.4): literals as values, bare `true`/`false` as booleans, other bare names as text."""
+    if node is None:  # a dict's `**x`: refused as ast.literal_eval refuses it, in its words
+        raise ValueError("malformed node or string: None")
     if isinstance(node, ast.Name):
         return {"true": True, "false": False}.get(node.id, node.id)
     if isinstance(node, ast.List):

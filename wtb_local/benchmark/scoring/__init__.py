@@ -111,7 +111,7 @@ def score_file(path: str | Path, sessions: Sequence[Session], model_name: str | 
 
 def default_model_name(path: str | Path, rows: Sequence[dict[str, Any]]) -> str:
     """The rows' `model_name` when they agree on one, else the result folder's name (the reference's)."""
-    names = {row.get("model_name") for row in rows if isinstance(row.get("model_name"), str)}
+    names = {name for row in rows if isinstance(name := row.get("model_name"), str)}
     if len(names) == 1:
         return names.pop()
     path = Path(path).resolve()

@@ -394,13 +394,16 @@ class FastTemplate:
 
     def _render_fast(self, messages: list[ChatMessage], tools: list[ToolSchema], *,
                      add_generation_prompt: bool) -> str | None:
-        """The prompt by the compiled template; None when it raises."""
+        """The prompt by the compiled template; None when it raises (or the fast path is off)."""
+        template = self._template
+        if template is None:
+            return None
         self._schemas = {id(tool): tool for tool in tools or ()}
         try:
             clock = {CLOCK_ARGUMENT: frozen_clock(conversation_date(messages))} if self._reads_clock else {}
             for step in self._prepare_messages:
                 messages = step(messages)
-            return self._template.render(messages=messages, tools=list(tools) if tools else None, documents=None,
+            return template.render(messages=messages, tools=list(tools) if tools else None, documents=None,
                                          add_generation_prompt=add_generation_prompt, **self._variables, **clock)
         except Exception:  # noqa: BLE001 - the caller renders the slow way
             return None

@@ -154,7 +154,7 @@ class StepDriver:
                         if staged else None)
             except Exception as exc:  # noqa: BLE001 - the template's refusal fails this step; ours raises
                 return None, _render_failed(exc)
-            if staged:
+            if text is not None:  # staged: rendered as text, tokenised here
                 started = self.meter.now()
                 # the next prompt of the task extends this one; a task's first, its session's latest
                 key = (episode.session_id, episode.task_idx)
@@ -283,6 +283,7 @@ class StepDriver:
         counts = {"latency": completion.latency_s, "input_tokens": completion.prompt_tokens,
                   "output_tokens": completion.completion_tokens}
         outcome = StepOutcome(completion.prompt_tokens, completion.completion_tokens, completion.error)
+        extra: dict[str, Any] | None
         if completion.error is not None:
             extra = {"raw": completion.text, "finish_reason": completion.finish_reason}
             self._judge(episode, completion, {"content": "", "tool_calls": None}, error_reason=completion.error,
@@ -315,7 +316,7 @@ class StepDriver:
             self._keep(episode.session_id, completion, None)
             raise error from exc
         self._parse_s = self.meter.now() - parse_started
-        extra: dict[str, Any] = {"raw": completion.text, "finish_reason": completion.finish_reason}
+        extra = {"raw": completion.text, "finish_reason": completion.finish_reason}
         if prefilled is not None and decides_per_step(self.parser):  # a replay parses this step the same way
             extra[STEP_FIELD] = prefilled
         if completion.cached_tokens is not None:

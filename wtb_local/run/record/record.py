@@ -129,7 +129,8 @@ class RunRecord:
             except OSError:
                 pass
             raise RecordError(self.path, exc) from exc
-        self.on_disk = str(as_manifest(manifest).status)
+        written = as_manifest(manifest)
+        self.on_disk = str(written.status if written is not None else None)
 
     # --- a second signal --------------------------------------------------------------------------------
 

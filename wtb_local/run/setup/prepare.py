@@ -142,9 +142,10 @@ def _field_type(name: str) -> TypeAdapter[Any]:
     the option's), with its constraints."""
     model = ResolvedRun if name in ResolvedRun.model_fields else RunOptions
     info = model.model_fields[name]
+    annotation: Any = info.annotation  # every field of the two models is annotated
     if not info.metadata:
-        return TypeAdapter(info.annotation)
-    return TypeAdapter(Annotated[(info.annotation, *info.metadata)])  # type: ignore[arg-type]
+        return TypeAdapter(annotation)
+    return TypeAdapter(Annotated[(annotation, *info.metadata)])
 
 
 def _fold(values: dict[str, Any], sources: dict[str, str], stage: _Stage) -> None:

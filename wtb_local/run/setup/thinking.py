@@ -114,7 +114,7 @@ def _by_switch(renderer: Any, model_id: str) -> ThinkingMode | None:
     template = getattr(renderer, "template", None)
     switch = thinking_switch(model_id, template)
     tokenizer = getattr(renderer, "tokenizer", None)
-    if switch is None or tokenizer is None:
+    if switch is None or tokenizer is None or template is None:  # nothing to render with
         return None
     kwargs = dict(getattr(renderer, "template_kwargs", None) or {})
 
