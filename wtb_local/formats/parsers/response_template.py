@@ -15,7 +15,7 @@ A field opens at its `open` literal(s) or `open_pattern` and ends at its `close`
 opener: it takes the text outside the other regions (without one, that text is the content). A region's
 body is read by its `content` parser (`text`, `json` with the `unquoted_keys`, `string_delims` and
 `allow_non_json` knobs, `xml-inline` with a `tag_pattern`, `kv-lines`, `int`, `float`, `bool`), then reshaped by
-`transform`, whose whole-string placeholders (`{content}`, a named group of the opener, `{content.key}`)
+`transform`, whose whole-string field references (`{content}`, a named group of the opener, `{content.key}`)
 take the parsed body and the opener's captures. `thinking` (or `reasoning`) is the reply's reasoning,
 `content` its content, `tool_calls` its calls (`{"function": {"name", "arguments"}}` or `{"name",
 "arguments"}`, one or a list). The completion follows the prompt's start anchor, so it starts outside every
@@ -40,7 +40,7 @@ from wtb_local.contract.schema import ParsedCall, ParseResult
 from wtb_local.formats.parsers._common import TRUNCATED, dumps_arguments, is_truncated, join_content
 from wtb_local.formats.parsers.base import ToolParser
 
-_PLACEHOLDER = re.compile(r"\{(\w+(?:\.\w+)*)\}")
+_FIELD_REFERENCE = re.compile(r"\{(\w+(?:\.\w+)*)\}")
 _REASONING_FIELDS = ("thinking", "reasoning", "reasoning_content")
 _CALL_FIELDS = ("tool_calls",)
 
@@ -150,7 +150,7 @@ def _json(body: str, args: dict[str, Any]) -> Any:
     strings: list[str] = []
 
     def hold(match: re.Match[str]) -> str:
-        # a custom-delimited string becomes a placeholder first, so its text is never touched below
+        # a custom-delimited string is set aside as a numbered marker first, so its text is never touched below
         strings.append(match.group(1))
         return f"\x01{len(strings) - 1}\x02"
 
@@ -224,15 +224,15 @@ def _apply(transform: Any, scope: dict[str, Any]) -> Any:
         return {k: _apply(v, scope) for k, v in transform.items()}
     if isinstance(transform, list):
         return [_apply(v, scope) for v in transform]
-    if not isinstance(transform, str) or not (whole := _PLACEHOLDER.fullmatch(transform)):
+    if not isinstance(transform, str) or not (whole := _FIELD_REFERENCE.fullmatch(transform)):
         return transform
     root, *keys = whole.group(1).split(".")
     if root not in scope:
-        raise ValueError(f"transform placeholder {transform!r} is not defined")
+        raise ValueError(f"transform field {transform!r} is not defined")
     value = scope[root]
     for key in keys:
         if not isinstance(value, dict) or key not in value:
-            raise ValueError(f"transform placeholder {transform!r} has no {key!r}")
+            raise ValueError(f"transform field {transform!r} has no {key!r}")
         value = value[key]
     return value
 
