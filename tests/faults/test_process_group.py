@@ -27,8 +27,12 @@ def target(path):
 '''
 
 PARENT = '''
-import multiprocessing, sys, time
+import multiprocessing, signal, sys, time
 from wtb_local.engines.process_group import detached
+
+# Ctrl-C's KeyboardInterrupt, as in a shell's foreground job: a test run started in the background
+# inherits SIGINT ignored, and Python then installs no handler of its own
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 if __name__ == "__main__":
     import slow_child

@@ -19,9 +19,11 @@ import struct
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
+
+from tests.helpers.loopback import LoopbackServer
 
 CANNED = (
     ("text", "Sure, I can help with that."),
@@ -52,8 +54,7 @@ class FakeServer:
         self.faulted: list[str] = []  # the prompts answered with a fault, once per answer
         self.stop_stalling = threading.Event()  # set when the server shuts down
         self._lock = threading.Lock()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.httpd.daemon_threads = True
+        self.httpd = LoopbackServer(self._handler())
 
     def prompt_text(self, prompt: Any) -> str:
         """The prompt as text: token ids are decoded exactly (special tokens kept)."""

@@ -10,15 +10,15 @@ from __future__ import annotations
 import hashlib
 import json
 import signal
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.helpers.loopback import serving
 from tests.run.conftest import METRIC_NAME, RESULT_NAME, SCORE_NAME, invoke, read_jsonl, without_timing
 
 MODEL_DIR = "oracle"
@@ -215,14 +215,8 @@ def _chat_server() -> Iterator[tuple[str, list[dict[str, Any]]]]:
             self._send({"choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
                         "usage": {"prompt_tokens": 50, "completion_tokens": 5}})
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1", bodies
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serving(Handler) as httpd:
+        yield httpd.base_url, bodies
 
 
 def test_openai_chat_keeps_the_servers_replies_and_the_fixed_rerun_sends_them_back(

@@ -10,17 +10,17 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.helpers.loopback import serving
 from tests.run.conftest import RESULT_NAME, read_jsonl
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,14 +59,8 @@ def chat_server(served: str = "served-model") -> Iterator[tuple[str, list[dict[s
                                      "finish_reason": "tool_calls" if first else "stop"}],
                         "usage": {"prompt_tokens": 100, "completion_tokens": 7}})
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1", bodies
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serving(Handler) as httpd:
+        yield httpd.base_url, bodies
 
 
 def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:

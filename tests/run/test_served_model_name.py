@@ -5,15 +5,15 @@ loopback server that, like vLLM, lists only its served name and refuses requests
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.helpers.loopback import serving
 from tests.run.conftest import invoke
 
 SERVED = "wtb-served"
@@ -53,14 +53,8 @@ def named_server() -> Iterator[tuple[str, list[tuple[str, dict[str, Any]]]]]:
                 choice = {"index": 0, "text": REPLY, "finish_reason": "stop"}
             self._send(200, {"choices": [choice], "usage": usage})
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1", bodies
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serving(Handler) as httpd:
+        yield httpd.base_url, bodies
 
 
 def _args(model: Path, backend: str, base_url: str, out: Path, *extra: str) -> list[str]:
