@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.tables import printed_label
 from tests.run.conftest import VECTORS, chat_template
 from tests.run.fake_openai import fake_openai_server
-from wtb_local.analysis.reports.table import short_label
 
 ROOT = Path(__file__).resolve().parents[2]
 QWEN25 = "Qwen/Qwen2.5-7B-Instruct"
@@ -135,7 +135,7 @@ def test_report_on_a_repeats_folder_shows_the_mean_row_run_printed(qwen3_dir: Pa
 
     report = _wtb("report", str(out), "--table", "6")
     rows = _rows(report.stdout)
-    assert list(rows) == [short_label(label) for label in (
+    assert list(rows) == [printed_label(label, report.stdout) for label in (
         f"Qwen_Qwen3-8B ({out / 'repeats' / '0'})", "paper: Qwen3-8B", f"diff: Qwen_Qwen3-8B ({out / 'repeats' / '0'})",
         f"Qwen_Qwen3-8B ({out / 'repeats' / '1'})", f"diff: Qwen_Qwen3-8B ({out / 'repeats' / '1'})", mean,
         f"diff: {mean}")]

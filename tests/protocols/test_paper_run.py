@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.tables import printed_label
 from tests.run.conftest import VECTORS, chat_template, invoke, read_jsonl, scripted_args
 
 REPO = Path(__file__).resolve().parents[2]
@@ -39,7 +40,8 @@ def test_paper_oracle_run_rescore_and_report_in_subprocesses(tmp_path: Path) -> 
     run_dir = tmp_path / "qwen-paper"
     done = _cli(*_oracle(run_dir, QWEN, "--protocol", "paper"))
     assert done.returncode == 0, done.stderr
-    assert "Qwen_Qwen2.5-7B-Instruct [paper-lenient]  100.00" in done.stdout  # labelled as `report` labels it
+    label = printed_label("Qwen_Qwen2.5-7B-Instruct [paper-lenient]", done.stdout)  # as `report` labels it
+    assert f"\n{label}  100.00  " in done.stdout
     assert "note: this run: --protocol paper; the paper's open-model rows come from the authors' older harness" in done.stdout
 
     manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
@@ -60,13 +62,15 @@ def test_paper_oracle_run_rescore_and_report_in_subprocesses(tmp_path: Path) -> 
 
     strict = _cli("rescore", str(run_dir), "--checker", "strict")
     assert strict.returncode == 0, strict.stderr
-    assert "Qwen_Qwen2.5-7B-Instruct [paper-strict]  100.00" in strict.stdout
+    assert f"\n{printed_label('Qwen_Qwen2.5-7B-Instruct [paper-strict]', strict.stdout)}  100.00  " in strict.stdout
     report = _cli("report", str(run_dir), "--table", "7")
     assert report.returncode == 0, report.stderr
     rows = {line.split("  ")[0]: line.split()[-10:] for line in report.stdout.splitlines()[2:]}
     # The harness's AP counts calls and every node of a correct task; the release's counts log steps
-    assert rows["Qwen_Qwen2.5-7B-Instruct [paper-lenient]"][4:7] == ["100.00", "100.00", "100.00"]
-    assert rows["Qwen_Qwen2.5-7B-Instruct [paper-strict]"][4:7] == ["100.00", "75.00", "88.24"]
+    lenient, strict_label = (printed_label(f"Qwen_Qwen2.5-7B-Instruct [paper-{checker}]", report.stdout)
+                             for checker in ("lenient", "strict"))
+    assert rows[lenient][4:7] == ["100.00", "100.00", "100.00"]
+    assert rows[strict_label][4:7] == ["100.00", "75.00", "88.24"]
     assert "paper: Qwen2.5-7B-Instruct" in rows
 
 

@@ -151,7 +151,7 @@ def build_report(roster: Roster, runs_dir: Path) -> RosterReport:
         head = [(f"roster {roster.path}: {ran} of {len(results)} entries have a scored run; compared with no paper "
                 f"table (compare_with = {roster.compare_with!r}); {within} of {compared} with a paper row within "
                 f"±{TOLERANCE:.0f} task-accuracy points of it")]
-        head += _partial_note(summary)
+        head += _partial_note(summary) + _label_note(rows)
         text = "\n\n".join(["\n".join(head), format_plain(rows, 6), format_plain(rows, 7),
                             "Summary\n" + _summary_text(summary)])
         return RosterReport(text, summary, {6: rows, 7: rows})
@@ -165,10 +165,17 @@ def build_report(roster: Roster, runs_dir: Path) -> RosterReport:
     missing = [row for row in wanted if row not in matched]
     if missing:
         head.append(f"open-weight rows without a run: {', '.join(missing)}")
-    head += _partial_note(summary)
+    head += _partial_note(summary) + _label_note(rows)
     text = "\n\n".join(["\n".join(head), format_plain(rows, 6), format_plain(rows, 7),
                         "Reproduction summary\n" + _summary_text(summary)])
     return RosterReport(text, summary, {6: rows, 7: rows})
+
+
+def _label_note(rows: list[Any]) -> list[str]:
+    """The tables' note on shortened labels, as `report` prints it under its tables."""
+    from wtb_local.analysis.reports.table import SHORTENED_NOTE, label_width, shortened  # deferred: start-up
+
+    return [f"note: {SHORTENED_NOTE.format(width=label_width(rows))}"] if shortened(rows) else []
 
 
 def _partial_note(summary: list[dict[str, Any]]) -> list[str]:
