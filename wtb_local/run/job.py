@@ -265,6 +265,7 @@ class _Job:
     err: Any
     audit: Any = None
     scheduling: Any = None  # recorded once the backend is built
+    measured: Any = None  # the throughput block `figures` last gave the invocation (its summary's too)
 
     def figures(self) -> dict[str, Any]:
         """The invocation's counters so far (the record writes them at its end, or a second signal's)."""
@@ -276,7 +277,11 @@ class _Job:
                 "internal_errors": internal_record.counts(self.internal.errors),
                 "completions_reused": self.internal.reused,
                 **({"prompt_checks": self.audit.record()} if self.audit is not None else {}),
-                "throughput": self.meter.summary(self.stats.tasks_this_run)}
+                "throughput": self._measured()}
+
+    def _measured(self) -> Any:
+        self.measured = self.meter.summary(self.stats.tasks_this_run)
+        return self.measured
 
 
 async def _run_locked(prep: PreparedRun, backend: Backend | None, lock: RunLock, start: tuple[str, float],
@@ -425,7 +430,7 @@ def _close_record(job: _Job, result_rows: list[dict[str, Any]], score_rows: list
     complete = {s.id for s in prep.selected} <= {r["id"] for r in result_rows}
     summary = {"sessions_scored": len(score_rows), "task_accuracy": metric["total_info"]["task"],
                "session_accuracy": metric["total_info"]["session"],
-               "throughput": _throughput(job.invocation, job.pending, job.previous),
+               "throughput": _throughput(job.measured, job.pending, job.previous),
                "length_cuts": length_cuts(result_rows)}
     stop = job.stop
     with stop.holding():  # a signal from here on finds the run recorded: exit 0 and one line (stopping.py)
@@ -542,13 +547,14 @@ def _record_line(exc: RecordError, kept: int, result_file: Path, problem: str | 
             + (f"; {problem}" if problem else "") + f": {then} the same command to resume")
 
 
-def _throughput(invocation: dict[str, Any], pending: list[Any], previous: dict[str, Any] | None) -> Any:
-    """This invocation's throughput; a rerun that ran nothing keeps the figures of the run before it."""
+def _throughput(measured: Any, pending: list[Any], previous: dict[str, Any] | None) -> Any:
+    """This invocation's throughput (`measured`); a rerun that ran nothing keeps the figures of the run
+    before it."""
     if pending:
-        return invocation["throughput"]
+        return measured
     recorded = as_manifest(previous)
     earlier = recorded.summary.throughput if recorded is not None else None
-    return earlier.written() if earlier else invocation["throughput"]
+    return earlier.written() if earlier else measured
 
 
 def _first_cause(exc: BaseException) -> BaseException:
