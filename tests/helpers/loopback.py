@@ -4,10 +4,33 @@ at once, so the accept backlog is far above socketserver's default of 5, which o
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class JSONHandler(BaseHTTPRequestHandler):
+    """A quiet handler that reads and answers JSON bodies."""
+
+    def log_message(self, *args: Any) -> None:  # keep test output clean
+        return
+
+    def read_json(self) -> Any:
+        return json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+
+    def send_json(self, payload: Any, status: int = 200) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        try:
+            self.wfile.write(data)
+        except OSError:  # the client was killed while this request was held
+            pass
 
 
 class LoopbackServer(ThreadingHTTPServer):

@@ -13,7 +13,6 @@ enters the choice too: a sampling server whose replies differ between seeds (rep
 from __future__ import annotations
 
 import hashlib
-import json
 import socket
 import struct
 import threading
@@ -23,7 +22,7 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
-from tests.helpers.loopback import LoopbackServer
+from tests.helpers.loopback import JSONHandler, LoopbackServer
 
 CANNED = (
     ("text", "Sure, I can help with that."),
@@ -73,29 +72,15 @@ class FakeServer:
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:  # keep test output clean
-                return
-
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                try:
-                    self.wfile.write(data)
-                except OSError:  # the client was killed while this request was held
-                    pass
-
+        class Handler(JSONHandler):
             def do_GET(self) -> None:
                 if self.path.endswith("/models"):
-                    self._send(200, {"object": "list", "data": [{"id": server.model, "object": "model"}]})
+                    self.send_json({"object": "list", "data": [{"id": server.model, "object": "model"}]})
                 else:
-                    self._send(404, {"error": {"message": "not found"}})
+                    self.send_json({"error": {"message": "not found"}}, 404)
 
             def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+                body = self.read_json()
                 with server._lock:
                     server.requests.append(body)
                     prompt = server.prompt_text(body.get("prompt", ""))
@@ -106,39 +91,24 @@ class FakeServer:
                     return
                 kind, text = canned_reply(prompt, body.get("seed") if server.vary_by_seed else None)
                 if kind == "http400":  # vLLM's words for a prompt longer than the context window
-                    self._send(400, {"error": {"message": "This model's maximum context length is 8192 tokens. "
-                                                          "However, your prompt contains 9000 input tokens."}})
+                    self.send_json({"error": {"message": "This model's maximum context length is 8192 tokens. "
+                                                          "However, your prompt contains 9000 input tokens."}}, 400)
                     return
-                self._send(
-                    200,
-                    {
-                        "id": "cmpl-1",
-                        "object": "text_completion",
-                        "model": server.model,
-                        "choices": [{"index": 0, "text": text, "finish_reason": "stop"}],
-                        "usage": {
-                            "prompt_tokens": len(prompt) // 4,
-                            "completion_tokens": len(text) // 4,
-                            "total_tokens": 0,
-                        },
-                    },
-                )
+                self.send_json({"id": "cmpl-1", "object": "text_completion", "model": server.model,
+                                "choices": [{"index": 0, "text": text, "finish_reason": "stop"}],
+                                "usage": {"prompt_tokens": len(prompt) // 4, "completion_tokens": len(text) // 4,
+                                          "total_tokens": 0}})
 
         return Handler
 
-    def answer_fault(self, handler: BaseHTTPRequestHandler, prompt: str) -> bool:
+    def answer_fault(self, handler: JSONHandler, prompt: str) -> bool:
         """Answer with the machine fault; False when this attempt is to be served ("500 once")."""
         with self._lock:
             if self.fault == "500 once" and prompt in self.faulted:
                 return False
             self.faulted.append(prompt)
         if self.fault in ("500", "500 once"):
-            data = json.dumps({"error": {"message": "canned server error"}}).encode()
-            handler.send_response(500)
-            handler.send_header("Content-Type", "application/json")
-            handler.send_header("Content-Length", str(len(data)))
-            handler.end_headers()
-            handler.wfile.write(data)
+            handler.send_json({"error": {"message": "canned server error"}}, 500)
         elif self.fault == "reset":  # close with SO_LINGER 0: the client reads a TCP reset
             handler.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             handler.connection.close()

@@ -12,13 +12,12 @@ import json
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers.loopback import serving
+from tests.helpers.loopback import JSONHandler, serving
 from tests.run.conftest import METRIC_NAME, RESULT_NAME, SCORE_NAME, invoke, read_jsonl, without_timing
 
 MODEL_DIR = "oracle"
@@ -185,23 +184,12 @@ def _chat_server() -> Iterator[tuple[str, list[dict[str, Any]]]]:
     step's first tool or a text answer, by a sha256 of the messages."""
     bodies: list[dict[str, Any]] = []
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            return
-
-        def _send(self, payload: dict[str, Any]) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
+    class Handler(JSONHandler):
         def do_GET(self) -> None:
-            self._send({"object": "list", "data": [{"id": "served-model"}]})
+            self.send_json({"object": "list", "data": [{"id": "served-model"}]})
 
         def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            body = self.read_json()
             bodies.append(body)
             digest = hashlib.sha256(json.dumps(body["messages"], sort_keys=True).encode()).digest()
             tools = body.get("tools") or []
@@ -212,7 +200,7 @@ def _chat_server() -> Iterator[tuple[str, list[dict[str, Any]]]]:
                      "function": {"name": name, "arguments": "{}"}}]}
             else:
                 message = {"role": "assistant", "content": f"answer {digest.hex()[:6]}"}
-            self._send({"choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+            self.send_json({"choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
                         "usage": {"prompt_tokens": 50, "completion_tokens": 5}})
 
     with serving(Handler) as httpd:

@@ -14,13 +14,12 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers.loopback import serving
+from tests.helpers.loopback import JSONHandler, serving
 from tests.run.conftest import RESULT_NAME, read_jsonl
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,27 +34,16 @@ def chat_server(served: str = "served-model") -> Iterator[tuple[str, list[dict[s
     """Answers every other request with a tool call, the others with text; `/models` lists `served`."""
     bodies: list[dict[str, Any]] = []
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            return
-
-        def _send(self, payload: dict[str, Any]) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
+    class Handler(JSONHandler):
         def do_GET(self) -> None:
-            self._send({"object": "list", "data": [{"id": served}]})
+            self.send_json({"object": "list", "data": [{"id": served}]})
 
         def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            body = self.read_json()
             bodies.append(body)
             first = len(bodies) % 2 == 1
             message = CALL_MESSAGE if first else TEXT_MESSAGE
-            self._send({"choices": [{"index": 0, "message": message,
+            self.send_json({"choices": [{"index": 0, "message": message,
                                      "finish_reason": "tool_calls" if first else "stop"}],
                         "usage": {"prompt_tokens": 100, "completion_tokens": 7}})
 

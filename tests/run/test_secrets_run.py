@@ -54,13 +54,13 @@ class GuardedServer(FakeServer):
                         and path.startswith("/v1/"):
                     return True
                 self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                base._send(self, 401, {"error": {"message": "unauthorized"}})
+                base.send_json(self, {"error": {"message": "unauthorized"}}, 401)
                 return False
 
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
+            def send_json(self, payload: Any, status: int = 200) -> None:
                 if status == 400:
                     payload["error"]["message"] += f" (request {self.path})"
-                base._send(self, status, payload)
+                base.send_json(self, payload, status)
 
             def do_GET(self) -> None:
                 if self._allowed():

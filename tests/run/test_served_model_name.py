@@ -7,13 +7,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers.loopback import serving
+from tests.helpers.loopback import JSONHandler, serving
 from tests.run.conftest import invoke
 
 SERVED = "wtb-served"
@@ -25,33 +24,22 @@ def named_server() -> Iterator[tuple[str, list[tuple[str, dict[str, Any]]]]]:
     """Serves SERVED only: a request naming another model gets vLLM's 404."""
     bodies: list[tuple[str, dict[str, Any]]] = []
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            return
-
-        def _send(self, status: int, payload: dict[str, Any]) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
+    class Handler(JSONHandler):
         def do_GET(self) -> None:
-            self._send(200, {"object": "list", "data": [{"id": SERVED, "max_model_len": 32768}]})
+            self.send_json({"object": "list", "data": [{"id": SERVED, "max_model_len": 32768}]})
 
         def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            body = self.read_json()
             bodies.append((self.path, body))
             if body.get("model") != SERVED:
-                self._send(404, {"error": {"message": f"The model `{body.get('model')}` does not exist."}})
+                self.send_json({"error": {"message": f"The model `{body.get('model')}` does not exist."}}, 404)
                 return
             usage = {"prompt_tokens": 10, "completion_tokens": 8}
             if self.path.endswith("/chat/completions"):
                 choice = {"index": 0, "message": {"role": "assistant", "content": REPLY}, "finish_reason": "stop"}
             else:
                 choice = {"index": 0, "text": REPLY, "finish_reason": "stop"}
-            self._send(200, {"choices": [choice], "usage": usage})
+            self.send_json({"choices": [choice], "usage": usage})
 
     with serving(Handler) as httpd:
         yield httpd.base_url, bodies
