@@ -29,6 +29,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(HERE))
 
+from tests.helpers.procs import child_groups, group_members
+
 RESULT_NAME = "Wild-Tool-Bench_result.jsonl"
 # vLLM's CPU build's own notes at every engine start (Triton twice, NUMA): not the run's output
 START_NOTES = ("Triton is installed", "[W")
@@ -52,38 +54,13 @@ def _files(out: Path) -> dict[str, object]:
     return without_timing(run_files(out, "tiny"))  # type: ignore[no-any-return]
 
 
-def _group_members(pgid: int) -> list[int]:
-    members = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            members.append(int(stat.parent.name))
-    return members
-
-
-def _descendant_groups(pid: int) -> set[int]:
-    """The process groups of `pid`'s children (the engine's, once it left the run's group)."""
-    groups = set()
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            groups.add(int(fields[2]))
-    return groups
-
-
 def trial(model: Path, out: Path, moment: float, reference: dict[str, object]) -> dict[str, object]:
     proc = subprocess.Popen(_args(model, out), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=_env(), start_new_session=True)
     started = time.monotonic()
     groups: set[int] = set()
     while time.monotonic() - started < moment and proc.poll() is None:
-        groups |= _descendant_groups(proc.pid)
+        groups |= child_groups(proc.pid)
         time.sleep(0.02)
     sent = proc.poll() is None
     if sent:
@@ -91,7 +68,7 @@ def trial(model: Path, out: Path, moment: float, reference: dict[str, object]) -
     _, stderr = proc.communicate(timeout=600)
     time.sleep(1.0)  # the engine's processes are ended by then, or never will be
     lines = [line for line in stderr.strip().splitlines() if not line.startswith(START_NOTES)]
-    left = sorted(pid for group in groups - {proc.pid} for pid in _group_members(group))
+    left = sorted(pid for group in groups - {proc.pid} for pid in group_members(group))
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8")) if (out / "manifest.json").exists() else {}
     status = manifest.get("status")
     if not sent:  # the run had ended by the moment

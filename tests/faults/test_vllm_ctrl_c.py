@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from tests.faults.test_backend_faults import RUN_TIMEOUT_S, _env, _manifest, tiny  # noqa: F401
+from tests.helpers.procs import children, group_members
 from tests.run.conftest import RESULT_NAME, read_jsonl
-from tests.run.test_signals import _children
 from tests.tiers import needs_vllm
 
 # Several engine starts (each signalled run and its rerun), minutes on 2 shared cores.
@@ -55,7 +55,7 @@ def _wait(predicate: object, proc_alive: object, what: str) -> None:
 
 def _engine_child(pid: int) -> int | None:
     """The engine's process (spawned by multiprocessing), once it exists; not the resource tracker."""
-    for child in _children(pid):
+    for child in children(pid):
         try:
             command = Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ")
         except OSError:
@@ -74,14 +74,7 @@ def _title(pid: int) -> str:
 
 def _group_gone(pgid: int) -> bool:
     """No live process left in process group `pgid`."""
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            return False
-    return True
+    return not group_members(pgid)
 
 
 def _interrupted_line(result_file: Path) -> str:

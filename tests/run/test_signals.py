@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.procs import children
 from tests.run.conftest import RESULT_NAME, read_jsonl
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -102,18 +103,6 @@ def test_oracle_run_stops_on_a_signal_and_resumes(tmp_path: Path, sig: int) -> N
     assert json.loads((out / "manifest.json").read_text())["status"] == "complete"
 
 
-def _children(pid: int) -> list[int]:
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            found.append(int(stat.parent.name))
-    return found
-
-
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_run_with_render_workers_stops_when_its_whole_process_group_is_signalled(tmp_path: Path,
                                                                                   sig: int) -> None:
@@ -134,7 +123,7 @@ def test_a_run_with_render_workers_stops_when_its_whole_process_group_is_signall
                             start_new_session=True)
     try:
         _wait_for(lambda: result_file.exists() and result_file.stat().st_size > 0, proc, 240)
-        workers = _children(proc.pid)
+        workers = children(proc.pid)
         assert len(workers) == 2
         _, elapsed = _stopped(proc, sig, result_file, 60, group=True)
     finally:
