@@ -5,11 +5,12 @@ second-half parsers no template is at hand for (each oracle run writes its repli
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
 import pytest
+
+from tests.run.oracle_runs import assert_read_back_whole, oracle_run
 
 ROOT = Path(__file__).resolve().parents[2]
 VERBATIM = json.loads((ROOT / "tests" / "fixtures" / "rendering" / "2026h2" / "gigachat35.json")
@@ -26,18 +27,8 @@ PARSERS = set(EXPECTED.values()) | WITHOUT_TEMPLATE
 def test_oracle_through_the_template_scores_100_percent(model: str, tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.helpers import build_tiny_model
-    from wtb_local.run import RunOptions, run_job_async
 
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     model_dir = build_tiny_model(tmp_path / model, VERBATIM[model]["chat_template"])
-    settings = RunOptions(backend="oracle", model=str(model_dir), dataset="sample", out=str(tmp_path / "run"),
-                          progress="none")
-    outcome = asyncio.run(run_job_async(settings))
-    total = outcome.metric["total_info"]
-    assert (total["task"]["accuracy"], total["session"]["accuracy"]) == (1.0, 1.0), total
-    assert outcome.metric["optimal_info"]["Total"]["accuracy"] == 1.0
-    template = outcome.manifest["template"]
-    assert (outcome.settings.parser, template and template["source"]) == (EXPECTED[model], "tokenizer")
-    backend = outcome.manifest["backend"]
-    assert (backend["template_cuts"], backend["format_fallbacks"]) == (74, 0)
+    assert_read_back_whole(oracle_run(model_dir, tmp_path / "run"), EXPECTED[model], "tokenizer")

@@ -5,11 +5,12 @@ tests/run/test_oracle_templates.py does for the earlier families)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
 import pytest
+
+from tests.run.oracle_runs import assert_read_back_whole, oracle_run
 
 ROOT = Path(__file__).resolve().parents[2]
 MUSE = json.loads((ROOT / "tests" / "fixtures" / "rendering" / "2026h2" / "muse_glimmer.json").read_text(
@@ -37,18 +38,9 @@ def test_oracle_through_the_inkling_renderer(tmp_path: Path, monkeypatch: pytest
 
 def _oracle(model: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.helpers import build_tiny_model
-    from wtb_local.run import RunOptions, run_job_async
 
     template, eos, parser, source = EXPECTED[model]
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     model_dir = build_tiny_model(tmp_path / model, template, eos_token=eos)
-    settings = RunOptions(backend="oracle", model=str(model_dir), dataset="sample", out=str(tmp_path / "run"),
-                          progress="none")
-    outcome = asyncio.run(run_job_async(settings))
-    total = outcome.metric["total_info"]
-    assert (total["task"]["accuracy"], total["session"]["accuracy"]) == (1.0, 1.0), total
-    assert outcome.metric["optimal_info"]["Total"]["accuracy"] == 1.0
-    assert (outcome.settings.parser, outcome.manifest["template"]["source"]) == (parser, source)
-    backend = outcome.manifest["backend"]
-    assert (backend["template_cuts"], backend["format_fallbacks"]) == (74, 0)
+    assert_read_back_whole(oracle_run(model_dir, tmp_path / "run"), parser, source)

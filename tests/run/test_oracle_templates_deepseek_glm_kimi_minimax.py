@@ -7,11 +7,12 @@ rendering, parsed and judged."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
 import pytest
+
+from tests.run.oracle_runs import assert_read_back_whole, oracle_run
 
 ROOT = Path(__file__).resolve().parents[2]
 VERBATIM = json.loads((ROOT / "tests" / "fixtures" / "rendering" / "2026" / "fam_a_templates.json")
@@ -55,20 +56,9 @@ def _template(key: str) -> str:
 def test_oracle_through_the_template_scores_100_percent(model: str, tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.helpers import build_tiny_model
-    from wtb_local.run import RunOptions, run_job_async
 
     key, parser, source = EXPECTED[model]
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # no tokenizer of a hub id is on disk, none fetched
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     model_dir = build_tiny_model(tmp_path / model, _template(key)) if key else model
-    settings = RunOptions(backend="oracle", model=str(model_dir), dataset="sample", out=str(tmp_path / "run"),
-                          progress="none")
-    outcome = asyncio.run(run_job_async(settings))
-    total = outcome.metric["total_info"]
-    assert (total["task"]["accuracy"], total["session"]["accuracy"]) == (1.0, 1.0), total
-    assert outcome.metric["optimal_info"]["Total"]["accuracy"] == 1.0
-    template = outcome.manifest["template"]
-    assert (outcome.settings.parser, template and template["source"]) == (parser, source)
-    backend = outcome.manifest["backend"]
-    fallbacks = FORMAT_FALLBACKS.get(model, 0)
-    assert (backend["template_cuts"], backend["format_fallbacks"]) == (74 - fallbacks, fallbacks)
+    assert_read_back_whole(oracle_run(model_dir, tmp_path / "run"), parser, source, FORMAT_FALLBACKS.get(model, 0))

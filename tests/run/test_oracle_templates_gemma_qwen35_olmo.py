@@ -6,13 +6,14 @@ own rendering, parsed and judged)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.run.oracle_runs import assert_read_back_whole, oracle_run
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "fixtures" / "rendering" / "2026" / "gemma-qwen35-olmo.json"
 
@@ -64,20 +65,9 @@ def test_every_template_is_covered() -> None:
 @pytest.mark.parametrize("key", sorted(EXPECTED))
 def test_oracle_through_the_template_scores_100_percent(key: str, tmp_path: Path) -> None:
     from tests.helpers import build_tiny_model
-    from wtb_local.run import RunOptions, run_job_async
 
     model_id = key.split("::", 1)[0]
     bos, eos = _specials(model_id)
     model_dir = build_tiny_model(tmp_path / model_id, _templates()[key]["chat_template"], bos_token=bos,
                                  eos_token=eos)
-    settings = RunOptions(backend="oracle", model=str(model_dir), dataset="sample", out=str(tmp_path / "run"),
-                          progress="none")
-    outcome = asyncio.run(run_job_async(settings))
-    total = outcome.metric["total_info"]
-    assert (total["task"]["accuracy"], total["session"]["accuracy"]) == (1.0, 1.0), total
-    assert outcome.metric["optimal_info"]["Total"]["accuracy"] == 1.0
-    parser, source = EXPECTED[key]
-    assert (outcome.settings.parser, outcome.manifest["template"]["source"]) == (parser, source)
-    backend = outcome.manifest["backend"]
-    # the sample's 74 gold replies (37 with calls, 37 text): each written by the template, none by format
-    assert (backend["template_cuts"], backend["format_fallbacks"]) == (74, 0)
+    assert_read_back_whole(oracle_run(model_dir, tmp_path / "run"), *EXPECTED[key])
