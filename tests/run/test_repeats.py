@@ -145,3 +145,29 @@ def test_server_options_on_a_local_backend_are_named(tmp_path: Path) -> None:
         "rendered prompt to a server: --server-prompt text change nothing")]
     manifest = json.loads((tmp_path / "o" / "manifest.json").read_text())
     assert "server_prompt" not in manifest["config"] and manifest["settings"]["base_url"] == "http://127.0.0.1:9/v1"
+
+
+def test_a_repeats_folder_stopped_before_its_repeats_all_ran_is_refused_alike_by_every_reader(tmp_path: Path) -> None:
+    """A `run --repeats` stopped between two repeats leaves `repeats/0` and no repeats.json: `report`, `explain`
+    and `export` each refuse it in the same one line (its first repeat is not the run), and take the repeat
+    itself when given its folder."""
+    from click.testing import CliRunner
+
+    from wtb_local.cli import cli
+
+    out = tmp_path / "run"
+    first = out / "repeats" / "0"
+    done = CliRunner().invoke(cli, ["run", "--model", "Qwen/Qwen3-8B", "--backend", "oracle", "--dataset", "sample",
+                                    "--limit", "1", "--out", str(first), "--progress", "none"],
+                              catch_exceptions=False)
+    assert done.exit_code == 0, done.output
+    line = (f"Error: {out}: a `run --repeats` folder whose repeats did not all run (1 recorded in {out / 'repeats'}, "
+            f"no repeats.json); rerun the same `run --repeats` command to finish it, or give one repeat's folder "
+            f"({first})\n")
+    for command in (["report", str(out)], ["explain", str(out), str(out)],
+                    ["export", str(out), "--to", "leaderboard", str(tmp_path / "row.json")]):
+        refused = CliRunner().invoke(cli, command)
+        assert (refused.exit_code, refused.stderr, refused.stdout) == (1, line, ""), command
+    assert not (tmp_path / "row.json").exists()
+    one = CliRunner().invoke(cli, ["report", str(first), "--table", "6"])
+    assert one.exit_code == 0 and one.stdout.startswith("Table 6"), one.output

@@ -25,6 +25,7 @@ from wtb_local.contract.paths import (
     MANIFEST_NAME,
     METRIC_FILE_NAME,
     REPEATS_DIR,
+    REPEATS_JSON,
     RESCORE_PREFIX,
     RESULT_DIR,
     RESULT_FILE_NAME,
@@ -190,6 +191,18 @@ class RunDir:
         if len(found) == 1:
             return self.root / RESULT_DIR / found[0] / RESULT_FILE_NAME
         raise RunDirError(f"{self.root}: several result files ({', '.join(found)}); give the result file itself")
+
+    def unfinished_repeats(self) -> str | None:
+        """The one line every reader gives for a `run --repeats` folder stopped before all its repeats ran
+        (`repeats/<r>/` but no repeats.json): none reads its first repeat as if it were the run."""
+        if (self.root / REPEATS_JSON).is_file() or self.manifest_file.is_file():
+            return None
+        repeats = self.repeats()
+        if not repeats:
+            return None
+        return (f"{self.root}: a `run --repeats` folder whose repeats did not all run ({len(repeats)} recorded in "
+                f"{self.root / REPEATS_DIR}, no {REPEATS_JSON}); rerun the same `run --repeats` command to finish "
+                f"it, or give one repeat's folder ({repeats[0].root})")
 
     def score_sets(self) -> list[ScoreSet]:
         """The run's own scoring and each re-scoring (`score-<checker>/`), each a record of its own."""

@@ -134,6 +134,9 @@ def runs_to_explain(paths: Sequence[str | Path], dataset: str | None = None) -> 
     runs: list[ExplainRun] = []
     for path in paths:
         summary = read_summary(path)
+        unfinished = RunDir(Path(path)).unfinished_repeats()
+        if unfinished is not None:
+            raise ExplainError(unfinished)
         if summary is None:
             runs.append(load_run(path, dataset))
             continue

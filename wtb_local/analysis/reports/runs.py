@@ -100,6 +100,9 @@ def find_runs(path: str | Path) -> list[_Found]:
     path = Path(path)
     if path.is_file():
         return [_from_file(path)]
+    unfinished = RunDir(path).unfinished_repeats()
+    if unfinished is not None:
+        raise ReportError(unfinished)
     found: dict[tuple[Path, str], _Found] = {}
     for attribute, name in (("score", SCORE_FILE_NAME), ("metric", METRIC_FILE_NAME), ("result", RESULT_FILE_NAME)):
         for file in sorted(path.rglob(name)):
