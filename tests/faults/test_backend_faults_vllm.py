@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from tests.faults.test_backend_faults import RUN_TIMEOUT_S, _env, _manifest, _wtb, tiny  # noqa: F401
+from tests.helpers.procs import children
 from tests.run.conftest import RESULT_NAME, read_jsonl, run_files, without_timing
-from tests.run.test_signals import _children
 from tests.tiers import needs_vllm
 
 # Two engine starts (the killed run and its rerun), minutes on 2 shared cores.
@@ -27,9 +27,9 @@ pytestmark = [pytest.mark.vllm, pytest.mark.slow, needs_vllm, pytest.mark.timeou
 
 def _engine_core(pid: int) -> int:
     """The EngineCore process vLLM started for the run (its process title is `VLLM::EngineCore`)."""
-    cores = [child for child in _children(pid)
+    cores = [child for child in children(pid)
              if Path(f"/proc/{child}/comm").read_text(encoding="utf-8").startswith("VLLM::EngineCor")]
-    assert len(cores) == 1, _children(pid)
+    assert len(cores) == 1, children(pid)
     return cores[0]
 
 

@@ -268,7 +268,8 @@ def test_a_worker_killed_mid_run_stops_the_run_in_one_line_and_the_rerun_resumes
     traceback), keeps its finished sessions, and the same command resumes to the files of an uninterrupted
     run."""
     from tests.helpers import build_tiny_tokenizer
-    from tests.run.test_signals import _children, replicated_sample
+    from tests.helpers.procs import children
+    from tests.run.test_signals import replicated_sample
 
     template = real_templates()["Qwen/Qwen3-0.6B"]["chat_template"]
     model = build_tiny_tokenizer(tmp_path / "tokenizer", template, special_tokens=["<tool_call>", "</tool_call>"],
@@ -285,7 +286,7 @@ def test_a_worker_killed_mid_run_stops_the_run_in_one_line_and_the_rerun_resumes
         while not (result_file.exists() and result_file.stat().st_size > 0):
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
             time.sleep(0.02)
-        workers = _children(proc.pid)
+        workers = children(proc.pid)
         assert len(workers) == 2
         os.kill(workers[1], signal.SIGKILL)
         _, stderr = proc.communicate(timeout=120)
