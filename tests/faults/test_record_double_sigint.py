@@ -67,8 +67,13 @@ def test_a_double_sigint_20_times_ends_interrupted_and_resumes_identically(tmp_p
     gaps = [draw.uniform(0.0, 0.05) for _ in range(TIMES)]
     identical = 0
     for number, gap in enumerate(gaps):
-        out = tmp_path / f"sigint-{number}"
-        proc, stderr = _double_sigint(dataset, out, gap)
+        for attempt in range(3):
+            out = tmp_path / f"sigint-{number}-{attempt}"
+            proc, stderr = _double_sigint(dataset, out, gap)
+            # exit 0 and not a word on stderr: the run had ended before the first signal was sent (a loaded
+            # machine woke this loop late), so no signal reached it; that moment is drawn again
+            if (proc.returncode, stderr) != (0, ""):
+                break
         assert proc.returncode == 130, (gap, stderr)
         result = out / RESULT
         kept = len(complete_rows(result))
